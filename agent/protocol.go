@@ -1,0 +1,102 @@
+// Package agent is the host-guest protocol: one hashicorp/yamux session over
+// the agent channel (vsock or virtio-serial). Every stream starts with one
+// JSON Request line; the peer answers with one JSON Response line, then the
+// stream carries what the op says (raw bytes for dial, NDJSON for watches).
+package agent
+
+// Handshake: the host writes HelloLine+" "+nonce+"\n"; the guest discards
+// anything before it (virtio-serial keeps stale bytes across host
+// reconnects), echoes the same line back, then both sides start yamux with
+// the host as yamux client.
+const HelloLine = "VMDOCK-HELLO"
+
+// Ops a stream can ask for. Host-to-guest unless noted.
+const (
+	OpInfo       = "info"        // -> Info
+	OpSetup      = "setup"       // Setup -> system prepared (hostname, dns, time, disks)
+	OpMount      = "mount"       // MountRequest
+	OpDocker     = "docker"      // start dockerd, wait until the socket answers
+	OpDial       = "dial"        // then raw bytes to Network/Address in the guest
+	OpExec       = "exec"        // ExecRequest, then pty/stdio bytes, then ExecExit
+	OpWatchPorts = "watch-ports" // NDJSON PortEvent stream
+	OpSetTime    = "set-time"    // UnixNano
+	OpPowerOff   = "poweroff"
+	OpHostDial   = "host-dial" // guest-to-host: dial 127.0.0.1:Port on the host
+)
+
+// Request is the first line of every stream.
+type Request struct {
+	Op string `json:"op"`
+
+	// dial, host-dial
+	Network string `json:"network,omitempty"` // tcp, udp, unix
+	Address string `json:"address,omitempty"`
+	Port    int    `json:"port,omitempty"`
+
+	Setup *Setup         `json:"setup,omitempty"`
+	Mount *MountRequest  `json:"mount,omitempty"`
+	Exec  *ExecRequest   `json:"exec,omitempty"`
+	Time  int64          `json:"time,omitempty"` // unix nanoseconds
+	Extra map[string]any `json:"extra,omitempty"`
+}
+
+// Response is the first line the peer sends back.
+type Response struct {
+	OK    bool   `json:"ok"`
+	Error string `json:"error,omitempty"`
+	Info  *Info  `json:"info,omitempty"`
+}
+
+// Info answers OpInfo.
+type Info struct {
+	Version  string  `json:"version"`
+	Arch     string  `json:"arch"`
+	Kernel   string  `json:"kernel"`
+	Uptime   float64 `json:"uptimeSeconds"`
+	Hostname string  `json:"hostname"`
+}
+
+// Setup prepares the guest system once per boot, before mounts and dockerd.
+type Setup struct {
+	Hostname   string            `json:"hostname"`
+	DNS        []string          `json:"dns,omitempty"`
+	Env        map[string]string `json:"env,omitempty"`
+	TimeUnixNs int64             `json:"timeUnixNs"`
+	GrowRoot   bool              `json:"growRoot"`
+	// DataDisk is the guest device for /var/lib/docker and
+	// /var/lib/containerd; formatted ext4 on first boot.
+	DataDisk string `json:"dataDisk,omitempty"`
+	Binfmt   bool   `json:"binfmt"`
+	Rosetta  bool   `json:"rosetta"`
+	// HostAccessIP is redirected to the agent, which tunnels to the host's
+	// loopback (10.254.254.254 and host.docker.internal).
+	HostAccessIP string `json:"hostAccessIP,omitempty"`
+}
+
+// MountRequest mounts one share at Target (the same path as on the host).
+type MountRequest struct {
+	Type     string `json:"type"` // virtiofs, 9p
+	Tag      string `json:"tag"`
+	Target   string `json:"target"`
+	ReadOnly bool   `json:"readOnly"`
+	// UID/GID of the host user, so 9p/virtiofs files look right to `docker -v`.
+	UID int `json:"uid"`
+	GID int `json:"gid"`
+}
+
+// ExecRequest runs a command in the guest; with TTY the stream carries a pty.
+type ExecRequest struct {
+	Argv []string          `json:"argv"`
+	Env  map[string]string `json:"env,omitempty"`
+	TTY  bool              `json:"tty"`
+	Rows int               `json:"rows,omitempty"`
+	Cols int               `json:"cols,omitempty"`
+}
+
+// PortEvent is one change in the guest's listening sockets.
+type PortEvent struct {
+	Added   bool   `json:"added"`
+	Proto   string `json:"proto"` // tcp, udp
+	IP      string `json:"ip"`    // as bound in the guest: 0.0.0.0, ::, 127.0.0.1
+	Port    int    `json:"port"`
+}

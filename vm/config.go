@@ -1,0 +1,55 @@
+package vm
+
+// Config is one instance's configuration: DefaultConfig() fills it, the YAML
+// file at <home>/<profile>/vmdock.yaml overrides the defaults, and flags
+// given to `vmdock start` override the file (and are saved back).
+type Config struct {
+	Arch        string            `yaml:"arch" json:"arch"`               // amd64 | arm64 (host arch by default)
+	VMType      string            `yaml:"vmType" json:"vmType"`           // vz | qemu
+	CPUs        int               `yaml:"cpus" json:"cpus"`               // 1..host cores
+	MemoryGiB   float64           `yaml:"memory" json:"memory"`           // GiB
+	DiskGiB     int               `yaml:"disk" json:"disk"`               // GiB, grow only
+	Runtime     string            `yaml:"runtime" json:"runtime"`         // docker
+	MountType   string            `yaml:"mountType" json:"mountType"`     // virtiofs | 9p
+	Mounts      []Mount           `yaml:"mounts" json:"mounts"`           // default: home folder, writable
+	VZRosetta   bool              `yaml:"vzRosetta" json:"vzRosetta"`     // vz on arm64 only
+	Binfmt      bool              `yaml:"binfmt" json:"binfmt"`           // qemu-user binfmt for foreign-arch containers
+	DiskSync    string            `yaml:"diskSync" json:"diskSync"`       // full | fsync | none
+	Network     NetworkConfig     `yaml:"network" json:"network"`         //
+	Env         map[string]string `yaml:"env" json:"env"`                 // guest environment
+	Image       string            `yaml:"image" json:"image"`             // catalog name, path or URL; empty: the default for Arch
+	Activate    bool              `yaml:"activate" json:"activate"`       // switch the docker context on start
+	PortForward PortForward       `yaml:"portForward" json:"portForward"` //
+}
+
+// Mount is one host folder shared into the guest. GuestPath defaults to
+// Location, so `docker run -v "$PWD":/app` works unchanged.
+type Mount struct {
+	Location  string `yaml:"location" json:"location"`
+	GuestPath string `yaml:"mountPoint,omitempty" json:"mountPoint,omitempty"`
+	Writable  bool   `yaml:"writable" json:"writable"`
+}
+
+// NetworkConfig is the guest's network and the host-side addresses.
+type NetworkConfig struct {
+	Mode            string   `yaml:"mode" json:"mode"`                       // user | isolated
+	DNS             []string `yaml:"dns" json:"dns"`                         // guest resolvers; empty: the VM network's
+	PortBind        string   `yaml:"portBind" json:"portBind"`               // host address forwarded ports bind to
+	LoopbackAlias   bool     `yaml:"loopbackAlias" json:"loopbackAlias"`     // put LoopbackAliasIP on the host's loopback
+	LoopbackAliasIP string   `yaml:"loopbackAliasIP" json:"loopbackAliasIP"` // 10.254.254.254
+	HostAccessIP    string   `yaml:"hostAccessIP" json:"hostAccessIP"`       // guest address tunnelled to the host's loopback
+}
+
+// PortForward rules for automatic forwarding of guest listeners.
+type PortForward struct {
+	Rules  []PortRule `yaml:"rules" json:"rules"`   // explicit guest->host maps and ranges
+	Ignore []string   `yaml:"ignore" json:"ignore"` // guest ports or ranges never forwarded, e.g. "22", "6000-6010"
+}
+
+// PortRule maps a guest port (or range) to a host port (or range of the
+// same length). Proto is tcp, udp or empty for both.
+type PortRule struct {
+	Guest string `yaml:"guest" json:"guest"` // "8080" or "8000-8010"
+	Host  string `yaml:"host" json:"host"`   // same shape as Guest
+	Proto string `yaml:"proto,omitempty" json:"proto,omitempty"`
+}

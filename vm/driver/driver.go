@@ -1,0 +1,113 @@
+// Package driver holds the pure-Go description of a VM (Spec) and the small
+// interfaces every hypervisor backend implements. Nothing here uses cgo, so
+// the vz plan and the QEMU argv can both be unit-tested on any OS.
+package driver
+
+import (
+	"context"
+	"errors"
+	"net"
+)
+
+// Arch values follow GOARCH names; drivers translate them (x86_64, aarch64).
+const (
+	ArchAMD64 = "amd64"
+	ArchARM64 = "arm64"
+)
+
+// Mount types.
+const (
+	MountVirtiofs = "virtiofs"
+	Mount9p       = "9p"
+)
+
+// Network modes. Isolated keeps the agent channel and every vmdock tunnel
+// working while the guest itself has no route anywhere.
+const (
+	NetworkUser     = "user"
+	NetworkIsolated = "isolated"
+)
+
+// Disk sync modes (--disk-sync): how guest flushes reach the host disk.
+const (
+	DiskSyncFull  = "full"  // flush to stable storage (F_FULLFSYNC on macOS)
+	DiskSyncFsync = "fsync" // guest flushes become host fsync
+	DiskSyncNone  = "none"  // guest flushes are ignored: fast, unsafe on host crash
+)
+
+// Disk is one block device given to the guest, in this order (vda, vdb, ...).
+type Disk struct {
+	Path     string
+	Format   string // "raw" or "qcow2"
+	ReadOnly bool
+	CDROM    bool // the cidata boot disk
+}
+
+// Share is one host folder exported to the guest under Tag.
+type Share struct {
+	Tag      string
+	HostPath string
+	ReadOnly bool
+}
+
+// Spec describes one VM, independent of the hypervisor.
+type Spec struct {
+	Name      string // instance (profile) name, used in process titles and logs
+	Dir       string // instance folder: sockets, logs, pid files go here
+	Arch      string // ArchAMD64 or ArchARM64
+	CPUs      int
+	MemoryMiB int
+
+	// Direct kernel boot when Kernel is set, otherwise EFI firmware boot.
+	Kernel  string
+	Initrd  string
+	Cmdline string
+
+	Disks     []Disk
+	Shares    []Share
+	MountType string // MountVirtiofs or Mount9p
+	Network   string // NetworkUser or NetworkIsolated
+	DiskSync  string
+	Rosetta   bool // vz on arm64 only
+
+	SerialLog string // serial console output file
+}
+
+// AgentVsockPort is the vsock port the guest agent listens on (vz).
+const AgentVsockPort = 2222
+
+// AgentSerialName is the virtio-serial port name the guest agent opens (qemu).
+const AgentSerialName = "org.vmdock.agent"
+
+// ErrUnsupported is returned by Validate when a driver cannot run a spec on
+// this host at all (for example vz on Linux).
+var ErrUnsupported = errors.New("not supported on this host")
+
+// Driver starts machines. Implementations: vm/qemu and vm/vz.
+type Driver interface {
+	Name() string
+	// Validate checks spec against this driver and host without side effects.
+	Validate(spec Spec) error
+	// Start boots the VM and returns once the hypervisor runs it; the guest
+	// may still be booting.
+	Start(ctx context.Context, spec Spec) (Machine, error)
+}
+
+// Machine is one running VM.
+type Machine interface {
+	// DialAgent opens the raw host-guest byte stream (vsock or virtio-serial).
+	DialAgent(ctx context.Context) (net.Conn, error)
+	// Stop asks the guest to power off (ACPI / vz RequestStop); force kills.
+	Stop(ctx context.Context, force bool) error
+	// Wait blocks until the VM has exited.
+	Wait() error
+	// Info reports facts for `vmdock status`.
+	Info() MachineInfo
+}
+
+// MachineInfo is what a driver can tell about a running machine.
+type MachineInfo struct {
+	Driver string `json:"driver"`
+	Accel  string `json:"accel"` // kvm, hvf, tcg, vz
+	PID    int    `json:"pid,omitempty"`
+}
