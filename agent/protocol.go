@@ -95,8 +95,54 @@ type ExecRequest struct {
 
 // PortEvent is one change in the guest's listening sockets.
 type PortEvent struct {
-	Added   bool   `json:"added"`
-	Proto   string `json:"proto"` // tcp, udp
-	IP      string `json:"ip"`    // as bound in the guest: 0.0.0.0, ::, 127.0.0.1
-	Port    int    `json:"port"`
+	Added bool   `json:"added"`
+	Proto string `json:"proto"` // tcp, udp
+	IP    string `json:"ip"`    // as bound in the guest: 0.0.0.0, ::, 127.0.0.1
+	Port  int    `json:"port"`
+}
+
+// Framing, in addition to the Request/Response lines above:
+//
+//   - Handshake lines and Request/Response lines are single JSON (or hello)
+//     lines ending in '\n'. Readers take them byte by byte so nothing after
+//     the newline is consumed: the raw payload follows directly.
+//   - dial/host-dial with tcp or unix: after an OK Response the stream is the
+//     raw byte stream; closing the stream (yamux FIN) is the half-close.
+//   - dial with udp: each datagram is a 2-byte big-endian length followed by
+//     that many bytes (see DatagramConn).
+//   - watch-ports: one JSON PortEvent per line, the first batch being the
+//     full current set as Added events.
+//   - exec: frames of [1 byte kind][4 byte big-endian length][payload] in
+//     both directions, kinds below. The guest ends with FrameExit whose
+//     payload is a JSON ExecExit, then closes the stream.
+const (
+	FrameStdin    byte = 1 // host -> guest: bytes for the process's stdin
+	FrameStdout   byte = 2 // guest -> host (the pty's output when TTY)
+	FrameStderr   byte = 3 // guest -> host, only without TTY
+	FrameResize   byte = 4 // host -> guest: rows, cols as two big-endian uint16
+	FrameStdinEOF byte = 5 // host -> guest: stdin is done (pty: sends ^D)
+	FrameExit     byte = 6 // guest -> host: JSON ExecExit, last frame
+)
+
+// ExecExit is the payload of FrameExit.
+type ExecExit struct {
+	Code  int    `json:"code"`
+	Error string `json:"error,omitempty"` // the process could not be started
+}
+
+// Guest agent channel kinds (GuestConfig.Channel).
+const (
+	ChannelVirtioSerial = "virtio-serial"
+	ChannelVsock        = "vsock"
+)
+
+// GuestConfig is agent.json on the boot disk, written by the host; the guest
+// agent reads it through --config.
+type GuestConfig struct {
+	Channel string `json:"channel"` // ChannelVirtioSerial or ChannelVsock
+	// SerialPath overrides /dev/virtio-ports/<driver.AgentSerialName>.
+	SerialPath string `json:"serialPath,omitempty"`
+	// VsockPort overrides driver.AgentVsockPort.
+	VsockPort uint32 `json:"vsockPort,omitempty"`
+	LogLevel  string `json:"logLevel,omitempty"` // debug, info (default), warn, error
 }

@@ -25,3 +25,7 @@ func (i *Instance) SerialLogPath() string     { return i.path("serial.log") }
 func (i *Instance) HostAgentLogPath() string  { return i.path("hostagent.log") }
 func (i *Instance) GuestAgentLogPath() string { return i.path("guestagent.log") }
 func (i *Instance) StatePath() string         { return i.path("state.json") }
+
+// BrokenPath records why the last host agent ended abnormally (the VM died
+// under it); `status` reports it until the next start.
+func (i *Instance) BrokenPath() string { return i.path("broken") }

@@ -1,0 +1,56 @@
+# vmdock build. `make build` is what CI and the demo run; it needs only Go.
+GO        ?= go
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+PREFIX    ?= /usr/local
+AGENT_DIR := agent/agentbin/bin
+ARCHES    := amd64 arm64
+AGENTS    := $(foreach a,$(ARCHES),$(AGENT_DIR)/vmdock-agent-linux-$(a).zst)
+LDFLAGS   := -s -w -X main.Version=$(VERSION)
+
+.PHONY: all build agents test lint darwin-check install image e2e bench demo clean
+
+all: build
+
+build: agents
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/vmdock ./cmd/vmdock
+
+# The guest agents are static linux binaries, zstd-compressed, embedded by
+# package agentbin. Always rebuilt: go build is incremental and cheap.
+agents:
+	@mkdir -p bin $(AGENT_DIR)
+	@set -e; for a in $(ARCHES); do \
+		echo "agent linux/$$a"; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build -trimpath -ldflags "-s -w" -o bin/vmdock-agent-linux-$$a ./cmd/vmdock-agent; \
+		$(GO) run ./hack/compress bin/vmdock-agent-linux-$$a $(AGENT_DIR)/vmdock-agent-linux-$$a.zst; \
+	done
+
+test:
+	$(GO) test ./...
+
+lint:
+	$(GO) vet ./...
+	@out="$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go'))"; \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+darwin-check:
+	$(GO) run ./hack/darwincheck
+	GOOS=darwin CGO_ENABLED=0 $(GO) build ./...
+
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 bin/vmdock $(DESTDIR)$(PREFIX)/bin/vmdock
+
+image:
+	bash hack/image/build.sh
+
+e2e: build
+	VMDOCK_E2E=1 $(GO) test -tags e2e -v -timeout 60m ./hack/e2e/
+
+bench:
+	@echo "bench: not implemented yet"
+
+demo:
+	bash hack/demo.sh
+
+clean:
+	rm -rf bin $(AGENTS)

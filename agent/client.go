@@ -1,0 +1,310 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/yamux"
+)
+
+// Version is the agent protocol/binary version, set with
+// -ldflags "-X github.com/vmdock/vmdock/agent.Version=...".
+var Version = "dev"
+
+// Client is the host's end of the agent session.
+type Client struct {
+	sess *yamux.Session
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	handler func(Request, net.Conn)
+}
+
+// Connect does the handshake on conn and starts the yamux session. ctx
+// bounds only the handshake; conn is closed when it fails.
+func Connect(ctx context.Context, conn net.Conn) (*Client, error) {
+	return ConnectLogger(ctx, conn, slog.Default())
+}
+
+// ConnectLogger is Connect with an explicit logger.
+func ConnectLogger(ctx context.Context, conn net.Conn, log *slog.Logger) (*Client, error) {
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	err := HostHello(conn, NewNonce())
+	if !stop() {
+		conn.Close()
+		return nil, fmt.Errorf("agent handshake: %w", context.Cause(ctx))
+	}
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("agent handshake: %w", err)
+	}
+	sess, err := yamux.Client(conn, YamuxConfig(log))
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("start agent session: %w", err)
+	}
+	c := &Client{sess: sess, log: log}
+	go c.acceptLoop()
+	return c, nil
+}
+
+// Close ends the session.
+func (c *Client) Close() error { return c.sess.Close() }
+
+// Done is closed when the session has ended (guest gone, Close called).
+func (c *Client) Done() <-chan struct{} { return c.sess.CloseChan() }
+
+// HandleGuestStreams sets the handler for streams the guest opens
+// (OpHostDial). The handler owns conn: it must answer with Reply, then use
+// and close it. Without a handler such streams are refused.
+func (c *Client) HandleGuestStreams(h func(req Request, conn net.Conn)) {
+	c.mu.Lock()
+	c.handler = h
+	c.mu.Unlock()
+}
+
+func (c *Client) acceptLoop() {
+	for {
+		st, err := c.sess.AcceptStream()
+		if err != nil {
+			return
+		}
+		go c.serveGuestStream(st)
+	}
+}
+
+func (c *Client) serveGuestStream(st *yamux.Stream) {
+	_ = st.SetReadDeadline(time.Now().Add(30 * time.Second))
+	var req Request
+	if err := ReadJSONLine(st, &req); err != nil {
+		c.log.Debug("guest stream without a request", "err", err)
+		st.Close()
+		return
+	}
+	_ = st.SetReadDeadline(time.Time{})
+	c.mu.Lock()
+	h := c.handler
+	c.mu.Unlock()
+	if h == nil {
+		_ = Reply(st, fmt.Errorf("host does not handle %q streams", req.Op))
+		st.Close()
+		return
+	}
+	h(req, st)
+}
+
+// open starts a stream with req and reads the Response. The stream is
+// closed when ctx ends before the response arrives.
+func (c *Client) open(ctx context.Context, req Request) (*yamux.Stream, Response, error) {
+	st, err := c.sess.OpenStream()
+	if err != nil {
+		return nil, Response{}, fmt.Errorf("agent %s: open stream: %w", req.Op, err)
+	}
+	stop := context.AfterFunc(ctx, func() { st.Close() })
+	defer stop()
+	if err := WriteJSONLine(st, req); err != nil {
+		st.Close()
+		return nil, Response{}, fmt.Errorf("agent %s: %w", req.Op, err)
+	}
+	resp, err := ReadResponse(st)
+	if err != nil {
+		st.Close()
+		if ctx.Err() != nil {
+			return nil, resp, fmt.Errorf("agent %s: %w", req.Op, context.Cause(ctx))
+		}
+		return nil, resp, fmt.Errorf("agent %s: %w", req.Op, err)
+	}
+	return st, resp, nil
+}
+
+// call is open for request/response ops without payload.
+func (c *Client) call(ctx context.Context, req Request) (Response, error) {
+	st, resp, err := c.open(ctx, req)
+	if err != nil {
+		return resp, err
+	}
+	st.Close()
+	return resp, nil
+}
+
+// Info asks the guest who it is.
+func (c *Client) Info(ctx context.Context) (Info, error) {
+	resp, err := c.call(ctx, Request{Op: OpInfo})
+	if err != nil {
+		return Info{}, err
+	}
+	if resp.Info == nil {
+		return Info{}, errors.New("agent info: empty answer")
+	}
+	return *resp.Info, nil
+}
+
+// Setup prepares the guest system (hostname, DNS, disks, host access).
+func (c *Client) Setup(ctx context.Context, s Setup) error {
+	_, err := c.call(ctx, Request{Op: OpSetup, Setup: &s})
+	return err
+}
+
+// Mount mounts one share in the guest; mounting it again is a no-op.
+func (c *Client) Mount(ctx context.Context, m MountRequest) error {
+	_, err := c.call(ctx, Request{Op: OpMount, Mount: &m})
+	return err
+}
+
+// StartDocker starts dockerd and returns once /var/run/docker.sock answers.
+func (c *Client) StartDocker(ctx context.Context) error {
+	_, err := c.call(ctx, Request{Op: OpDocker})
+	return err
+}
+
+// SetTime sets the guest clock, e.g. after a host sleep or a restore.
+func (c *Client) SetTime(ctx context.Context, t time.Time) error {
+	_, err := c.call(ctx, Request{Op: OpSetTime, Time: t.UnixNano()})
+	return err
+}
+
+// PowerOff asks the guest to shut down; it answers before doing so.
+func (c *Client) PowerOff(ctx context.Context) error {
+	_, err := c.call(ctx, Request{Op: OpPowerOff})
+	return err
+}
+
+// Dial connects to addr inside the guest. tcp and unix give a byte stream;
+// udp gives a *DatagramConn (one Read/Write per datagram).
+func (c *Client) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	switch network {
+	case "tcp", "tcp4", "tcp6", "unix", "udp", "udp4", "udp6":
+	default:
+		return nil, fmt.Errorf("dial guest %s: network %q is not tcp, udp or unix", addr, network)
+	}
+	st, _, err := c.open(ctx, Request{Op: OpDial, Network: network, Address: addr})
+	if err != nil {
+		return nil, fmt.Errorf("dial guest %s %s: %w", network, addr, err)
+	}
+	if network[:3] == "udp" {
+		return NewDatagramConn(st), nil
+	}
+	return st, nil
+}
+
+// WatchPorts streams changes of the guest's listening sockets; the first
+// events are the current set. The channel closes when ctx ends or the
+// session dies.
+func (c *Client) WatchPorts(ctx context.Context) (<-chan PortEvent, error) {
+	st, _, err := c.open(ctx, Request{Op: OpWatchPorts})
+	if err != nil {
+		return nil, err
+	}
+	ch := make(chan PortEvent)
+	stop := context.AfterFunc(ctx, func() { st.Close() })
+	go func() {
+		defer close(ch)
+		defer stop()
+		defer st.Close()
+		dec := json.NewDecoder(st)
+		for {
+			var ev PortEvent
+			if err := dec.Decode(&ev); err != nil {
+				if ctx.Err() == nil && !errors.Is(err, io.EOF) {
+					c.log.Debug("port watch ended", "err", err)
+				}
+				return
+			}
+			select {
+			case ch <- ev:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return ch, nil
+}
+
+// Exec runs req in the guest, copying stdin to it and its output to stdout
+// (and stderr without TTY). resize may be nil. Cancelling ctx closes the
+// stream, which kills the process in the guest.
+func (c *Client) Exec(ctx context.Context, req ExecRequest, stdin io.Reader, stdout, stderr io.Writer, resize <-chan [2]uint16) (int, error) {
+	if len(req.Argv) == 0 {
+		return -1, errors.New("exec: empty command")
+	}
+	st, _, err := c.open(ctx, Request{Op: OpExec, Exec: &req})
+	if err != nil {
+		return -1, err
+	}
+	defer st.Close()
+	stop := context.AfterFunc(ctx, func() { st.Close() })
+	defer stop()
+	fw := NewFrameWriter(st)
+	done := make(chan struct{})
+	defer close(done)
+	if stdin != nil {
+		go func() {
+			// Copy errors only mean the stream is gone; the frame loop
+			// below reports that.
+			_, err := io.Copy(fw.Writer(FrameStdin), stdin)
+			if err == nil {
+				_ = fw.WriteFrame(FrameStdinEOF, nil)
+			}
+		}()
+	} else {
+		_ = fw.WriteFrame(FrameStdinEOF, nil)
+	}
+	if resize != nil {
+		go func() {
+			for {
+				select {
+				case sz, ok := <-resize:
+					if !ok {
+						return
+					}
+					if fw.WriteFrame(FrameResize, ResizePayload(sz[0], sz[1])) != nil {
+						return
+					}
+				case <-done:
+					return
+				}
+			}
+		}()
+	}
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	if stdout == nil {
+		stdout = io.Discard
+	}
+	for {
+		kind, payload, err := ReadFrame(st)
+		if err != nil {
+			if ctx.Err() != nil {
+				return -1, fmt.Errorf("exec %s: %w", req.Argv[0], context.Cause(ctx))
+			}
+			return -1, fmt.Errorf("exec %s: stream ended before the exit code: %w", req.Argv[0], err)
+		}
+		switch kind {
+		case FrameStdout:
+			if _, err := stdout.Write(payload); err != nil {
+				return -1, fmt.Errorf("exec %s: write stdout: %w", req.Argv[0], err)
+			}
+		case FrameStderr:
+			if _, err := stderr.Write(payload); err != nil {
+				return -1, fmt.Errorf("exec %s: write stderr: %w", req.Argv[0], err)
+			}
+		case FrameExit:
+			var ex ExecExit
+			if err := json.Unmarshal(payload, &ex); err != nil {
+				return -1, fmt.Errorf("exec %s: bad exit frame: %w", req.Argv[0], err)
+			}
+			if ex.Error != "" {
+				return -1, fmt.Errorf("exec %s: %s", req.Argv[0], ex.Error)
+			}
+			return ex.Code, nil
+		}
+	}
+}

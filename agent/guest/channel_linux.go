@@ -1,0 +1,124 @@
+package guest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/vmdock/vmdock/agent"
+)
+
+// Run serves the host forever over the channel in cfg, reopening it
+// whenever a session ends (host agent restarted). It returns only when ctx
+// ends or the channel cannot be used at all.
+func (s *Server) Run(ctx context.Context, cfg agent.GuestConfig) error {
+	switch cfg.Channel {
+	case agent.ChannelVirtioSerial:
+		return s.runSerial(ctx, cfg.Serial())
+	case agent.ChannelVsock:
+		return s.runVsock(ctx, cfg.Port())
+	}
+	return fmt.Errorf("channel %q is not %q or %q", cfg.Channel, agent.ChannelVirtioSerial, agent.ChannelVsock)
+}
+
+// retryDelay paces reopen and wait-for-host loops: slow enough not to spin
+// a core, quick enough that a reconnect feels instant.
+const retryDelay = 250 * time.Millisecond
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+func (s *Server) runSerial(ctx context.Context, dev string) error {
+	for {
+		f, err := os.OpenFile(dev, os.O_RDWR, 0)
+		if err != nil {
+			// udev may not have created the link yet.
+			s.log().Debug("open agent port", "dev", dev, "err", err)
+			if err := sleepCtx(ctx, time.Second); err != nil {
+				return err
+			}
+			continue
+		}
+		s.log().Info("waiting for the host", "dev", dev)
+		err = s.serve(ctx, waitHostReader{ctx: ctx, r: f}, f)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			s.log().Info("session failed", "err", err)
+		}
+		if err := sleepCtx(ctx, retryDelay); err != nil {
+			return err
+		}
+	}
+}
+
+// waitHostReader is used only for the handshake. A virtio-serial port reads
+// 0 bytes (EOF) while no host is connected, and poll reports POLLHUP at
+// once, so there is no event to block on: wait a little and read again.
+type waitHostReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (w waitHostReader) Read(p []byte) (int, error) {
+	for {
+		n, err := w.r.Read(p)
+		if n > 0 || !errors.Is(err, io.EOF) {
+			return n, err
+		}
+		if err := sleepCtx(w.ctx, retryDelay); err != nil {
+			return 0, err
+		}
+	}
+}
+
+func (s *Server) runVsock(ctx context.Context, port uint32) error {
+	fd, err := unix.Socket(unix.AF_VSOCK, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("vsock socket: %w", err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrVM{CID: unix.VMADDR_CID_ANY, Port: port}); err != nil {
+		unix.Close(fd)
+		return fmt.Errorf("bind vsock port %d: %w", port, err)
+	}
+	if err := unix.Listen(fd, 4); err != nil {
+		unix.Close(fd)
+		return fmt.Errorf("listen on vsock port %d: %w", port, err)
+	}
+	l := os.NewFile(uintptr(fd), "vsock-listener")
+	defer l.Close()
+	stop := context.AfterFunc(ctx, func() { unix.Shutdown(fd, unix.SHUT_RDWR) })
+	defer stop()
+	s.log().Info("listening", "vsock-port", port)
+	for {
+		nfd, _, err := unix.Accept4(fd, unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if errors.Is(err, unix.EINTR) || errors.Is(err, unix.ECONNABORTED) {
+				continue
+			}
+			return fmt.Errorf("accept on vsock port %d: %w", port, err)
+		}
+		// Nonblocking so the Go poller serves reads and Close interrupts them.
+		c := os.NewFile(uintptr(nfd), "vsock")
+		go func() {
+			if err := s.Serve(ctx, c); err != nil && ctx.Err() == nil {
+				s.log().Info("session failed", "err", err)
+			}
+		}()
+	}
+}

@@ -1,0 +1,107 @@
+package guest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+const daemonJSON = "/etc/docker/daemon.json"
+
+// startDocker writes daemon.json, starts containerd and docker, and waits
+// until the socket answers /_ping.
+func (s *Server) startDocker(ctx context.Context) error {
+	if err := s.writeDaemonJSON(); err != nil {
+		return err
+	}
+	if _, err := s.OS.Run(ctx, "systemctl", "start", "containerd", "docker"); err != nil {
+		return fmt.Errorf("start docker: %w", err)
+	}
+	sock := s.DockerSocket
+	if sock == "" {
+		sock = "/var/run/docker.sock"
+	}
+	var last error
+	for {
+		if last = pingDocker(ctx, sock); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("docker did not answer on %s: %w", sock, last)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func pingDocker(ctx context.Context, sock string) error {
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}}
+	defer tr.CloseIdleConnections()
+	cl := &http.Client{Transport: tr, Timeout: 5 * time.Second}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://docker/_ping", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := cl.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("/_ping answered %s", resp.Status)
+	}
+	return nil
+}
+
+// writeDaemonJSON keeps whatever the image ships and only sets what vmdock
+// owns: host-gateway-ip, so `--add-host x:host-gateway` reaches the host.
+func (s *Server) writeDaemonJSON() error {
+	p := s.path(daemonJSON)
+	cfg := map[string]any{}
+	b, err := os.ReadFile(p)
+	switch {
+	case err == nil:
+		if err := json.Unmarshal(b, &cfg); err != nil {
+			return fmt.Errorf("parse %s: %w", daemonJSON, err)
+		}
+	case !errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("read %s: %w", daemonJSON, err)
+	}
+	s.mu.Lock()
+	ip := s.hostAccessIP
+	s.mu.Unlock()
+	if ip != "" {
+		cfg["host-gateway-ip"] = ip
+	} else {
+		delete(cfg, "host-gateway-ip")
+	}
+	out, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("write %s: %w", daemonJSON, err)
+	}
+	return writeFileAtomic(p, append(out, '\n'), 0o644)
+}
+
+func writeFileAtomic(p string, b []byte, mode os.FileMode) error {
+	tmp := p + ".vmdock-tmp"
+	if err := os.WriteFile(tmp, b, mode); err != nil {
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	return nil
+}

@@ -1,0 +1,78 @@
+package guest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// OS is what the server needs from the guest system beyond files: running
+// tools (mount, mkfs, iptables, systemctl) and setting the clock. Tests fake
+// it because the real thing needs root inside a VM.
+type OS interface {
+	// Run runs name with args; a non-zero exit is an error that has an
+	// ExitCode() int method.
+	Run(ctx context.Context, name string, args ...string) ([]byte, error)
+	SetClock(t time.Time) error
+}
+
+// RealOS runs the real tools.
+type RealOS struct{}
+
+// Run runs the command and folds its output into the error.
+func (RealOS) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	err := cmd.Run()
+	if err != nil {
+		var ee *exec.ExitError
+		msg := strings.TrimSpace(out.String())
+		if errors.As(err, &ee) {
+			return out.Bytes(), &runError{cmd: name + " " + strings.Join(args, " "), code: ee.ExitCode(), out: msg}
+		}
+		return out.Bytes(), fmt.Errorf("%s: %w", name, err)
+	}
+	return out.Bytes(), nil
+}
+
+// SetClock sets the wall clock (the guest has no NTP: after a restore or a
+// host sleep only the host knows the time).
+func (RealOS) SetClock(t time.Time) error {
+	tv := unix.NsecToTimeval(t.UnixNano())
+	if err := unix.Settimeofday(&tv); err != nil {
+		return fmt.Errorf("settimeofday: %w", err)
+	}
+	return nil
+}
+
+type runError struct {
+	cmd  string
+	code int
+	out  string
+}
+
+func (e *runError) Error() string {
+	if e.out == "" {
+		return fmt.Sprintf("%s: exit status %d", e.cmd, e.code)
+	}
+	return fmt.Sprintf("%s: exit status %d: %s", e.cmd, e.code, e.out)
+}
+
+func (e *runError) ExitCode() int { return e.code }
+
+// exitCode returns the exit code in err, or -1 when it is not an exit.
+func exitCode(err error) int {
+	var ec interface{ ExitCode() int }
+	if errors.As(err, &ec) {
+		return ec.ExitCode()
+	}
+	return -1
+}

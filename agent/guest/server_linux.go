@@ -1,0 +1,223 @@
+package guest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/yamux"
+	"golang.org/x/sys/unix"
+
+	"github.com/vmdock/vmdock/agent"
+)
+
+// Server answers the host. One Server lives as long as the agent process;
+// sessions come and go with the host agent.
+type Server struct {
+	Log *slog.Logger
+	OS  OS
+	// Root prefixes the files the server edits (/etc, /run, /proc/self/
+	// mountinfo, binfmt_misc); "" means the real root. Tests use a temp dir.
+	Root string
+	// DockerSocket is where dockerd answers; default /var/run/docker.sock.
+	DockerSocket string
+	// PortPoll is how often listening sockets are scanned; default 250ms.
+	PortPoll time.Duration
+	// ProcNet is the folder with tcp, tcp6, udp, udp6; default /proc/net.
+	ProcNet string
+
+	mu           sync.Mutex
+	sess         *yamux.Session
+	ownPorts     map[portKey]bool
+	hostAccess   net.Listener
+	hostAccessIP string
+}
+
+// NewServer returns a server on the real system.
+func NewServer(log *slog.Logger) *Server {
+	return &Server{Log: log, OS: RealOS{}}
+}
+
+func (s *Server) path(p string) string {
+	if s.Root == "" {
+		return p
+	}
+	return filepath.Join(s.Root, p)
+}
+
+func (s *Server) log() *slog.Logger {
+	if s.Log == nil {
+		return slog.Default()
+	}
+	return s.Log
+}
+
+// Serve does the guest half of the handshake on rwc, then answers streams
+// until the session ends. It closes rwc.
+func (s *Server) Serve(ctx context.Context, rwc io.ReadWriteCloser) error {
+	return s.serve(ctx, rwc, rwc)
+}
+
+// serve reads the handshake from hello (which may wait out a missing host)
+// and runs yamux on rwc.
+func (s *Server) serve(ctx context.Context, hello io.Reader, rwc io.ReadWriteCloser) error {
+	defer rwc.Close()
+	stop := context.AfterFunc(ctx, func() { rwc.Close() })
+	defer stop()
+	if err := agent.GuestHello(struct {
+		io.Reader
+		io.Writer
+	}{hello, rwc}); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return err
+	}
+	sess, err := yamux.Server(rwc, agent.YamuxConfig(s.log()))
+	if err != nil {
+		return fmt.Errorf("start agent session: %w", err)
+	}
+	defer sess.Close()
+	s.mu.Lock()
+	s.sess = sess
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if s.sess == sess {
+			s.sess = nil
+		}
+		s.mu.Unlock()
+	}()
+	s.log().Info("host connected")
+	for {
+		st, err := sess.AcceptStream()
+		if err != nil {
+			s.log().Info("host session ended", "err", err)
+			return nil
+		}
+		go s.handle(ctx, st)
+	}
+}
+
+// openToHost opens a stream to the host on the current session.
+func (s *Server) openToHost(req agent.Request) (net.Conn, error) {
+	s.mu.Lock()
+	sess := s.sess
+	s.mu.Unlock()
+	if sess == nil {
+		return nil, errors.New("no host session")
+	}
+	st, err := sess.OpenStream()
+	if err != nil {
+		return nil, fmt.Errorf("open stream to host: %w", err)
+	}
+	if err := agent.WriteJSONLine(st, req); err != nil {
+		st.Close()
+		return nil, err
+	}
+	if _, err := agent.ReadResponse(st); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+func (s *Server) handle(ctx context.Context, st net.Conn) {
+	_ = st.SetReadDeadline(time.Now().Add(30 * time.Second))
+	var req agent.Request
+	if err := agent.ReadJSONLine(st, &req); err != nil {
+		s.log().Debug("stream without a request", "err", err)
+		st.Close()
+		return
+	}
+	_ = st.SetReadDeadline(time.Time{})
+	log := s.log().With("op", req.Op)
+	log.Debug("request")
+	switch req.Op {
+	case agent.OpDial:
+		s.dial(ctx, st, req)
+		return
+	case agent.OpExec:
+		s.exec(ctx, st, req)
+		return
+	case agent.OpWatchPorts:
+		s.watchPorts(ctx, st)
+		return
+	}
+	defer st.Close()
+	var err error
+	resp := agent.Response{OK: true}
+	switch req.Op {
+	case agent.OpInfo:
+		var info agent.Info
+		info, err = s.info()
+		resp.Info = &info
+	case agent.OpSetup:
+		if req.Setup == nil {
+			err = errors.New("setup request without setup")
+			break
+		}
+		err = s.setup(ctx, *req.Setup)
+	case agent.OpMount:
+		if req.Mount == nil {
+			err = errors.New("mount request without mount")
+			break
+		}
+		err = s.mount(ctx, *req.Mount)
+	case agent.OpDocker:
+		dctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		err = s.startDocker(dctx)
+		cancel()
+	case agent.OpSetTime:
+		if req.Time <= 0 {
+			err = fmt.Errorf("set-time: time %d is not a positive unix nanosecond count", req.Time)
+			break
+		}
+		err = s.OS.SetClock(time.Unix(0, req.Time))
+	case agent.OpPowerOff:
+		_ = agent.Reply(st, nil)
+		st.Close()
+		log.Info("powering off")
+		// Give the reply time to leave the channel before systemd stops us.
+		time.Sleep(200 * time.Millisecond)
+		if _, err := s.OS.Run(context.Background(), "systemctl", "poweroff"); err != nil {
+			log.Error("poweroff", "err", err)
+		}
+		return
+	default:
+		err = fmt.Errorf("unknown op %q", req.Op)
+	}
+	if err != nil {
+		log.Warn("request failed", "err", err)
+		resp = agent.Response{Error: err.Error()}
+	}
+	_ = agent.WriteJSONLine(st, resp)
+}
+
+func (s *Server) info() (agent.Info, error) {
+	info := agent.Info{Version: agent.Version, Arch: runtime.GOARCH}
+	var uts unix.Utsname
+	if err := unix.Uname(&uts); err != nil {
+		return info, fmt.Errorf("uname: %w", err)
+	}
+	info.Kernel = unix.ByteSliceToString(uts.Release[:])
+	info.Hostname = unix.ByteSliceToString(uts.Nodename[:])
+	b, err := os.ReadFile("/proc/uptime")
+	if err != nil {
+		return info, fmt.Errorf("read uptime: %w", err)
+	}
+	if f := strings.Fields(string(b)); len(f) > 0 {
+		info.Uptime, _ = strconv.ParseFloat(f[0], 64)
+	}
+	return info, nil
+}

@@ -1,0 +1,277 @@
+package guest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vmdock/vmdock/agent"
+)
+
+const (
+	dataMount   = "/var/lib/vmdock-data"
+	dataLabel   = "vmdock-data"
+	rosettaTag  = "vmdock-rosetta"
+	rosettaDir  = "/mnt/rosetta"
+	binfmtMisc  = "/proc/sys/fs/binfmt_misc"
+	leasesDir   = "/run/systemd/netif/leases"
+	hostsMarker = "# vmdock host access"
+)
+
+var (
+	hostnameRE = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$`)
+	envKeyRE   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// setup prepares the system for this boot. Every step is idempotent, so a
+// reconnecting host agent may send it again; failures of independent steps
+// are all reported.
+func (s *Server) setup(ctx context.Context, st agent.Setup) error {
+	var errs []error
+	step := func(name string, err error) {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		}
+	}
+	if st.TimeUnixNs > 0 {
+		step("time", s.OS.SetClock(time.Unix(0, st.TimeUnixNs)))
+	}
+	if st.Hostname != "" {
+		step("hostname", s.setHostname(ctx, st.Hostname))
+	}
+	step("dns", s.setDNS(st.DNS))
+	if len(st.Env) > 0 {
+		step("environment", s.setEnv(st.Env))
+	}
+	if st.GrowRoot {
+		step("grow root", s.growRoot(ctx))
+	}
+	if st.DataDisk != "" {
+		step("data disk", s.dataDisk(ctx, st.DataDisk))
+	}
+	if st.Binfmt {
+		step("binfmt", s.binfmt(ctx))
+	}
+	if st.Rosetta {
+		step("rosetta", s.rosetta(ctx))
+	}
+	if st.HostAccessIP != "" {
+		step("host access", s.setupHostAccess(ctx, st.HostAccessIP))
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Server) setHostname(ctx context.Context, name string) error {
+	if !hostnameRE.MatchString(name) {
+		return fmt.Errorf("hostname %q: use letters, digits and inner dashes, at most 63", name)
+	}
+	if err := writeFileAtomic(s.path("/etc/hostname"), []byte(name+"\n"), 0o644); err != nil {
+		return err
+	}
+	if err := s.editHosts("127.0.1.1", "127.0.1.1\t"+name); err != nil {
+		return err
+	}
+	if _, err := s.OS.Run(ctx, "hostname", name); err != nil {
+		return err
+	}
+	return nil
+}
+
+// editHosts replaces the /etc/hosts line starting with key (or appends it).
+func (s *Server) editHosts(key, line string) error {
+	p := s.path("/etc/hosts")
+	b, err := os.ReadFile(p)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("read /etc/hosts: %w", err)
+	}
+	var out []string
+	done := false
+	for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		if f := strings.Fields(l); len(f) > 0 && f[0] == key {
+			if !done {
+				out = append(out, line)
+				done = true
+			}
+			continue
+		}
+		if l != "" || len(out) > 0 {
+			out = append(out, l)
+		}
+	}
+	if !done {
+		out = append(out, line)
+	}
+	return writeFileAtomic(p, []byte(strings.Join(out, "\n")+"\n"), 0o644)
+}
+
+// setDNS writes the given servers, else the ones DHCP handed out; with
+// neither it keeps the image's resolv.conf.
+func (s *Server) setDNS(servers []string) error {
+	for _, d := range servers {
+		if net.ParseIP(d) == nil {
+			return fmt.Errorf("DNS server %q is not an IP address", d)
+		}
+	}
+	if len(servers) == 0 {
+		servers = s.leaseDNS()
+	}
+	if len(servers) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString("# written by vmdock-agent\n")
+	for _, d := range servers {
+		fmt.Fprintf(&b, "nameserver %s\n", d)
+	}
+	p := s.path("/etc/resolv.conf")
+	// A symlink to systemd-resolved's stub would be rewritten behind us.
+	if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		_ = os.Remove(p)
+	}
+	return writeFileAtomic(p, []byte(b.String()), 0o644)
+}
+
+// leaseDNS reads DNS= from systemd-networkd's DHCP leases.
+func (s *Server) leaseDNS() []string {
+	files, _ := filepath.Glob(filepath.Join(s.path(leasesDir), "*"))
+	sort.Strings(files)
+	var out []string
+	seen := map[string]bool{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			v, ok := strings.CutPrefix(l, "DNS=")
+			if !ok {
+				continue
+			}
+			for _, d := range strings.Fields(v) {
+				if net.ParseIP(d) != nil && !seen[d] {
+					seen[d] = true
+					out = append(out, d)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func (s *Server) setEnv(env map[string]string) error {
+	keys := make([]string, 0, len(env))
+	for k, v := range env {
+		if !envKeyRE.MatchString(k) {
+			return fmt.Errorf("environment name %q: use letters, digits and _, not starting with a digit", k)
+		}
+		if strings.ContainsAny(v, "\n\x00") {
+			return fmt.Errorf("environment value of %s contains a newline or NUL", k)
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%s\n", k, strconv.Quote(env[k]))
+	}
+	return writeFileAtomic(s.path("/etc/environment"), []byte(b.String()), 0o644)
+}
+
+// growRoot lets ext4 take a disk that the host enlarged; resize2fs does
+// nothing when there is no new space.
+func (s *Server) growRoot(ctx context.Context) error {
+	m, ok, err := s.mountedAt("/")
+	if err != nil {
+		return err
+	}
+	if !ok || !strings.HasPrefix(m.Source, "/dev/") {
+		return fmt.Errorf("no block device mounted at /")
+	}
+	if m.FSType != "ext4" {
+		return fmt.Errorf("root filesystem is %s, only ext4 grows", m.FSType)
+	}
+	_, err = s.OS.Run(ctx, "resize2fs", m.Source)
+	return err
+}
+
+// dataDisk formats the data disk on first boot, mounts it and binds the
+// docker and containerd folders onto it, so images survive a new root disk.
+func (s *Server) dataDisk(ctx context.Context, dev string) error {
+	if !strings.HasPrefix(dev, "/dev/") {
+		return fmt.Errorf("data disk %q is not a /dev path", dev)
+	}
+	_, err := s.OS.Run(ctx, "blkid", "-o", "value", "-s", "TYPE", dev)
+	if exitCode(err) == 2 { // blkid: nothing found, a blank disk
+		if _, err := s.OS.Run(ctx, "mkfs.ext4", "-q", "-L", dataLabel, dev); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return err
+	}
+	if err := s.mountOnce(ctx, dataMount, "-t", "ext4", dev, dataMount); err != nil {
+		return err
+	}
+	for _, sub := range []string{"docker", "containerd"} {
+		src, dst := filepath.Join(dataMount, sub), "/var/lib/"+sub
+		if err := os.MkdirAll(s.path(src), 0o710); err != nil {
+			return err
+		}
+		if err := s.mountOnce(ctx, dst, "--bind", src, dst); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mountOnce creates target and runs mount args unless target is mounted.
+func (s *Server) mountOnce(ctx context.Context, target string, args ...string) error {
+	if _, ok, err := s.mountedAt(target); err != nil || ok {
+		return err
+	}
+	if err := os.MkdirAll(s.path(target), 0o755); err != nil {
+		return err
+	}
+	_, err := s.OS.Run(ctx, "mount", args...)
+	return err
+}
+
+// binfmt enables qemu-user-static's handlers so foreign-arch images run.
+func (s *Server) binfmt(ctx context.Context) error {
+	_, err := s.OS.Run(ctx, "update-binfmts", "--enable")
+	if err == nil {
+		return nil
+	}
+	if _, err2 := s.OS.Run(ctx, "systemctl", "restart", "systemd-binfmt"); err2 != nil {
+		return errors.Join(err, err2)
+	}
+	return nil
+}
+
+// rosettaRegistration registers x86_64 ELF executables with Rosetta; the
+// magic/mask pair is the one Apple documents for Linux VMs. F makes the
+// kernel open the interpreter now, so it works inside containers too.
+const rosettaRegistration = `:rosetta:M::\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\x3e\x00:\xff\xff\xff\xff\xff\xfe\xfe\x00\xff\xff\xff\xff\xff\xff\xff\xff\xfe\xff\xff\xff:` + rosettaDir + `/rosetta:OCF`
+
+func (s *Server) rosetta(ctx context.Context) error {
+	if err := s.mountOnce(ctx, rosettaDir, "-t", "virtiofs", rosettaTag, rosettaDir); err != nil {
+		return err
+	}
+	if err := s.mountOnce(ctx, binfmtMisc, "-t", "binfmt_misc", "binfmt_misc", binfmtMisc); err != nil {
+		return err
+	}
+	if _, err := os.Stat(s.path(binfmtMisc + "/rosetta")); err == nil {
+		return nil
+	}
+	if err := os.WriteFile(s.path(binfmtMisc+"/register"), []byte(rosettaRegistration), 0o200); err != nil {
+		return fmt.Errorf("register rosetta: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/vmdock/vmdock/images"
+	"github.com/vmdock/vmdock/vm"
+)
+
+// newImageCmd is the `vmdock image` command tree: the guest image cache.
+func newImageCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "image",
+		Short: "Manage guest images (build, list, import, rm, prune)",
+		Long: "Guest images live in the image cache ($VMDOCK_CACHE, default " +
+			"~/Library/Caches/vmdock on macOS and $XDG_CACHE_HOME/vmdock on Linux), named by digest.",
+	}
+	cmd.AddCommand(newImageBuildCmd(), newImageListCmd(), newImageImportCmd(), newImageRmCmd(), newImagePruneCmd())
+	return cmd
+}
+
+func newImageBuildCmd() *cobra.Command {
+	var arch string
+	cmd := &cobra.Command{
+		Use:   "build",
+		Short: "Build the vmdock image from Debian packages (Linux, root)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return images.Build(cmd.Context(), arch, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	cmd.Flags().StringVar(&arch, "arch", runtime.GOARCH, "guest architecture (amd64, arm64)")
+	return cmd
+}
+
+func newImageListCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List cached images",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := images.OpenCache("")
+			if err != nil {
+				return err
+			}
+			entries, err := c.Entries()
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if entries == nil {
+					entries = []images.Entry{}
+				}
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(entries)
+			}
+			return writeImageTable(cmd.OutOrStdout(), entries)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func writeImageTable(w io.Writer, entries []images.Entry) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tARCH\tKIND\tDIGEST\tSIZE\tSOURCE")
+	for _, e := range entries {
+		name := e.Name
+		if name == "" {
+			name = "-"
+		}
+		arch := e.Arch
+		if arch == "" {
+			arch = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.1f MiB\t%s\n", name, arch, e.Kind, shortDigest(e.Digest), float64(e.Size)/(1<<20), e.Source)
+	}
+	return tw.Flush()
+}
+
+// shortDigest keeps enough of a digest to pass to `image rm`.
+func shortDigest(d string) string {
+	algo, hex, ok := strings.Cut(d, ":")
+	if !ok || len(hex) < 12 {
+		return d
+	}
+	return algo + ":" + hex[:12]
+}
+
+func newImageImportCmd() *cobra.Command {
+	var name, arch, digest string
+	cmd := &cobra.Command{
+		Use:   "import <path-or-url>",
+		Short: "Add an image file or URL to the cache (a vmdock .tar.zst, or a raw or qcow2 disk)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			errw := cmd.ErrOrStderr()
+			e, err := images.Import(cmd.Context(), args[0], arch, images.Options{
+				Progress: errw,
+				IsTTY:    imageProgressIsTTY(errw),
+				Name:     name,
+				Digest:   digest,
+			})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "imported %s (%s, %s)\n", e.Digest, e.Kind, e.Arch)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&name, "name", "", "name to use the image by (`vmdock start --image <name>`)")
+	cmd.Flags().StringVar(&arch, "arch", runtime.GOARCH, "guest architecture of the image (amd64, arm64)")
+	cmd.Flags().StringVar(&digest, "digest", "", "expected digest, sha256:<hex> or sha512:<hex>")
+	return cmd
+}
+
+func newImageRmCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "rm <name|digest>...",
+		Aliases: []string{"remove"},
+		Short:   "Remove cached images by name, source or digest (a prefix of 8+ hex digits is enough)",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := images.OpenCache("")
+			if err != nil {
+				return err
+			}
+			for _, q := range args {
+				found, err := c.Find(q)
+				if err != nil {
+					return err
+				}
+				if len(found) == 0 {
+					return fmt.Errorf("image %q: no cached image has this name, source or digest (see `vmdock image list`)", q)
+				}
+				for _, e := range found {
+					if err := c.Remove(e.Digest); err != nil {
+						return err
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", e.Digest)
+				}
+			}
+			return nil
+		},
+	}
+}
+
+func newImagePruneCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "prune",
+		Short: "Remove cached images no instance uses",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			home, err := vm.Home()
+			if err != nil {
+				return err
+			}
+			used, err := images.UsedBy(home)
+			if err != nil {
+				return err
+			}
+			c, err := images.OpenCache("")
+			if err != nil {
+				return err
+			}
+			removed, err := c.Prune(used)
+			for _, e := range removed {
+				fmt.Fprintf(cmd.OutOrStdout(), "removed %s %s\n", e.Digest, e.Name)
+			}
+			return err
+		},
+	}
+}
+
+// imageProgressIsTTY reports whether w is a terminal, for drawing progress bars.
+func imageProgressIsTTY(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vmdock/vmdock/vm"
+)
+
+func newStopCmd(g *globals) *cobra.Command {
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "stop",
+		Short: "Stop the instance (the previous docker context comes back)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			inst, err := g.existing()
+			if err != nil {
+				return err
+			}
+			lock, err := inst.Lock()
+			if err != nil {
+				return err
+			}
+			defer lock.Unlock()
+			if err := stopVM(cmd.Context(), inst, force); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "profile %q stopped\n", inst.Name)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVarP(&force, "force", "f", false, "kill the VM without a graceful power-off")
+	return cmd
+}
+
+func newRestartCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "restart",
+		Short: "Stop and start the instance with its saved config",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			inst, err := g.existing()
+			if err != nil {
+				return err
+			}
+			cfg, err := vm.LoadConfig(inst)
+			if err != nil {
+				return err
+			}
+			cfg.Normalize()
+			if err := cfg.Validate(); err != nil {
+				return err
+			}
+			lock, err := inst.Lock()
+			if err != nil {
+				return err
+			}
+			defer lock.Unlock()
+			if err := stopVM(cmd.Context(), inst, false); err != nil {
+				return err
+			}
+			return startVM(cmd.Context(), inst, cfg, vm.StartOptions{Progress: cmd.OutOrStdout()})
+		},
+	}
+}
+
+func newDeleteCmd(g *globals) *cobra.Command {
+	var opts vm.DeleteOptions
+	cmd := &cobra.Command{
+		Use:   "delete",
+		Short: "Delete the instance (its data disk stays unless --data)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			inst, err := g.existing()
+			if err != nil {
+				return err
+			}
+			lock, err := inst.Lock()
+			if err != nil {
+				return err
+			}
+			defer lock.Unlock()
+			if err := deleteVM(cmd.Context(), inst, opts); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "profile %q deleted\n", inst.Name)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&opts.Data, "data", false, "also delete the data disk (docker images, containers, volumes)")
+	cmd.Flags().BoolVarP(&opts.Force, "force", "f", false, "stop a running instance first")
+	return cmd
+}
+
+func newHostAgentCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:    "hostagent [profile]",
+		Short:  "Run an instance's host agent (started by `vmdock start`)",
+		Hidden: true,
+		Args:   cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				g.profile = args[0]
+			}
+			inst, err := g.existing()
+			if err != nil {
+				return err
+			}
+			return runHostAgent(cmd.Context(), inst)
+		},
+	}
+}

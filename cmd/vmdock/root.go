@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vmdock/vmdock/vm"
+	"github.com/vmdock/vmdock/vm/hostagent"
+)
+
+// ProfileEnv sets the default of -p/--profile.
+const ProfileEnv = "VMDOCK_PROFILE"
+
+// The VM lifecycle, as variables so CLI tests run every command without
+// booting anything.
+var (
+	startVM      = vm.Start
+	stopVM       = vm.Stop
+	deleteVM     = vm.Delete
+	execVM       = vm.Exec
+	runHostAgent = func(ctx context.Context, inst *vm.Instance) error {
+		return hostagent.Run(ctx, inst, hostagent.Options{})
+	}
+)
+
+// globals are the flags every command shares.
+type globals struct {
+	profile string
+	debug   bool
+}
+
+// instance resolves the home folder and the profile's instance; it creates
+// nothing.
+func (g *globals) instance() (*vm.Instance, error) {
+	home, err := vm.Home()
+	if err != nil {
+		return nil, err
+	}
+	return vm.OpenInstance(home, g.profile)
+}
+
+// existing is instance() for commands that need a created instance.
+func (g *globals) existing() (*vm.Instance, error) {
+	inst, err := g.instance()
+	if err != nil {
+		return nil, err
+	}
+	if !inst.Exists() {
+		return nil, fmt.Errorf("profile %q does not exist; create it with `vmdock start -p %s`", inst.Name, inst.Name)
+	}
+	return inst, nil
+}
+
+func newRootCmd() *cobra.Command {
+	g := &globals{}
+	root := &cobra.Command{
+		Use:           "vmdock",
+		Short:         "A Docker engine in a lightweight Linux VM",
+		Long:          "vmdock runs Docker inside a Linux VM (QEMU or Apple Virtualization.framework), shares your folders at the same paths and forwards the containers' ports to 127.0.0.1.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       Version,
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			level := slog.LevelInfo
+			if g.debug {
+				level = slog.LevelDebug
+			}
+			slog.SetDefault(slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level})))
+		},
+	}
+	profile := os.Getenv(ProfileEnv)
+	if profile == "" {
+		profile = "default"
+	}
+	root.PersistentFlags().StringVarP(&g.profile, "profile", "p", profile, "instance name (env "+ProfileEnv+")")
+	root.PersistentFlags().BoolVar(&g.debug, "debug", false, "log debug messages")
+	root.AddCommand(
+		newStartCmd(g),
+		newStopCmd(g),
+		newRestartCmd(g),
+		newDeleteCmd(g),
+		newStatusCmd(g),
+		newListCmd(g),
+		newSSHCmd(g),
+		newLogsCmd(g),
+		newTemplateCmd(g),
+		newVersionCmd(),
+		newHostAgentCmd(g),
+		newImageCmd(),
+	)
+	return root
+}

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/vmdock/vmdock/mounts"
+	"github.com/vmdock/vmdock/vm"
+)
+
+// startFlags mirror Config; only flags the user gave (Changed) are applied.
+type startFlags struct {
+	cpus            int
+	memory          float64
+	disk            int
+	arch            string
+	vmType          string
+	mountType       string
+	mounts          []string
+	rosetta         bool
+	binfmt          bool
+	runtime         string
+	diskSync        string
+	loopbackAlias   bool
+	loopbackAliasIP string
+	portBind        string
+	networkMode     string
+	dns             []string
+	env             []string
+	image           string
+	activate        bool
+	foreground      bool
+}
+
+func newStartCmd(g *globals) *cobra.Command {
+	var f startFlags
+	cmd := &cobra.Command{
+		Use:   "start",
+		Short: "Create or start the instance; flags given are saved to its config",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runStart(cmd.Context(), g, cmd.Flags(), &f, cmd.OutOrStdout())
+		},
+	}
+	d := vm.DefaultConfig()
+	fs := cmd.Flags()
+	fs.IntVarP(&f.cpus, "cpus", "c", d.CPUs, "number of virtual CPUs (alias --cpu)")
+	fs.Float64VarP(&f.memory, "memory", "m", d.MemoryGiB, "memory in GiB")
+	fs.IntVarP(&f.disk, "disk", "d", d.DiskGiB, "disk size in GiB (can only grow)")
+	fs.StringVar(&f.arch, "arch", d.Arch, "guest architecture: amd64 or arm64")
+	fs.StringVar(&f.vmType, "vm-type", d.VMType, "hypervisor: vz (macOS 13+) or qemu")
+	fs.StringVar(&f.mountType, "mount-type", d.MountType, "folder sharing: virtiofs or 9p")
+	fs.StringArrayVarP(&f.mounts, "mount", "V", nil, "share a host folder: path[:guestpath][:w] (repeatable; default: your home folder, writable)")
+	fs.BoolVar(&f.rosetta, "vz-rosetta", d.VZRosetta, "run amd64 binaries with Rosetta (vz on Apple silicon)")
+	fs.BoolVar(&f.binfmt, "binfmt", d.Binfmt, "run foreign-arch containers through qemu-user")
+	fs.StringVar(&f.runtime, "runtime", d.Runtime, "container runtime: docker")
+	fs.StringVar(&f.diskSync, "disk-sync", d.DiskSync, "how guest flushes reach the host disk: full, fsync or none")
+	fs.BoolVar(&f.loopbackAlias, "loopback-alias", d.Network.LoopbackAlias, "add --loopback-alias-ip to the host's loopback (uses sudo)")
+	fs.StringVar(&f.loopbackAliasIP, "loopback-alias-ip", d.Network.LoopbackAliasIP, "address for --loopback-alias")
+	fs.StringVar(&f.portBind, "port-bind", d.Network.PortBind, "host address forwarded ports listen on")
+	fs.StringVar(&f.networkMode, "network-mode", d.Network.Mode, "guest network: user or isolated")
+	fs.StringArrayVar(&f.dns, "dns", nil, "guest DNS server (repeatable)")
+	fs.StringArrayVar(&f.env, "env", nil, "guest environment variable NAME=value (repeatable)")
+	fs.StringVar(&f.image, "image", d.Image, "guest image: catalog name, path or URL (default: the built-in image for --arch)")
+	fs.BoolVar(&f.activate, "activate", d.Activate, "switch the docker context to this instance")
+	fs.BoolVar(&f.foreground, "foreground", false, "run the host agent in this process until interrupted")
+	fs.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		if name == "cpu" {
+			name = "cpus"
+		}
+		return pflag.NormalizedName(name)
+	})
+	return cmd
+}
+
+func runStart(ctx context.Context, g *globals, fs *pflag.FlagSet, f *startFlags, out io.Writer) error {
+	inst, err := g.instance()
+	if err != nil {
+		return err
+	}
+	cfg, old, err := plannedConfig(inst, fs, f)
+	if err != nil {
+		return err
+	}
+	st := inst.Status(ctx)
+	if st.State == vm.StateRunning && old != nil && !reflect.DeepEqual(*old, cfg) {
+		return fmt.Errorf("profile %q is running; its settings change only when stopped: run `vmdock stop -p %s` first", inst.Name, inst.Name)
+	}
+	// Everything is checked: only now may the instance folder change.
+	if err := inst.Create(); err != nil {
+		return err
+	}
+	lock, err := inst.Lock()
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
+	if err := cfg.Save(inst.ConfigPath()); err != nil {
+		return err
+	}
+	if f.foreground {
+		lock.Unlock() // the host agent must stay stoppable by `vmdock stop`
+		return runHostAgent(ctx, inst)
+	}
+	return startVM(ctx, inst, cfg, vm.StartOptions{Progress: out})
+}
+
+// plannedConfig is the config `start` would save: the saved one (or the
+// template, or the defaults) with the given flags on top. It returns every
+// problem at once and touches no file. old is the saved config, if any.
+func plannedConfig(inst *vm.Instance, fs *pflag.FlagSet, f *startFlags) (cfg vm.Config, old *vm.Config, err error) {
+	switch saved, err := vm.LoadConfig(inst); {
+	case err == nil:
+		old = &saved
+		cfg = saved
+	case errors.Is(err, os.ErrNotExist):
+		if cfg, err = baseConfig(filepath.Dir(inst.Dir)); err != nil {
+			return cfg, nil, err
+		}
+	default:
+		return cfg, nil, err
+	}
+	errs := applyFlags(&cfg, fs, f, old == nil)
+	cfg.Normalize()
+	errs = append(errs, cfg.Validate())
+	if old != nil {
+		errs = append(errs, vm.CheckChange(*old, cfg))
+	}
+	return cfg, old, errors.Join(errs...)
+}
+
+// templatePath is the user's default config for new instances.
+func templatePath(home string) string { return filepath.Join(home, "template.yaml") }
+
+// baseConfig is the template when the user has one, else the defaults.
+func baseConfig(home string) (vm.Config, error) {
+	cfg, err := vm.LoadConfigFile(templatePath(home))
+	if errors.Is(err, os.ErrNotExist) {
+		return vm.DefaultConfig(), nil
+	}
+	return cfg, err
+}
+
+// applyFlags copies the flags the user gave onto cfg and returns what could
+// not be parsed; Validate judges the values.
+func applyFlags(cfg *vm.Config, fs *pflag.FlagSet, f *startFlags, fresh bool) []error {
+	var errs []error
+	set := func(name string, apply func()) {
+		if fs.Changed(name) {
+			apply()
+		}
+	}
+	set("cpus", func() { cfg.CPUs = f.cpus })
+	set("memory", func() { cfg.MemoryGiB = f.memory })
+	set("disk", func() { cfg.DiskGiB = f.disk })
+	set("arch", func() { cfg.Arch = f.arch })
+	set("vm-type", func() {
+		cfg.VMType = f.vmType
+		if fresh && !fs.Changed("mount-type") {
+			cfg.MountType = vm.CurrentHost().DefaultMountType(f.vmType)
+		}
+	})
+	set("mount-type", func() { cfg.MountType = f.mountType })
+	set("mount", func() {
+		cfg.Mounts = nil
+		for _, s := range f.mounts {
+			m, err := mounts.ParseFlag(s)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			cfg.Mounts = append(cfg.Mounts, vm.Mount(m))
+		}
+	})
+	set("vz-rosetta", func() { cfg.VZRosetta = f.rosetta })
+	set("binfmt", func() { cfg.Binfmt = f.binfmt })
+	set("runtime", func() { cfg.Runtime = f.runtime })
+	set("disk-sync", func() { cfg.DiskSync = f.diskSync })
+	set("loopback-alias", func() { cfg.Network.LoopbackAlias = f.loopbackAlias })
+	set("loopback-alias-ip", func() { cfg.Network.LoopbackAliasIP = f.loopbackAliasIP })
+	set("port-bind", func() { cfg.Network.PortBind = f.portBind })
+	set("network-mode", func() { cfg.Network.Mode = f.networkMode })
+	set("dns", func() { cfg.Network.DNS = f.dns })
+	set("env", func() {
+		cfg.Env = map[string]string{}
+		for _, kv := range f.env {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" {
+				errs = append(errs, fmt.Errorf("env: %q is not accepted; accepted: NAME=value", kv))
+				continue
+			}
+			cfg.Env[k] = v
+		}
+	})
+	set("image", func() { cfg.Image = f.image })
+	set("activate", func() { cfg.Activate = f.activate })
+	return errs
+}

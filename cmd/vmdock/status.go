@@ -1,0 +1,174 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vmdock/vmdock/vm"
+)
+
+// statusJSON is `vmdock status --json`; the field names are documented in
+// README.md, so renaming one breaks users' scripts.
+type statusJSON struct {
+	Profile      string              `json:"profile"`
+	Status       string              `json:"status"` // Running, Stopped, Broken
+	Reason       string              `json:"reason,omitempty"`
+	Dir          string              `json:"dir"`
+	PID          int                 `json:"pid,omitempty"`
+	DockerSocket string              `json:"dockerSocket"`
+	Config       *vm.Config          `json:"config"`
+	ConfigError  string              `json:"configError,omitempty"`
+	HostAgent    *vm.HostAgentStatus `json:"hostAgent,omitempty"`
+	LastError    string              `json:"lastError,omitempty"`
+}
+
+// listJSON is one element of `vmdock list --json` (documented in README.md).
+type listJSON struct {
+	Profile string  `json:"profile"`
+	Status  string  `json:"status"`
+	Reason  string  `json:"reason,omitempty"`
+	Arch    string  `json:"arch"`
+	CPUs    int     `json:"cpus"`
+	Memory  float64 `json:"memory"`
+	Disk    int     `json:"disk"`
+	Runtime string  `json:"runtime"`
+	VMType  string  `json:"vmType"`
+	Dir     string  `json:"dir"`
+}
+
+func newStatusCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the instance's state and config (exit status 1 unless Running)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			inst, err := g.existing()
+			if err != nil {
+				return err
+			}
+			st := inst.Status(cmd.Context())
+			s := statusJSON{Profile: inst.Name, Status: st.State, Reason: st.Reason, Dir: inst.Dir, PID: st.PID,
+				DockerSocket: inst.DockerSocketPath(), HostAgent: st.HostAgent, LastError: st.LastError}
+			if cfg, err := vm.LoadConfig(inst); err != nil {
+				s.ConfigError = err.Error()
+			} else {
+				s.Config = &cfg
+			}
+			if asJSON {
+				err = writeJSON(cmd.OutOrStdout(), s)
+			} else {
+				err = writeStatusText(cmd.OutOrStdout(), s, st)
+			}
+			if err != nil {
+				return err
+			}
+			if st.State != vm.StateRunning {
+				return exitError{code: 1}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func writeStatusText(w io.Writer, s statusJSON, st vm.InstanceStatus) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "profile:\t%s\n", s.Profile)
+	fmt.Fprintf(tw, "status:\t%s\n", st)
+	fmt.Fprintf(tw, "folder:\t%s\n", s.Dir)
+	if c := s.Config; c != nil {
+		fmt.Fprintf(tw, "vm:\t%s %s, %d CPUs, %g GiB memory, %d GiB disk\n", c.VMType, c.Arch, c.CPUs, c.MemoryGiB, c.DiskGiB)
+		fmt.Fprintf(tw, "runtime:\t%s\n", c.Runtime)
+		for _, m := range c.Mounts {
+			mode := "ro"
+			if m.Writable {
+				mode = "rw"
+			}
+			fmt.Fprintf(tw, "mount:\t%s -> %s (%s, %s)\n", m.Location, m.GuestPath, c.MountType, mode)
+		}
+	} else {
+		fmt.Fprintf(tw, "config:\t%s\n", s.ConfigError)
+	}
+	if st.LastError != "" {
+		fmt.Fprintf(tw, "last error:\t%s\n", st.LastError)
+	}
+	if s.Status == vm.StateRunning {
+		fmt.Fprintf(tw, "docker socket:\t%s\n", s.DockerSocket)
+	}
+	if h := s.HostAgent; h != nil {
+		fmt.Fprintf(tw, "host agent:\tpid %d, %s %s (%s)\n", h.PID, h.Phase, h.Step, h.Machine.Accel)
+		for _, p := range h.Ports {
+			line := fmt.Sprintf("%s/%d -> %s", p.Proto, p.GuestPort, p.HostAddr)
+			if p.Error != "" {
+				line += " (" + p.Error + ")"
+			}
+			fmt.Fprintf(tw, "port:\t%s\n", line)
+		}
+		for _, e := range h.Errors {
+			fmt.Fprintf(tw, "error:\t%s\n", e)
+		}
+	}
+	return tw.Flush()
+}
+
+func newListCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List instances",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			home, err := vm.Home()
+			if err != nil {
+				return err
+			}
+			insts, err := vm.ListInstances(home)
+			if err != nil {
+				return err
+			}
+			rows := make([]listJSON, 0, len(insts))
+			for _, inst := range insts {
+				st := inst.Status(cmd.Context())
+				r := listJSON{Profile: inst.Name, Status: st.State, Reason: st.Reason, Dir: inst.Dir}
+				if c, err := vm.LoadConfig(inst); err == nil {
+					r.Arch, r.CPUs, r.Memory, r.Disk, r.Runtime, r.VMType = c.Arch, c.CPUs, c.MemoryGiB, c.DiskGiB, c.Runtime, c.VMType
+				} else if r.Reason == "" {
+					r.Reason = "config: " + err.Error()
+				}
+				rows = append(rows, r)
+			}
+			if asJSON {
+				return writeJSON(cmd.OutOrStdout(), rows)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 3, ' ', 0)
+			fmt.Fprintln(tw, "PROFILE\tSTATUS\tARCH\tCPUS\tMEMORY\tDISK\tRUNTIME\tVMTYPE")
+			for _, r := range rows {
+				status := r.Status
+				if r.Reason != "" {
+					status += ": " + strings.SplitN(r.Reason, "\n", 2)[0]
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%gGiB\t%dGiB\t%s\t%s\n", r.Profile, status, r.Arch, r.CPUs, r.Memory, r.Disk, r.Runtime, r.VMType)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (an array)")
+	return cmd
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("write JSON: %w", err)
+	}
+	return nil
+}

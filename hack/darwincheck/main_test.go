@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// writeModule lays out a throwaway module that uses the real vz API.
+func writeModule(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	files["go.mod"] = `module example.com/darwinbad
+
+go 1.26
+
+require (
+	github.com/Code-Hex/vz/v3 v3.7.1
+	github.com/Code-Hex/go-infinity-channel v1.0.0 // indirect
+	golang.org/x/mod v0.22.0 // indirect
+)
+`
+	for name, body := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+var badModule = map[string]string{
+	// Wrong argument type: NewLinuxBootLoader takes the kernel path.
+	"bad/boot_darwin.go": `//go:build darwin
+
+package bad
+
+import vz "github.com/Code-Hex/vz/v3"
+
+func Boot() { _, _ = vz.NewLinuxBootLoader(42) }
+`,
+	// Rosetta exists only in vz's arm64 files: fine on arm64, an error on amd64.
+	"bad/rosetta_darwin.go": `//go:build darwin
+
+package bad
+
+import vz "github.com/Code-Hex/vz/v3"
+
+func Rosetta() { _, _ = vz.NewLinuxRosettaDirectoryShare() }
+`,
+	"bad/bad.go": "package bad\n",
+	// No darwin-only files: must not be checked even though it would fail.
+	"portable/p.go": "package portable\n\nvar X int = \"not an int\"\n",
+}
+
+func TestCheckReportsVzMisuse(t *testing.T) {
+	dir := writeModule(t, badModule)
+	res, err := Check(Options{ModuleDir: dir, Arches: []string{"arm64", "amd64"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var checked []string
+	for _, c := range res.Checked {
+		checked = append(checked, c.Arch+" "+c.Dir+" "+strings.Join(c.DarwinOnly, ","))
+	}
+	wantChecked := []string{"arm64 bad boot_darwin.go,rosetta_darwin.go", "amd64 bad boot_darwin.go,rosetta_darwin.go"}
+	if !reflect.DeepEqual(checked, wantChecked) {
+		t.Errorf("checked %q, want %q", checked, wantChecked)
+	}
+
+	got := map[string]bool{}
+	for _, p := range res.Problems {
+		got[p.Arch+" "+p.Pos] = true
+		t.Log(p)
+	}
+	bootPos := filepath.Join("bad", "boot_darwin.go") + ":7:44"
+	rosettaPos := filepath.Join("bad", "rosetta_darwin.go") + ":7:28"
+	for _, want := range []string{"arm64 " + bootPos, "amd64 " + bootPos, "amd64 " + rosettaPos} {
+		if !got[want] {
+			t.Errorf("no problem reported at %s", want)
+		}
+	}
+	if got["arm64 "+rosettaPos] {
+		t.Errorf("Rosetta call reported on arm64, where vz has it")
+	}
+	if len(res.Problems) != 3 {
+		t.Errorf("got %d problems, want 3", len(res.Problems))
+	}
+}
+
+func TestRunExitCodes(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantOut  string
+	}{
+		{"bad module fails", []string{"-C", writeModule(t, badModule), "-skip-build"}, 1, "cannot use 42"},
+		{"real vm/vz passes", []string{"-C", "../..", "-pkg", "vm/vz", "-skip-build"}, 0, "checked darwin/amd64 vm/vz"},
+		{"bad arch", []string{"-arch", "ppc64", "-skip-build"}, 2, ""},
+		{"missing pkg dir", []string{"-C", "../..", "-pkg", "no/such", "-skip-build"}, 2, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := run(tt.args, &out, &errOut)
+			if code != tt.wantCode {
+				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.wantCode, out.String(), errOut.String())
+			}
+			if !strings.Contains(out.String(), tt.wantOut) {
+				t.Errorf("stdout lacks %q:\n%s", tt.wantOut, out.String())
+			}
+		})
+	}
+}
+
+func TestParseGoMod(t *testing.T) {
+	dir := t.TempDir()
+	gomod := `module example.com/m // main
+
+go 1.26
+
+require github.com/A/b v1.2.3
+require (
+	golang.org/x/sys v0.50.0 // indirect
+)
+replace github.com/A/b => ../b
+replace golang.org/x/sys v0.50.0 => golang.org/x/sys v0.49.0
+`
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(gomod), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mf, err := parseGoMod(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &modFile{
+		Path:     "example.com/m",
+		Requires: map[string]string{"github.com/A/b": "v1.2.3", "golang.org/x/sys": "v0.50.0"},
+		Replaces: map[string]string{"github.com/A/b": filepath.Join(dir, "../b"), "golang.org/x/sys": "golang.org/x/sys@v0.49.0"},
+	}
+	if !reflect.DeepEqual(mf, want) {
+		t.Errorf("parseGoMod = %+v, want %+v", mf, want)
+	}
+}
+
+func TestResolve(t *testing.T) {
+	r := &resolver{
+		goroot: "/go", modCache: "/cache", mainDir: "/src/m",
+		mod: &modFile{Path: "example.com/m", Requires: map[string]string{
+			"github.com/Code-Hex/vz/v3": "v3.7.1", "github.com/Code-Hex/vz": "v1.0.0",
+		}},
+	}
+	tests := []struct {
+		path, wantDir string
+		wantErr       bool
+	}{
+		{"fmt", "/go/src/fmt", false},
+		{"example.com/m/vm/vz", "/src/m/vm/vz", false},
+		{"github.com/Code-Hex/vz/v3/internal/objc", "/cache/github.com/!code-!hex/vz/v3@v3.7.1/internal/objc", false},
+		{"example.com/other", "", true},
+	}
+	for _, tt := range tests {
+		dir, _, err := r.resolve(tt.path, false)
+		if (err != nil) != tt.wantErr || dir != filepath.FromSlash(tt.wantDir) {
+			t.Errorf("resolve(%q) = %q, %v; want %q (error %v)", tt.path, dir, err, tt.wantDir, tt.wantErr)
+		}
+	}
+}

@@ -1,0 +1,307 @@
+//go:build e2e
+
+// Package e2e boots one real vmdock instance under QEMU (TCG on machines
+// without KVM) and runs every end-to-end check against it. It is gated by
+// the e2e build tag and VMDOCK_E2E=1; `make e2e` and .ci/run run it.
+//
+// Network safety: the instance runs with --network-mode isolated (QEMU
+// user networking with restrict=on), every image comes from a tarball built
+// here, and host-access checks only listen on this machine's loopback.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+type timing struct {
+	name string
+	d    time.Duration
+}
+
+// env is the one booted instance every check shares.
+type env struct {
+	t         *testing.T
+	repo      string
+	vmdock    string
+	home      string // VMDOCK_HOME
+	dockerCfg string // DOCKER_CONFIG
+	work      string
+	testTar   string
+	timings   []timing
+}
+
+func (e *env) environ() []string {
+	return append(os.Environ(),
+		"VMDOCK_HOME="+e.home,
+		"DOCKER_CONFIG="+e.dockerCfg,
+		"VMDOCK_PROFILE=",
+		"DOCKER_HOST=", "DOCKER_CONTEXT=",
+	)
+}
+
+// run runs a command with the instance's environment and fails the test on
+// error, returning stdout.
+func (e *env) run(timeout time.Duration, name string, args ...string) string {
+	e.t.Helper()
+	out, errOut, err := e.try(timeout, name, args...)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v\nstdout:\n%s\nstderr:\n%s", name, strings.Join(args, " "), err, out, errOut)
+	}
+	return out
+}
+
+func (e *env) try(timeout time.Duration, name string, args ...string) (string, string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = e.environ()
+	cmd.Dir = e.work
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	return out.String(), errOut.String(), err
+}
+
+func (e *env) docker(timeout time.Duration, args ...string) string {
+	e.t.Helper()
+	return e.run(timeout, "docker", append([]string{"--context", "vmdock"}, args...)...)
+}
+
+// timed runs f as a named check and records how long it took.
+func (e *env) timed(name string, f func(t *testing.T)) {
+	start := time.Now()
+	ok := e.t.Run(name, f)
+	e.timings = append(e.timings, timing{name, time.Since(start)})
+	if !ok {
+		e.t.FailNow()
+	}
+}
+
+func (e *env) printTimings() {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%-48s %10s\n", "e2e step", "seconds")
+	var total time.Duration
+	for _, tm := range e.timings {
+		fmt.Fprintf(&b, "%-48s %10.1f\n", tm.name, tm.d.Seconds())
+		total += tm.d
+	}
+	fmt.Fprintf(&b, "%-48s %10.1f\n", "total", total.Seconds())
+	fmt.Print(b.String())
+}
+
+func repoRoot(t *testing.T) string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+func processesMatching(substr string) []string {
+	out, _ := exec.Command("ps", "-eo", "pid=,args=").Output()
+	var found []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, substr) && !strings.Contains(line, "ps -eo") {
+			found = append(found, strings.TrimSpace(line))
+		}
+	}
+	sort.Strings(found)
+	return found
+}
+
+func TestE2E(t *testing.T) {
+	if os.Getenv("VMDOCK_E2E") != "1" {
+		t.Skip("set VMDOCK_E2E=1 to boot a real VM")
+	}
+	e := &env{t: t, repo: repoRoot(t)}
+	defer e.printTimings()
+
+	base := t.TempDir()
+	e.home = filepath.Join(base, "vmdock home")
+	e.dockerCfg = filepath.Join(base, "docker-config")
+	e.work = filepath.Join(base, "work dir") // a space, on purpose (Colima #1471)
+	for _, d := range []string{e.home, e.dockerCfg, e.work} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.vmdock = filepath.Join(e.repo, "bin", "vmdock")
+	if _, err := os.Stat(e.vmdock); err != nil {
+		t.Fatalf("%s missing: run `make build` first", e.vmdock)
+	}
+	if _, err := os.Stat(filepath.Join(e.repo, "hack", "image", "out", "vmdock-amd64.tar.zst")); err != nil {
+		t.Fatalf("guest image missing: run `make image` first (%v)", err)
+	}
+	e.testTar = filepath.Join(base, "vmdock-test.tar")
+	e.timed("build test image tarball", func(t *testing.T) {
+		cmd := exec.Command("go", "run", "./hack/testimage", "--arch", "amd64", "--out", e.testTar)
+		cmd.Dir = e.repo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("testimage: %v\n%s", err, out)
+		}
+	})
+
+	share9p := filepath.Join(base, "share 9p")
+	shareVFS := filepath.Join(base, "share virtiofs")
+	for _, d := range []string{share9p, shareVFS} {
+		os.MkdirAll(d, 0o755)
+	}
+	cfgYAML := fmt.Sprintf(`mountType: 9p
+mounts:
+  - location: %q
+    writable: true
+    type: 9p
+  - location: %q
+    writable: true
+    type: virtiofs
+  - location: %q
+    writable: true
+`, share9p, shareVFS, e.work)
+	os.MkdirAll(filepath.Join(e.home, "default"), 0o700)
+	if err := os.WriteFile(filepath.Join(e.home, "default", "vmdock.yaml"), []byte(cfgYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			e.try(3*time.Minute, e.vmdock, "stop", "--force")
+		}
+	}()
+
+	startArgs := []string{"start", "--cpus", "2", "--memory", "2", "--network-mode", "isolated", "--image", "vmdock"}
+	e.timed("vmdock start (cold boot)", func(t *testing.T) {
+		e.run(15*time.Minute, e.vmdock, startArgs...)
+	})
+	e.timed("status --json says Running", func(t *testing.T) {
+		out := e.run(time.Minute, e.vmdock, "status", "--json")
+		if !strings.Contains(out, "Running") {
+			t.Fatalf("status: %s", out)
+		}
+	})
+	e.timed("docker info shows the guest kernel", func(t *testing.T) {
+		out := e.docker(2*time.Minute, "info", "--format", "{{.KernelVersion}} {{.OperatingSystem}}")
+		if !strings.Contains(out, "Debian") {
+			t.Fatalf("docker info: %q", out)
+		}
+		host, _ := exec.Command("uname", "-r").Output()
+		if strings.TrimSpace(out) == strings.TrimSpace(string(host)) {
+			t.Fatalf("docker info reports the host kernel %q: not talking to the VM", host)
+		}
+		t.Logf("guest: %s", out)
+	})
+	e.timed("docker load test image", func(t *testing.T) {
+		e.docker(5*time.Minute, "load", "-i", e.testTar)
+	})
+	e.timed("docker run --rm echo", func(t *testing.T) {
+		out := e.docker(5*time.Minute, "run", "--rm", "vmdock-test:latest", "/bin/busybox", "echo", "hello-from-container")
+		if strings.TrimSpace(out) != "hello-from-container" {
+			t.Fatalf("output %q", out)
+		}
+	})
+	for _, sh := range []struct{ name, dir string }{{"9p", share9p}, {"virtiofs", shareVFS}, {"workdir", e.work}} {
+		sh := sh
+		e.timed("bind mount round trip ("+sh.name+")", func(t *testing.T) {
+			checkBindMount(t, e, sh.dir)
+		})
+	}
+	e.timed("vmdock ssh -- uname -a", func(t *testing.T) {
+		out := e.run(2*time.Minute, e.vmdock, "ssh", "--", "uname", "-a")
+		if !strings.Contains(out, "Linux vmdock") {
+			t.Fatalf("ssh uname: %q", out)
+		}
+	})
+	e.timed("vmdock stop", func(t *testing.T) {
+		e.run(5*time.Minute, e.vmdock, "stop")
+		stopped = true
+		checkNothingLeft(t, e)
+	})
+	e.timed("vmdock start (second boot, data disk kept)", func(t *testing.T) {
+		e.run(15*time.Minute, e.vmdock, startArgs...)
+		stopped = false
+		out := e.docker(2*time.Minute, "image", "ls", "--format", "{{.Repository}}:{{.Tag}}")
+		if !strings.Contains(out, "vmdock-test:latest") {
+			t.Fatalf("image lost across restart; images: %q", out)
+		}
+	})
+	e.timed("kill -9 host agent, then start recovers", func(t *testing.T) {
+		pidB, err := os.ReadFile(filepath.Join(e.home, "default", "ha.pid"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pid int
+		fmt.Sscan(string(pidB), &pid)
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Second)
+		out, _, _ := e.try(time.Minute, e.vmdock, "status")
+		if strings.Contains(out, "Running") {
+			t.Fatalf("status after kill -9 still says Running: %q", out)
+		}
+		t.Logf("status after kill -9: %s", strings.TrimSpace(out))
+		e.run(15*time.Minute, e.vmdock, startArgs...)
+		e.docker(2*time.Minute, "version")
+	})
+	e.timed("final vmdock stop", func(t *testing.T) {
+		e.run(5*time.Minute, e.vmdock, "stop")
+		stopped = true
+		checkNothingLeft(t, e)
+	})
+}
+
+// checkBindMount proves `docker run -v "$dir":/w` works both ways and that
+// files the container writes land on the host owned by the host user.
+func checkBindMount(t *testing.T, e *env, dir string) {
+	sub := filepath.Join(dir, "sub dir")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sub, "from-host.txt"), []byte("host-data\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := e.docker(3*time.Minute, "run", "--rm", "-v", dir+":/w", "vmdock-test:latest",
+		"/bin/busybox", "sh", "-c", "cat '/w/sub dir/from-host.txt' && echo container-data > '/w/sub dir/from-container.txt'")
+	if strings.TrimSpace(out) != "host-data" {
+		t.Fatalf("container read %q from the host file", out)
+	}
+	p := filepath.Join(sub, "from-container.txt")
+	b, err := os.ReadFile(p)
+	if err != nil || strings.TrimSpace(string(b)) != "container-data" {
+		t.Fatalf("host reads %q (%v) from the file the container wrote", b, err)
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	if int(st.Uid) != os.Getuid() {
+		t.Errorf("file written in the container is owned by uid %d on the host, want %d", st.Uid, os.Getuid())
+	}
+	if fi.Mode().Perm()&0o044 == 0 {
+		t.Errorf("file written in the container has mode %v on the host: not readable by group/others", fi.Mode().Perm())
+	}
+}
+
+func checkNothingLeft(t *testing.T, e *env) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		procs := append(processesMatching(e.home), processesMatching("qemu-system")...)
+		sock, _ := filepath.Glob(filepath.Join(e.home, "default", "*.sock"))
+		if len(procs) == 0 && len(sock) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after stop: processes %v, sockets %v", procs, sock)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}

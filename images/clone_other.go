@@ -1,0 +1,7 @@
+//go:build !linux && !darwin
+
+package images
+
+import "errors"
+
+func cloneFile(string, string) error { return errors.New("clone not supported") }

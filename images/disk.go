@@ -1,0 +1,121 @@
+package images
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+)
+
+// PrepareDisk makes the instance root disk dst from img, sized to at least
+// size bytes. An existing dst holds the guest's data: it is only ever grown,
+// never shrunk or replaced. A new dst is a sparse raw copy of the image
+// (qcow2 converted on the way), written beside dst and renamed into place,
+// so an interrupted copy never looks like a disk.
+func PrepareDisk(img *Image, dst string, size int64) error {
+	if size < 0 {
+		return fmt.Errorf("disk size %d: must not be negative", size)
+	}
+	if fi, err := os.Stat(dst); err == nil {
+		return growDisk(dst, fi.Size(), size)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("prepare disk %s: %w", dst, err)
+	}
+
+	tmp := dst + ".tmp"
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("prepare disk %s: %w", dst, err)
+	}
+	var err error
+	switch img.DiskFormat {
+	case KindQCOW2:
+		err = ConvertQCOW2(img.Disk, tmp)
+	case KindRaw, "":
+		err = copyRaw(img.Disk, tmp)
+	default:
+		err = fmt.Errorf("disk format %q not supported (raw, qcow2)", img.DiskFormat)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("prepare disk %s: %w", dst, err)
+	}
+	fi, err := os.Stat(tmp)
+	if err == nil {
+		err = growDisk(tmp, fi.Size(), size)
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o600)
+	}
+	if err == nil {
+		err = os.Rename(tmp, dst)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("prepare disk %s: %w", dst, err)
+	}
+	return nil
+}
+
+// growDisk extends p to size; a smaller size leaves it as it is, since
+// shrinking would cut off the guest's file system.
+func growDisk(p string, cur, size int64) error {
+	if size <= cur {
+		if size < cur {
+			slog.Info("disk is larger than the requested size; disks only grow", "disk", p, "bytes", cur, "requested", size)
+		}
+		return nil
+	}
+	if err := os.Truncate(p, size); err != nil {
+		return fmt.Errorf("resize disk %s to %d bytes: %w", p, size, err)
+	}
+	return nil
+}
+
+// copyRaw copies a raw disk, cloning it where the file system can
+// (APFS, btrfs, XFS) and otherwise copying only its data.
+func copyRaw(src, dst string) error {
+	if err := cloneFile(src, dst); err == nil {
+		return nil
+	}
+	os.Remove(dst)
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	err = copySparse(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// EnsureDataDisk creates a sparse raw disk of size bytes at path for
+// container data (the guest formats it on first boot). An existing file is
+// left alone: it holds the user's containers and volumes.
+func EnsureDataDisk(path string, size int64) error {
+	if size <= 0 {
+		return fmt.Errorf("data disk size %d: must be positive", size)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create data disk %s: %w", path, err)
+	}
+	err = f.Truncate(size)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return fmt.Errorf("create data disk %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,317 @@
+package images
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func sha256Of(b []byte) string {
+	s := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(s[:])
+}
+
+// server serves files by path and counts requests per path.
+type server struct {
+	*httptest.Server
+	files map[string][]byte
+	hits  map[string]*atomic.Int32
+}
+
+func newServer(t *testing.T, files map[string][]byte, h http.HandlerFunc) *server {
+	t.Helper()
+	s := &server{files: files, hits: map[string]*atomic.Int32{}}
+	for p := range files {
+		s.hits[p] = new(atomic.Int32)
+	}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c, ok := s.hits[r.URL.Path]; ok {
+			c.Add(1)
+		}
+		if h != nil {
+			h(w, r)
+			return
+		}
+		b, ok := s.files[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(b)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+func dirEntries(t *testing.T, dir string) []string {
+	t.Helper()
+	des, err := os.ReadDir(dir)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, de := range des {
+		names = append(names, de.Name())
+	}
+	return names
+}
+
+func TestEnsureDownloadDigestGoodThenCached(t *testing.T) {
+	body := bytes.Repeat([]byte("raw disk "), 10000)
+	srv := newServer(t, map[string][]byte{"/disk.img": body}, nil)
+	cache := t.TempDir()
+	opts := Options{CacheDir: cache, Digest: sha256Of(body)}
+	for i := 0; i < 2; i++ {
+		img, err := Ensure(context.Background(), srv.URL+"/disk.img", "amd64", opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(img.Disk)
+		if err != nil || !bytes.Equal(got, body) {
+			t.Fatalf("cached disk differs from the served one (err %v)", err)
+		}
+		if img.DiskFormat != KindRaw || img.Kernel != "" || img.Digest != sha256Of(body) || img.Arch != "amd64" {
+			t.Errorf("image = %+v", img)
+		}
+	}
+	if n := srv.hits["/disk.img"].Load(); n != 1 {
+		t.Errorf("server hit %d times, want 1 (second Ensure must use the cache)", n)
+	}
+}
+
+func TestEnsureDownloadFailures(t *testing.T) {
+	body := bytes.Repeat([]byte{7}, 50000)
+	wrong := sha256Of([]byte("something else"))
+	tests := []struct {
+		name    string
+		handler http.HandlerFunc
+		digest  string
+		want    []string // substrings of the error
+	}{
+		{
+			name:    "digest mismatch",
+			handler: func(w http.ResponseWriter, r *http.Request) { w.Write(body) },
+			digest:  wrong,
+			want:    []string{"digest mismatch", wrong, sha256Of(body)},
+		},
+		{
+			name: "truncated body",
+			handler: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+				w.Write(body[:len(body)/2])
+			},
+			want: []string{"download", "unexpected EOF"},
+		},
+		{
+			name:    "not found",
+			handler: http.NotFound,
+			want:    []string{"404"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newServer(t, nil, tt.handler)
+			cache := t.TempDir()
+			_, err := Ensure(context.Background(), srv.URL+"/disk.img", "amd64", Options{CacheDir: cache, Digest: tt.digest})
+			if err == nil {
+				t.Fatal("Ensure succeeded")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+			if left := dirEntries(t, filepath.Join(cache, "tmp")); len(left) != 0 {
+				t.Errorf("temp files left behind: %v", left)
+			}
+			if left := dirEntries(t, filepath.Join(cache, "blobs")); len(left) != 0 {
+				t.Errorf("cache changed by a failed download: %v", left)
+			}
+		})
+	}
+}
+
+func TestEnsureDigestMismatchKeepsCache(t *testing.T) {
+	good := []byte("good image")
+	srv := newServer(t, map[string][]byte{"/a": good, "/b": []byte("evil image")}, nil)
+	cache := t.TempDir()
+	if _, err := Ensure(context.Background(), srv.URL+"/a", "amd64", Options{CacheDir: cache}); err != nil {
+		t.Fatal(err)
+	}
+	before := dirEntries(t, filepath.Join(cache, "blobs"))
+	_, err := Ensure(context.Background(), srv.URL+"/b", "amd64", Options{CacheDir: cache, Digest: sha256Of([]byte("expected image"))})
+	if !errors.Is(err, ErrDigestMismatch) {
+		t.Fatalf("error %v, want a digest mismatch", err)
+	}
+	if len(before) != 2 { // blob + metadata
+		t.Fatalf("blobs before = %v", before)
+	}
+	if after := dirEntries(t, filepath.Join(cache, "blobs")); strings.Join(after, ",") != strings.Join(before, ",") {
+		t.Errorf("cache changed: %v -> %v", before, after)
+	}
+}
+
+func TestEnsureSlowBodyReportsProgress(t *testing.T) {
+	body := bytes.Repeat([]byte{1, 2, 3, 4}, 25000)
+	srv := newServer(t, nil, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		for i := 0; i < 20; i++ {
+			w.Write(body[i*len(body)/20 : (i+1)*len(body)/20])
+			w.(http.Flusher).Flush()
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
+	var out bytes.Buffer
+	_, err := Ensure(context.Background(), srv.URL+"/slow", "arm64", Options{CacheDir: t.TempDir(), Progress: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 10 {
+		t.Fatalf("want 10 progress lines, got %d:\n%s", len(lines), out.String())
+	}
+	for i, l := range lines {
+		if want := fmt.Sprintf(": %d%% (", (i+1)*10); !strings.Contains(l, want) {
+			t.Errorf("line %d = %q, want it to contain %q", i, l, want)
+		}
+	}
+}
+
+func TestEnsureRefetchesCorruptCacheEntry(t *testing.T) {
+	body := bytes.Repeat([]byte("disk"), 4096)
+	srv := newServer(t, map[string][]byte{"/d": body}, nil)
+	cache := t.TempDir()
+	opts := Options{CacheDir: cache}
+	img, err := Ensure(context.Background(), srv.URL+"/d", "amd64", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(img.Disk, []byte("bit rot"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	img, err = Ensure(context.Background(), srv.URL+"/d", "amd64", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(img.Disk); !bytes.Equal(got, body) {
+		t.Error("corrupt cache entry was not replaced")
+	}
+	if n := srv.hits["/d"].Load(); n != 2 {
+		t.Errorf("server hit %d times, want 2", n)
+	}
+}
+
+func TestEnsureDebianCatalog(t *testing.T) {
+	disk := append([]byte("QFI\xfb"), bytes.Repeat([]byte{0}, 1000)...)
+	sum := sha512.Sum512(disk)
+	sums := fmt.Sprintf("%x  debian-13-genericcloud-arm64.raw\n%x  debian-13-genericcloud-amd64.qcow2\n", sha512.Sum512(nil), sum)
+	var sumsDown atomic.Bool
+	srv := newServer(t, map[string][]byte{
+		"/trixie/SHA512SUMS":                         []byte(sums),
+		"/trixie/debian-13-genericcloud-amd64.qcow2": disk,
+	}, nil)
+	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if sumsDown.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		if c, ok := srv.hits[r.URL.Path]; ok {
+			c.Add(1)
+		}
+		b, ok := srv.files[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(b)
+	})
+	opts := Options{CacheDir: t.TempDir(), DebianBaseURL: srv.URL + "/trixie"}
+	img, err := Ensure(context.Background(), "debian-13", "amd64", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("sha512:%x", sum); img.Digest != want || img.DiskFormat != KindQCOW2 || img.Kernel != "" {
+		t.Errorf("image = %+v, want qcow2 with digest %s", img, want)
+	}
+	// Offline: the checksum file is unreachable, the verified copy is used.
+	sumsDown.Store(true)
+	if _, err := Ensure(context.Background(), "debian-13", "amd64", opts); err != nil {
+		t.Errorf("offline Ensure with a cached image: %v", err)
+	}
+	// No entry for the arch in SHA512SUMS.
+	sumsDown.Store(false)
+	if _, err := Ensure(context.Background(), "debian-13", "arm64", opts); err == nil || !strings.Contains(err.Error(), "no entry for debian-13-genericcloud-arm64.qcow2") {
+		t.Errorf("missing checksum entry: err = %v", err)
+	}
+}
+
+func TestEnsureBadInput(t *testing.T) {
+	tests := []struct{ ref, arch, want string }{
+		{"vmdock", "riscv64", `architecture "riscv64" not supported`},
+		{"ubuntu", "amd64", `image "ubuntu": unknown name`},
+		{"ftp://x/y.img", "amd64", "scheme not supported"},
+		{"./no/such/file.img", "amd64", "no such file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.ref, func(t *testing.T) {
+			t.Setenv("VMDOCK_IMAGE_DIR", t.TempDir())
+			_, err := Ensure(context.Background(), tt.ref, tt.arch, Options{CacheDir: t.TempDir()})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseSums(t *testing.T) {
+	h := strings.Repeat("ab", 64)
+	tests := []struct {
+		name, in, file, want string
+		wantErr              bool
+	}{
+		{"plain", h + "  a.qcow2\n", "a.qcow2", "sha512:" + h, false},
+		{"binary marker", "00  b\n" + strings.ToUpper(h) + " *a.qcow2\n", "a.qcow2", "sha512:" + h, false},
+		{"missing", h + "  b.qcow2\n", "a.qcow2", "", true},
+		{"short hex", "abcd  a.qcow2\n", "a.qcow2", "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := parseSums(strings.NewReader(tt.in), "sha512", tt.file)
+			if (err != nil) != tt.wantErr || d.String() != tt.want {
+				t.Errorf("parseSums = %v, %v; want %q (error %v)", d, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestParseDigest(t *testing.T) {
+	tests := []struct {
+		in string
+		ok bool
+	}{
+		{"sha256:" + strings.Repeat("0a", 32), true},
+		{"SHA512:" + strings.Repeat("0A", 64), true},
+		{"sha256:" + strings.Repeat("0a", 31), false},
+		{"md5:" + strings.Repeat("0a", 16), false},
+		{"sha256:" + strings.Repeat("zz", 32), false},
+		{strings.Repeat("0a", 32), false},
+	}
+	for _, tt := range tests {
+		if _, err := ParseDigest(tt.in); (err == nil) != tt.ok {
+			t.Errorf("ParseDigest(%q) err = %v, want ok=%v", tt.in, err, tt.ok)
+		}
+	}
+}

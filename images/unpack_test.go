@@ -1,0 +1,176 @@
+package images
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+type member struct {
+	name string
+	data []byte
+}
+
+// fakeDisk is 4 MiB with data at both ends and zeros between, so a sparse
+// unpack has a hole to leave.
+func fakeDisk() []byte {
+	d := make([]byte, 4<<20)
+	copy(d, "ext4 superblock, honestly")
+	copy(d[len(d)-100:], "last block")
+	return d
+}
+
+func writeArchive(t *testing.T, path string, members []member) {
+	t.Helper()
+	var buf bytes.Buffer
+	zw, err := zstd.NewWriter(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tw := tar.NewWriter(zw)
+	for _, m := range members {
+		if err := tw.WriteHeader(&tar.Header{Name: m.name, Mode: 0o644, Size: int64(len(m.data)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(m.data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fakeImage returns the members of a valid vmdock image for arch; edit
+// lets a test damage the manifest before it is encoded.
+func fakeImage(t *testing.T, arch string, edit func(*Manifest)) []member {
+	t.Helper()
+	files := []member{{"disk.raw", fakeDisk()}, {"vmlinuz", []byte("kernel")}, {"initrd.img", []byte("initrd")}}
+	m := Manifest{Arch: arch, Cmdline: "root=/dev/vda rw console=ttyS0", Files: map[string]string{},
+		Packages: map[string]string{"docker.io": "26.1.5"}, BuildTime: "2026-01-01T00:00:00Z"}
+	for _, f := range files {
+		m.Files[f.name] = strings.TrimPrefix(sha256Of(f.data), "sha256:")
+	}
+	if edit != nil {
+		edit(&m)
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append([]member{{"./manifest.json", b}}, files...)
+}
+
+func TestEnsureVMDockImage(t *testing.T) {
+	imgDir := t.TempDir()
+	t.Setenv("VMDOCK_IMAGE_DIR", imgDir)
+	writeArchive(t, filepath.Join(imgDir, "vmdock-arm64.tar.zst"), fakeImage(t, "arm64", nil))
+	cache := t.TempDir()
+	img, err := Ensure(context.Background(), "", "arm64", Options{CacheDir: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img.Kind != KindVMDock || img.DiskFormat != KindRaw || img.Cmdline != "root=/dev/vda rw console=ttyS0" ||
+		img.Manifest == nil || img.Manifest.Packages["docker.io"] != "26.1.5" || img.Arch != "arm64" {
+		t.Errorf("image = %+v", img)
+	}
+	for p, want := range map[string][]byte{img.Kernel: []byte("kernel"), img.Initrd: []byte("initrd"), img.Disk: fakeDisk()} {
+		if got, err := os.ReadFile(p); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s: content differs (err %v)", p, err)
+		}
+	}
+	if alloc := allocated(t, img.Disk); alloc >= 1<<20 {
+		t.Errorf("disk.raw has %d bytes allocated; zero blocks should be holes", alloc)
+	}
+
+	// A damaged unpacked file is noticed and the image unpacked again.
+	if err := os.Truncate(img.Disk, 10); err != nil {
+		t.Fatal(err)
+	}
+	img, err = Ensure(context.Background(), "vmdock", "arm64", Options{CacheDir: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(img.Disk); !bytes.Equal(got, fakeDisk()) {
+		t.Error("damaged disk.raw was not unpacked again")
+	}
+
+	// Wrong arch for the request.
+	writeArchive(t, filepath.Join(imgDir, "vmdock-amd64.tar.zst"), fakeImage(t, "arm64", nil))
+	if _, err := Ensure(context.Background(), "vmdock", "amd64", Options{CacheDir: cache}); err == nil || !strings.Contains(err.Error(), "is for arm64, not amd64") {
+		t.Errorf("arch mismatch: err = %v", err)
+	}
+}
+
+func TestEnsureVMDockImageRejectsBadArchives(t *testing.T) {
+	tests := []struct {
+		name    string
+		members func(t *testing.T) []member
+		want    string
+	}{
+		{
+			name: "file digest mismatch",
+			members: func(t *testing.T) []member {
+				return fakeImage(t, "amd64", func(m *Manifest) { m.Files["vmlinuz"] = strings.Repeat("0", 64) })
+			},
+			want: "vmlinuz: digest mismatch",
+		},
+		{
+			name: "file missing from manifest",
+			members: func(t *testing.T) []member {
+				return fakeImage(t, "amd64", func(m *Manifest) { delete(m.Files, "initrd.img") })
+			},
+			want: "manifest lists no digest for initrd.img",
+		},
+		{
+			name:    "no manifest",
+			members: func(t *testing.T) []member { return fakeImage(t, "amd64", nil)[1:] },
+			want:    "no manifest.json",
+		},
+		{
+			name: "path escape",
+			members: func(t *testing.T) []member {
+				return append(fakeImage(t, "amd64", nil), member{"../../etc/evil", []byte("x")})
+			},
+			want: `unexpected member "../../etc/evil"`,
+		},
+		{
+			name: "bad arch",
+			members: func(t *testing.T) []member {
+				return fakeImage(t, "amd64", func(m *Manifest) { m.Arch = "s390x" })
+			},
+			want: `architecture "s390x" not supported`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "img.tar.zst")
+			writeArchive(t, p, tt.members(t))
+			cache := t.TempDir()
+			_, err := Ensure(context.Background(), p, "amd64", Options{CacheDir: cache})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tt.want)
+			}
+			if tt.name == "file digest mismatch" && !errors.Is(err, ErrDigestMismatch) {
+				t.Errorf("err %v is not ErrDigestMismatch", err)
+			}
+			if left := dirEntries(t, filepath.Join(cache, "unpacked")); len(left) != 0 {
+				t.Errorf("failed unpack left %v", left)
+			}
+		})
+	}
+}

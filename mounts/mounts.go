@@ -1,0 +1,166 @@
+// Package mounts turns the user's folder-sharing requests (-V flags or the
+// YAML mounts: list) into checked, absolute mount specs and the tagged
+// shares a VM driver exports. It knows nothing about instances or drivers'
+// internals, so vm can depend on it and not the other way round.
+package mounts
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/vmdock/vmdock/vm/driver"
+)
+
+// Mount is one host folder shared into the guest. It has the same fields as
+// vm.Mount, so the two convert with a plain type conversion.
+type Mount struct {
+	Location  string `yaml:"location" json:"location"`
+	GuestPath string `yaml:"mountPoint,omitempty" json:"mountPoint,omitempty"`
+	Writable  bool   `yaml:"writable" json:"writable"`
+}
+
+// ParseFlag parses one `-V path[:guestpath][:w]` value. Shares are
+// read-only unless ":w" is given. A colon inside a path cannot be told apart
+// from the separator, so it is refused with a pointer to the YAML form.
+func ParseFlag(s string) (Mount, error) {
+	if strings.TrimSpace(s) == "" {
+		return Mount{}, fmt.Errorf("mount %q: empty; accepted: path[:guestpath][:w]", s)
+	}
+	colon := func() error {
+		return fmt.Errorf("mount %q: a ':' inside a path is not supported with -V (accepted: path[:guestpath][:w]); list it under mounts: in vmdock.yaml instead", s)
+	}
+	parts := strings.Split(s, ":")
+	m := Mount{Location: parts[0]}
+	if m.Location == "" {
+		return Mount{}, fmt.Errorf("mount %q: the host path is empty; accepted: path[:guestpath][:w]", s)
+	}
+	rest := parts[1:]
+	if n := len(rest); n > 0 && rest[n-1] == "w" {
+		m.Writable = true
+		rest = rest[:n-1]
+	}
+	switch len(rest) {
+	case 0:
+	case 1:
+		if !strings.HasPrefix(rest[0], "/") {
+			return Mount{}, colon()
+		}
+		m.GuestPath = rest[0]
+	default:
+		return Mount{}, colon()
+	}
+	return m, nil
+}
+
+// Tag is the share tag of the i-th mount: the guest finds the share by it.
+func Tag(i int) string { return fmt.Sprintf("vmdock%d", i) }
+
+// Shares gives each mount its tag (vmdock0, vmdock1, ... in list order) for
+// the driver. Mounts should already be resolved.
+func Shares(ms []Mount) []driver.Share {
+	out := make([]driver.Share, 0, len(ms))
+	for i, m := range ms {
+		out = append(out, driver.Share{Tag: Tag(i), HostPath: m.Location, ReadOnly: !m.Writable})
+	}
+	return out
+}
+
+// Resolve expands a leading ~ against home, cleans the paths and fills an
+// empty GuestPath with the host path, so a folder appears at the same path in
+// the guest. It touches no files; Check does that.
+func Resolve(ms []Mount, home string) []Mount {
+	out := make([]Mount, 0, len(ms))
+	for _, m := range ms {
+		m.Location = expandHome(m.Location, home)
+		if m.Location != "" {
+			m.Location = filepath.Clean(m.Location)
+		}
+		if m.GuestPath == "" {
+			m.GuestPath = m.Location
+		} else {
+			m.GuestPath = filepath.Clean(expandHome(m.GuestPath, home))
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func expandHome(p, home string) string {
+	if p == "~" {
+		return home
+	}
+	if strings.HasPrefix(p, "~/") {
+		return filepath.Join(home, p[2:])
+	}
+	return p
+}
+
+// guestReserved are guest folders a share must not cover: the guest OS and
+// Docker live there.
+var guestReserved = []string{"/bin", "/boot", "/dev", "/etc", "/lib", "/proc", "/run", "/sbin", "/sys", "/usr", "/var/lib/docker"}
+
+// Check reports every problem with resolved mounts at once: relative or
+// missing host folders, host folders nested in one another, and guest paths
+// that repeat or cover the guest's own system folders.
+func Check(ms []Mount) error {
+	var errs []error
+	for i, m := range ms {
+		name := fmt.Sprintf("mounts[%d]", i)
+		switch {
+		case m.Location == "":
+			errs = append(errs, fmt.Errorf("%s: location is empty; accepted: an absolute path to an existing folder", name))
+			continue
+		case !filepath.IsAbs(m.Location):
+			errs = append(errs, fmt.Errorf("%s: location %q is relative; accepted: an absolute path (or ~/...) to an existing folder", name, m.Location))
+			continue
+		}
+		if fi, err := os.Stat(m.Location); err != nil {
+			errs = append(errs, fmt.Errorf("%s: location %q does not exist; accepted: an existing folder", name, m.Location))
+		} else if !fi.IsDir() {
+			errs = append(errs, fmt.Errorf("%s: location %q is not a folder; accepted: an existing folder", name, m.Location))
+		}
+		if !filepath.IsAbs(m.GuestPath) {
+			errs = append(errs, fmt.Errorf("%s: mountPoint %q is relative; accepted: an absolute guest path", name, m.GuestPath))
+		} else if r := reserved(m.GuestPath); r != "" {
+			errs = append(errs, fmt.Errorf("%s: mountPoint %q would hide the guest's %s; accepted: any other absolute guest path", name, m.GuestPath, r))
+		}
+	}
+	for i := range ms {
+		for j := i + 1; j < len(ms); j++ {
+			a, b := ms[i], ms[j]
+			if a.Location != "" && b.Location != "" && (within(a.Location, b.Location) || within(b.Location, a.Location)) {
+				errs = append(errs, fmt.Errorf("mounts[%d] %q and mounts[%d] %q overlap; accepted: folders that are not inside one another (share only the outer one)", i, a.Location, j, b.Location))
+			}
+			if a.GuestPath != "" && a.GuestPath == b.GuestPath {
+				errs = append(errs, fmt.Errorf("mounts[%d] and mounts[%d] both use mountPoint %q; accepted: a distinct guest path for each mount", i, j, a.GuestPath))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func reserved(guest string) string {
+	if guest == "/" {
+		return "root folder"
+	}
+	for _, r := range guestReserved {
+		if within(guest, r) || within(r, guest) {
+			return r
+		}
+	}
+	return ""
+}
+
+// within reports whether p is parent or inside parent (both clean, absolute).
+func within(p, parent string) bool {
+	if p == parent {
+		return true
+	}
+	if parent == "/" {
+		return true
+	}
+	return strings.HasPrefix(p, parent+"/")
+}

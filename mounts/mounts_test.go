@@ -1,0 +1,122 @@
+package mounts
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/vmdock/vmdock/vm/driver"
+)
+
+func TestParseFlag(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    Mount
+		wantErr string
+	}{
+		{in: "/src", want: Mount{Location: "/src"}},
+		{in: "/src:w", want: Mount{Location: "/src", Writable: true}},
+		{in: "/src:/app", want: Mount{Location: "/src", GuestPath: "/app"}},
+		{in: "/src:/app:w", want: Mount{Location: "/src", GuestPath: "/app", Writable: true}},
+		{in: "~/My Projects:w", want: Mount{Location: "~/My Projects", Writable: true}},
+		{in: "", wantErr: "empty"},
+		{in: ":/app", wantErr: "host path is empty"},
+		{in: "/a:b/c", wantErr: "':' inside a path"},
+		{in: "/a:b:/c", wantErr: "':' inside a path"},
+		{in: "/a:/b:/c:w", wantErr: "':' inside a path"},
+		{in: "/a:ro", wantErr: "':' inside a path"},
+	}
+	for _, tt := range tests {
+		got, err := ParseFlag(tt.in)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("ParseFlag(%q) error = %v, want containing %q", tt.in, err, tt.wantErr)
+			}
+			if err != nil && strings.Contains(err.Error(), "\n") {
+				t.Errorf("ParseFlag(%q) error spans lines: %q", tt.in, err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("ParseFlag(%q) = %+v, %v; want %+v", tt.in, got, err, tt.want)
+		}
+	}
+}
+
+func TestResolve(t *testing.T) {
+	got := Resolve([]Mount{
+		{Location: "~"},
+		{Location: "~/a b/", GuestPath: "/app/"},
+		{Location: "/x/../y"},
+	}, "/home/u")
+	want := []Mount{
+		{Location: "/home/u", GuestPath: "/home/u"},
+		{Location: "/home/u/a b", GuestPath: "/app"},
+		{Location: "/y", GuestPath: "/y"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Resolve = %+v, want %+v", got, want)
+	}
+}
+
+func TestCheck(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a")
+	spaced := filepath.Join(dir, "with space")
+	file := filepath.Join(dir, "file")
+	for _, d := range []string{a, filepath.Join(a, "inner"), spaced} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		ms      []Mount
+		wantErr []string // every substring must appear; empty: no error
+	}{
+		{name: "ok", ms: []Mount{{Location: a}, {Location: spaced, Writable: true}}},
+		{name: "ok guest path", ms: []Mount{{Location: a, GuestPath: "/app"}}},
+		{name: "relative", ms: []Mount{{Location: "rel"}}, wantErr: []string{`"rel" is relative`}},
+		{name: "missing", ms: []Mount{{Location: filepath.Join(dir, "nope")}}, wantErr: []string{"does not exist"}},
+		{name: "file", ms: []Mount{{Location: file}}, wantErr: []string{"not a folder"}},
+		{name: "overlap", ms: []Mount{{Location: a}, {Location: filepath.Join(a, "inner"), GuestPath: "/x"}}, wantErr: []string{"overlap"}},
+		{name: "same folder twice", ms: []Mount{{Location: a}, {Location: a, GuestPath: "/x"}}, wantErr: []string{"overlap"}},
+		{name: "dup guest", ms: []Mount{{Location: a, GuestPath: "/g"}, {Location: spaced, GuestPath: "/g"}}, wantErr: []string{`both use mountPoint "/g"`}},
+		{name: "guest relative", ms: []Mount{{Location: a, GuestPath: "g"}}, wantErr: []string{"mountPoint \"g\" is relative"}},
+		{name: "guest etc", ms: []Mount{{Location: a, GuestPath: "/etc/x"}}, wantErr: []string{"/etc"}},
+		{name: "guest covers docker", ms: []Mount{{Location: a, GuestPath: "/var"}}, wantErr: []string{"/var/lib/docker"}},
+		{name: "all at once", ms: []Mount{{Location: "rel"}, {Location: filepath.Join(dir, "nope")}}, wantErr: []string{"relative", "does not exist"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Check(Resolve(tt.ms, dir))
+			if len(tt.wantErr) == 0 {
+				if err != nil {
+					t.Fatalf("Check: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Check: no error, want %q", tt.wantErr)
+			}
+			for _, w := range tt.wantErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Check error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestShares(t *testing.T) {
+	got := Shares([]Mount{{Location: "/a", Writable: true}, {Location: "/b"}})
+	want := []driver.Share{{Tag: "vmdock0", HostPath: "/a"}, {Tag: "vmdock1", HostPath: "/b", ReadOnly: true}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Shares = %+v, want %+v", got, want)
+	}
+}

@@ -1,0 +1,59 @@
+package loopback
+
+import (
+	"fmt"
+	"strings"
+)
+
+// persistPath is the launchd daemon that re-adds the alias at boot.
+const persistPath = "/Library/LaunchDaemons/org.vmdock.loopback-alias.plist"
+
+func addArgv(ip string) []string { return []string{"ifconfig", "lo0", "alias", ip, "255.255.255.255"} }
+func delArgv(ip string) []string { return []string{"ifconfig", "lo0", "-alias", ip} }
+func showArgv() []string         { return []string{"ifconfig", "lo0", "inet"} }
+
+// hasAlias finds ip in `ifconfig lo0` output ("inet 10.254.254.254 netmask ...").
+func hasAlias(out, ip string) bool {
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		for i := 0; i+1 < len(f); i++ {
+			if f[i] == "inet" && f[i+1] == ip {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func persistContent(ip string) []byte {
+	return []byte(fmt.Sprintf(`<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+<!-- Installed by vmdock (vmdock loopback-alias add --persist); removed by vmdock loopback-alias remove. -->
+<plist version="1.0">
+<dict>
+	<key>Label</key>
+	<string>org.vmdock.loopback-alias</string>
+	<key>ProgramArguments</key>
+	<array>
+		<string>/sbin/ifconfig</string>
+		<string>lo0</string>
+		<string>alias</string>
+		<string>%s</string>
+		<string>255.255.255.255</string>
+	</array>
+	<key>RunAtLoad</key>
+	<true/>
+</dict>
+</plist>
+`, ip))
+}
+
+func enableArgvs(file string) [][]string {
+	return [][]string{{"launchctl", "bootstrap", "system", file}}
+}
+
+func disableArgvs(file string) [][]string {
+	return [][]string{{"launchctl", "bootout", "system", file}}
+}
+
+func afterRemoveArgvs() [][]string { return nil }

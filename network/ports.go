@@ -1,0 +1,330 @@
+package network
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// PortEvent is one change in the guest's listening sockets (the same
+// shape as agent.PortEvent, which this package does not import).
+type PortEvent struct {
+	Added bool
+	Proto string // tcp, udp
+	IP    string // as bound in the guest: 0.0.0.0, ::, 127.0.0.1, ...
+	Port  int
+}
+
+// ForwardedPort is one guest port mirrored on the host, or the reason it
+// could not be.
+type ForwardedPort struct {
+	Proto     string `json:"proto"`
+	GuestPort int    `json:"guestPort"`
+	HostAddr  string `json:"hostAddr"`
+	Error     string `json:"error,omitempty"`
+}
+
+// DefaultUDPIdleTimeout ends a UDP peer's guest stream after this long
+// without a datagram in either direction.
+const DefaultUDPIdleTimeout = 60 * time.Second
+
+// PortForwarderConfig configures NewPortForwarder.
+type PortForwarderConfig struct {
+	Dial           DialFunc      // opens streams in the guest
+	BindAddr       string        // host IP listeners bind to; default 127.0.0.1
+	Rules          *Rules        // nil forwards every port to the same number
+	UDPIdleTimeout time.Duration // default DefaultUDPIdleTimeout
+	Log            *slog.Logger  // default slog.Default()
+}
+
+// PortForwarder mirrors the guest's listening ports on the host, fed by
+// Apply with the guest's port events. Failures to listen are recorded in
+// Ports and logged, never returned: one busy host port must not stop the
+// others.
+type PortForwarder struct {
+	opts   PortForwarderConfig
+	ctx    context.Context
+	cancel context.CancelFunc
+	conns  *connSet
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	fwds   map[fwdKey]*forward
+	closed bool
+
+	// Swapped by tests to simulate bind failures.
+	listenTCP func(addr string) (net.Listener, error)
+	listenUDP func(addr string) (net.PacketConn, error)
+}
+
+type fwdKey struct {
+	proto string
+	port  int // guest port
+}
+
+// forward is one (proto, guest port). Guest sockets on 0.0.0.0 and :: for
+// the same port share it; it closes when the last one goes away.
+type forward struct {
+	key      fwdKey
+	hostAddr string
+	guestIPs map[string]struct{}
+	err      error
+	ln       net.Listener // tcp
+	udp      *udpRelay    // udp
+}
+
+// NewPortForwarder returns a forwarder with no ports open yet. A bad
+// BindAddr (vm.Config validation rejects it earlier) shows up as an error
+// on each port in Ports, like any other listen failure.
+func NewPortForwarder(opts PortForwarderConfig) *PortForwarder {
+	if opts.Dial == nil {
+		opts.Dial = func(context.Context, string, string) (net.Conn, error) {
+			return nil, errors.New("port forwarder has no dial function")
+		}
+	}
+	if opts.BindAddr == "" {
+		opts.BindAddr = "127.0.0.1"
+	}
+	if opts.UDPIdleTimeout <= 0 {
+		opts.UDPIdleTimeout = DefaultUDPIdleTimeout
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &PortForwarder{
+		opts: opts, ctx: ctx, cancel: cancel, conns: newConnSet(),
+		fwds:      map[fwdKey]*forward{},
+		listenTCP: func(addr string) (net.Listener, error) { return net.Listen("tcp", addr) },
+		listenUDP: func(addr string) (net.PacketConn, error) { return net.ListenPacket("udp", addr) },
+	}
+}
+
+// Apply opens or closes the host side of one guest listener. Events are
+// idempotent: a repeated "added" for the same guest IP changes nothing,
+// so a re-sent full listing after an agent reconnect is harmless.
+func (f *PortForwarder) Apply(ev PortEvent) {
+	log := f.opts.Log.With("proto", ev.Proto, "guestIP", ev.IP, "guestPort", ev.Port)
+	if ev.Proto != "tcp" && ev.Proto != "udp" {
+		log.Warn("ignoring port event with unknown protocol")
+		return
+	}
+	hostPort, ok := f.opts.Rules.Map(ev.Proto, ev.Port)
+	if !ok {
+		log.Debug("guest port not forwarded by the rules")
+		return
+	}
+	key := fwdKey{ev.Proto, ev.Port}
+
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return
+	}
+	fw := f.fwds[key]
+	if !ev.Added {
+		if fw == nil {
+			return
+		}
+		delete(fw.guestIPs, ev.IP)
+		if len(fw.guestIPs) == 0 {
+			delete(f.fwds, key)
+			fw.stop()
+			log.Info("stopped forwarding", "host", fw.hostAddr)
+		}
+		return
+	}
+	if fw != nil {
+		fw.guestIPs[ev.IP] = struct{}{}
+		return
+	}
+	fw = &forward{
+		key:      key,
+		hostAddr: net.JoinHostPort(f.opts.BindAddr, strconv.Itoa(hostPort)),
+		guestIPs: map[string]struct{}{ev.IP: {}},
+	}
+	f.fwds[key] = fw
+	if err := f.start(fw); err != nil {
+		fw.err = err
+		log.Warn("cannot forward guest port", "host", fw.hostAddr, "err", err)
+		return
+	}
+	log.Info("forwarding", "host", fw.hostAddr)
+}
+
+// start opens the host listener; called with f.mu held.
+func (f *PortForwarder) start(fw *forward) error {
+	switch fw.key.proto {
+	case "tcp":
+		ln, err := f.listenTCP(fw.hostAddr)
+		if err != nil {
+			return listenError(fw, err)
+		}
+		fw.ln = ln
+		f.wg.Add(1)
+		go f.acceptTCP(fw, ln)
+	case "udp":
+		pc, err := f.listenUDP(fw.hostAddr)
+		if err != nil {
+			return listenError(fw, err)
+		}
+		fw.udp = newUDPRelay(f, fw, pc)
+	}
+	return nil
+}
+
+func listenError(fw *forward, err error) error {
+	if errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) {
+		return fmt.Errorf("listen on %s/%s: port is privileged (below 1024) and vmdock is not root; map it to a higher host port with a port rule: %w",
+			fw.hostAddr, fw.key.proto, err)
+	}
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("listen on %s/%s: port already in use on the host: %w", fw.hostAddr, fw.key.proto, err)
+	}
+	return fmt.Errorf("listen on %s/%s: %w", fw.hostAddr, fw.key.proto, err)
+}
+
+// stop closes the host listener. Tunnels already open keep running: the
+// guest server may still be serving them after it stopped listening.
+func (fw *forward) stop() {
+	if fw.ln != nil {
+		fw.ln.Close()
+	}
+	if fw.udp != nil {
+		fw.udp.close()
+	}
+}
+
+// guestAddr is where, inside the guest, a new connection is dialled.
+func (f *PortForwarder) guestAddr(fw *forward) string {
+	f.mu.Lock()
+	ips := make([]string, 0, len(fw.guestIPs))
+	for ip := range fw.guestIPs {
+		ips = append(ips, ip)
+	}
+	f.mu.Unlock()
+	return net.JoinHostPort(guestHost(ips), strconv.Itoa(fw.key.port))
+}
+
+// guestHost picks the guest address to dial for the IPs a port is bound
+// on: IPv4 loopback when any IPv4 wildcard or loopback is bound, IPv6
+// loopback for v6-only wildcard/loopback listeners, else the bound IP.
+func guestHost(ips []string) string {
+	slices.Sort(ips)
+	var v6, other string
+	for _, s := range ips {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			continue
+		}
+		a = a.Unmap()
+		switch {
+		case a.Is4() && (a.IsUnspecified() || a.IsLoopback()):
+			return "127.0.0.1"
+		case a.Is6() && (a.IsUnspecified() || a.IsLoopback()):
+			v6 = "::1"
+		case other == "":
+			other = a.String()
+		}
+	}
+	if v6 != "" {
+		return v6
+	}
+	if other != "" {
+		return other
+	}
+	return "127.0.0.1"
+}
+
+func (f *PortForwarder) acceptTCP(fw *forward, ln net.Listener) {
+	defer f.wg.Done()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				f.opts.Log.Warn("port forwarder stopped accepting", "host", fw.hostAddr, "err", err)
+			}
+			return
+		}
+		if !f.conns.add(c) {
+			c.Close()
+			return
+		}
+		f.wg.Add(1)
+		go f.tunnelTCP(fw, c)
+	}
+}
+
+func (f *PortForwarder) tunnelTCP(fw *forward, c net.Conn) {
+	defer f.wg.Done()
+	defer f.conns.remove(c)
+	addr := f.guestAddr(fw)
+	ctx, cancel := context.WithTimeout(f.ctx, 30*time.Second)
+	g, err := f.opts.Dial(ctx, "tcp", addr)
+	cancel()
+	if err != nil {
+		f.opts.Log.Warn("dial guest port", "guest", addr, "err", err)
+		c.Close()
+		return
+	}
+	if !f.conns.add(g) {
+		g.Close()
+		c.Close()
+		return
+	}
+	defer f.conns.remove(g)
+	Pipe(c, g)
+}
+
+// Ports lists every forwarded guest port, sorted by protocol and port.
+func (f *PortForwarder) Ports() []ForwardedPort {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]ForwardedPort, 0, len(f.fwds))
+	for _, fw := range f.fwds {
+		p := ForwardedPort{Proto: fw.key.proto, GuestPort: fw.key.port, HostAddr: fw.hostAddr}
+		if fw.err != nil {
+			p.Error = fw.err.Error()
+		}
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b ForwardedPort) int {
+		if a.Proto != b.Proto {
+			if a.Proto < b.Proto {
+				return -1
+			}
+			return 1
+		}
+		return a.GuestPort - b.GuestPort
+	})
+	return out
+}
+
+// Close closes every listener and tunnel and waits for their goroutines.
+func (f *PortForwarder) Close() error {
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return nil
+	}
+	f.closed = true
+	fwds := f.fwds
+	f.fwds = map[fwdKey]*forward{}
+	f.mu.Unlock()
+
+	f.cancel()
+	for _, fw := range fwds {
+		fw.stop()
+	}
+	f.conns.closeAll()
+	f.wg.Wait()
+	return nil
+}

@@ -1,0 +1,54 @@
+// Package cidata writes the small boot disk every instance gets: an ISO9660
+// image labelled "cidata" holding the guest agent and its config. Our own
+// image's boot unit runs the agent from it; stock cloud images read the
+// same disk as a cloud-init NoCloud source (user-data, meta-data).
+package cidata
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/kdomanski/iso9660"
+)
+
+// Label is the volume label both our boot unit and cloud-init look for.
+const Label = "cidata"
+
+// Write creates the ISO at path from name->content, replacing any old one
+// atomically so a VM never sees a half-written boot disk.
+func Write(path string, files map[string][]byte) error {
+	w, err := iso9660.NewWriter()
+	if err != nil {
+		return fmt.Errorf("boot disk %s: %w", path, err)
+	}
+	defer w.Cleanup()
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if err := w.AddFile(bytes.NewReader(files[name]), name); err != nil {
+			return fmt.Errorf("boot disk %s: add %s: %w", path, name, err)
+		}
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".boot-*.iso")
+	if err != nil {
+		return fmt.Errorf("boot disk %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := w.WriteTo(tmp, Label); err != nil {
+		tmp.Close()
+		return fmt.Errorf("boot disk %s: write: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("boot disk %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("boot disk %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,157 @@
+package vm
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/vmdock/vmdock/mounts"
+	"github.com/vmdock/vmdock/vm/driver"
+)
+
+// Defaults that are not host-dependent.
+const (
+	DefaultCPUs            = 2
+	DefaultMemoryGiB       = 2
+	DefaultDiskGiB         = 60
+	DefaultRuntime         = "docker"
+	DefaultPortBind        = "127.0.0.1"
+	DefaultLoopbackAliasIP = "10.254.254.254"
+	DefaultHostAccessIP    = "10.254.254.254"
+)
+
+// DefaultConfig is the configuration of a new instance on this host: host
+// arch, the best VM type and mount type available, the home folder shared
+// writable.
+func DefaultConfig() Config {
+	h := CurrentHost()
+	vmType := h.DefaultVMType()
+	return Config{
+		Arch:      h.Arch,
+		VMType:    vmType,
+		CPUs:      min(DefaultCPUs, max(h.CPUs, 1)),
+		MemoryGiB: DefaultMemoryGiB,
+		DiskGiB:   DefaultDiskGiB,
+		Runtime:   DefaultRuntime,
+		MountType: h.DefaultMountType(vmType),
+		Mounts:    []Mount{{Location: "~", Writable: true}},
+		Binfmt:    true,
+		DiskSync:  driver.DiskSyncFsync,
+		Network: NetworkConfig{
+			Mode:            driver.NetworkUser,
+			PortBind:        DefaultPortBind,
+			LoopbackAliasIP: DefaultLoopbackAliasIP,
+			HostAccessIP:    DefaultHostAccessIP,
+		},
+		Activate: true,
+	}
+}
+
+// LoadConfig reads the instance's saved config (see LoadConfigFile).
+func LoadConfig(inst *Instance) (Config, error) { return LoadConfigFile(inst.ConfigPath()) }
+
+// LoadConfigFile reads a YAML config over DefaultConfig. Unknown keys are
+// errors, so a typo is not silently ignored. A missing file returns an error
+// matching os.ErrNotExist.
+func LoadConfigFile(path string) (Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("read config: %w", err)
+	}
+	c, err := ParseConfig(b)
+	if err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// ParseConfig decodes YAML over DefaultConfig. A file that names a vmType
+// but no mountType gets the mount type that suits that vmType.
+func ParseConfig(b []byte) (Config, error) {
+	c := DefaultConfig()
+	c.MountType = ""
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return Config{}, fmt.Errorf("invalid YAML: %s", oneLine(err.Error()))
+	}
+	if c.MountType == "" {
+		c.MountType = CurrentHost().DefaultMountType(c.VMType)
+	}
+	return c, nil
+}
+
+// Marshal renders c as YAML, the form Save writes.
+func (c Config) Marshal() ([]byte, error) {
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(c); err != nil {
+		return nil, fmt.Errorf("encode config: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("encode config: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// Save writes c to path atomically (temp file + rename), mode 0600.
+func (c Config) Save(path string) error {
+	b, err := c.Marshal()
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".vmdock.yaml.*")
+	if err != nil {
+		return fmt.Errorf("save config %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return fmt.Errorf("save config %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("save config %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("save config %s: %w", path, err)
+	}
+	return nil
+}
+
+// Normalize expands ~ in mount paths and fills each mount's guest path, so
+// the saved config and the driver see absolute paths. It never fails:
+// Validate reports what is still wrong.
+func (c *Config) Normalize() {
+	home, _ := os.UserHomeDir()
+	c.Mounts = FromMountSpecs(mounts.Resolve(c.MountSpecs(), home))
+}
+
+// MountSpecs converts the config's mounts for package mounts.
+func (c Config) MountSpecs() []mounts.Mount {
+	out := make([]mounts.Mount, len(c.Mounts))
+	for i, m := range c.Mounts {
+		out[i] = mounts.Mount(m)
+	}
+	return out
+}
+
+// FromMountSpecs converts mounts.Mount values back to vm.Mount.
+func FromMountSpecs(ms []mounts.Mount) []Mount {
+	out := make([]Mount, len(ms))
+	for i, m := range ms {
+		out[i] = Mount(m)
+	}
+	return out
+}
+
+// hostArch is the GOARCH vmdock runs as; a var so tests can pretend.
+var hostArch = runtime.GOARCH
+
+func oneLine(s string) string { return string(bytes.Join(bytes.Fields([]byte(s)), []byte(" "))) }

@@ -1,0 +1,175 @@
+package vm
+
+import (
+	"errors"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var linuxHost = Host{OS: "linux", Arch: "amd64", CPUs: 4, Virtiofsd: "/usr/lib/qemu/virtiofsd"}
+var macHost = Host{OS: "darwin", Arch: "arm64", CPUs: 8, VZ: true}
+
+func validConfig(t *testing.T, h Host) Config {
+	t.Helper()
+	c := DefaultConfig()
+	c.Arch = h.Arch
+	c.VMType = h.DefaultVMType()
+	c.MountType = h.DefaultMountType(c.VMType)
+	c.CPUs = 2
+	c.Mounts = []Mount{{Location: t.TempDir(), Writable: true}}
+	c.Normalize()
+	return c
+}
+
+func TestValidateOn(t *testing.T) {
+	tests := []struct {
+		name   string
+		host   Host
+		edit   func(*Config)
+		want   []string // substrings; empty: valid
+		nLines int      // expected number of problems when > 1
+	}{
+		{name: "default linux", host: linuxHost, edit: func(*Config) {}},
+		{name: "default mac", host: macHost, edit: func(*Config) {}},
+		{name: "mac rosetta", host: macHost, edit: func(c *Config) { c.VZRosetta = true }},
+		{name: "mac qemu foreign arch", host: macHost, edit: func(c *Config) { c.VMType, c.Arch, c.MountType = "qemu", "amd64", "9p" }},
+		{name: "cpus 0", host: linuxHost, edit: func(c *Config) { c.CPUs = 0 }, want: []string{"cpus: 0", "1 to 4"}},
+		{name: "cpus over host", host: linuxHost, edit: func(c *Config) { c.CPUs = 5 }, want: []string{"cpus: 5"}},
+		{name: "memory NaN", host: linuxHost, edit: func(c *Config) { c.MemoryGiB = math.NaN() }, want: []string{"memory: NaN"}},
+		{name: "memory small", host: linuxHost, edit: func(c *Config) { c.MemoryGiB = 0.25 }, want: []string{"memory: 0.25"}},
+		{name: "disk small", host: linuxHost, edit: func(c *Config) { c.DiskGiB = 9 }, want: []string{"disk: 9", "10 to"}},
+		{name: "arch", host: linuxHost, edit: func(c *Config) { c.Arch = "x86_64" }, want: []string{`arch: "x86_64"`, "amd64 or arm64"}},
+		{name: "vz on linux", host: linuxHost, edit: func(c *Config) { c.VMType = "vz" }, want: []string{`vmType: "vz"`, "macOS 13"}},
+		{name: "vz foreign arch", host: macHost, edit: func(c *Config) { c.Arch = "amd64" }, want: []string{"vz cannot emulate"}},
+		{name: "vz 9p", host: macHost, edit: func(c *Config) { c.MountType = "9p" }, want: []string{"vz has no 9p"}},
+		{name: "qemu virtiofs without daemon", host: Host{OS: "linux", Arch: "amd64", CPUs: 2}, edit: func(c *Config) { c.MountType = "virtiofs" }, want: []string{"no virtiofsd"}},
+		{name: "rosetta on linux", host: linuxHost, edit: func(c *Config) { c.VZRosetta = true }, want: []string{"vzRosetta", "vmType is vz"}},
+		{name: "rosetta on intel mac", host: Host{OS: "darwin", Arch: "amd64", CPUs: 4, VZ: true}, edit: func(c *Config) { c.VZRosetta = true }, want: []string{"host amd64"}},
+		{name: "port rule", host: linuxHost, edit: func(c *Config) {
+			c.PortForward.Rules = []PortRule{{Guest: "8000-8010", Host: "9000-9005"}, {Guest: "0", Host: "x", Proto: "sctp"}}
+		}, want: []string{"as long as guest", `guest: "0"`, `host: "x"`, `proto: "sctp"`}},
+		{name: "port ignore", host: linuxHost, edit: func(c *Config) { c.PortForward.Ignore = []string{"22", "70000"} }, want: []string{`"70000"`}},
+		{name: "host access ip", host: linuxHost, edit: func(c *Config) { c.Network.HostAccessIP = "::1" }, want: []string{"network.hostAccessIP"}},
+		{name: "every problem at once", host: linuxHost, edit: func(c *Config) {
+			c.CPUs, c.DiskGiB, c.Runtime, c.DiskSync = 0, 1, "containerd", "sometimes"
+		}, want: []string{"cpus", "disk", "runtime", "diskSync"}, nLines: 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := validConfig(t, tt.host)
+			tt.edit(&c)
+			err := c.ValidateOn(tt.host)
+			if len(tt.want) == 0 {
+				if err != nil {
+					t.Fatalf("ValidateOn: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("ValidateOn: no error, want %q", tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			if tt.nLines > 0 {
+				if n := len(strings.Split(err.Error(), "\n")); n != tt.nLines {
+					t.Errorf("got %d problems, want %d: %q", n, tt.nLines, err)
+				}
+			}
+		})
+	}
+}
+
+func TestCheckChange(t *testing.T) {
+	old := DefaultConfig()
+	tests := []struct {
+		name string
+		edit func(*Config)
+		want []string
+	}{
+		{name: "same", edit: func(*Config) {}},
+		{name: "grow disk and more cpus", edit: func(c *Config) { c.DiskGiB += 10; c.CPUs = 1 }},
+		{name: "arch", edit: func(c *Config) { c.Arch = "riscv" }, want: []string{"arch: cannot change"}},
+		{name: "vm type", edit: func(c *Config) { c.VMType = "other" }, want: []string{"vmType: cannot change"}},
+		{name: "runtime", edit: func(c *Config) { c.Runtime = "containerd" }, want: []string{"runtime: cannot change"}},
+		{name: "shrink", edit: func(c *Config) { c.DiskGiB-- }, want: []string{"disk: cannot shrink"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := old
+			tt.edit(&n)
+			err := CheckChange(old, n)
+			if len(tt.want) == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("no error, want %q", tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestConfigRoundTrip(t *testing.T) {
+	c := DefaultConfig()
+	c.Env = map[string]string{"A": "b"}
+	c.Network.DNS = []string{"1.1.1.1"}
+	c.PortForward.Ignore = []string{"22"}
+	p := filepath.Join(t.TempDir(), "vmdock.yaml")
+	if err := c.Save(p); err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadConfigFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := c.Marshal()
+	b, _ := got.Marshal()
+	if string(a) != string(b) {
+		t.Fatalf("round trip changed the config:\n%s\nvs\n%s", a, b)
+	}
+	if _, err := LoadConfigFile(filepath.Join(t.TempDir(), "none.yaml")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("missing file: %v, want ErrNotExist", err)
+	}
+}
+
+func TestParseConfig(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		want       string // error substring; empty: ok
+		check      func(Config) bool
+	}{
+		{name: "empty file is the defaults", yaml: "", check: func(c Config) bool { return c.CPUs == DefaultConfig().CPUs }},
+		{name: "override", yaml: "cpus: 1\nmemory: 1.5\n", check: func(c Config) bool { return c.CPUs == 1 && c.MemoryGiB == 1.5 }},
+		{name: "qemu mount default follows vmType", yaml: "vmType: vz\n", check: func(c Config) bool { return c.MountType == "virtiofs" }},
+		{name: "unknown key", yaml: "cpu: 2\n", want: "field cpu not found"},
+		{name: "bad yaml", yaml: "cpus: [\n", want: "invalid YAML"},
+		{name: "wrong type", yaml: "cpus: many\n", want: "invalid YAML"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := ParseConfig([]byte(tt.yaml))
+			if tt.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
+					t.Fatalf("error %v, want one line containing %q", err, tt.want)
+				}
+				return
+			}
+			if err != nil || !tt.check(c) {
+				t.Fatalf("ParseConfig = %+v, %v", c, err)
+			}
+		})
+	}
+}

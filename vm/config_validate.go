@@ -1,0 +1,218 @@
+package vm
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/vmdock/vmdock/mounts"
+	"github.com/vmdock/vmdock/vm/driver"
+)
+
+// Limits enforced by Validate.
+const (
+	MinMemoryGiB = 1
+	MaxMemoryGiB = 1024
+	MinDiskGiB   = 10 // until images report their own size
+	MaxDiskGiB   = 8192
+)
+
+// Host is what validation needs to know about the machine vmdock runs on.
+type Host struct {
+	OS        string // GOOS
+	Arch      string // GOARCH
+	CPUs      int
+	VZ        bool   // Apple Virtualization.framework is usable (macOS 13+)
+	Virtiofsd string // a virtiofsd for QEMU; empty: none found
+}
+
+// DefaultVMType is vz where Virtualization.framework works, else qemu.
+func (h Host) DefaultVMType() string {
+	if h.VZ {
+		return "vz"
+	}
+	return "qemu"
+}
+
+// DefaultMountType is virtiofs on vz, and on qemu when a virtiofsd exists;
+// 9p otherwise.
+func (h Host) DefaultMountType(vmType string) string {
+	if vmType == "vz" || h.Virtiofsd != "" {
+		return driver.MountVirtiofs
+	}
+	return driver.Mount9p
+}
+
+var envKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Validate checks c against this host and reports every problem at once,
+// one line each.
+func (c Config) Validate() error { return c.ValidateOn(CurrentHost()) }
+
+// ValidateOn checks c as if vmdock ran on h.
+func (c Config) ValidateOn(h Host) error {
+	var errs []error
+	bad := func(field string, value any, accepted string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %v is not accepted; accepted: %s", field, quote(value), fmt.Sprintf(accepted, args...)))
+	}
+
+	switch c.Arch {
+	case driver.ArchAMD64, driver.ArchARM64:
+	default:
+		bad("arch", c.Arch, "amd64 or arm64")
+	}
+	switch c.VMType {
+	case "qemu":
+	case "vz":
+		if !h.VZ {
+			bad("vmType", c.VMType, "qemu (vz needs macOS 13 or later; this host is %s)", h.OS)
+		} else if c.Arch != h.Arch {
+			bad("vmType", c.VMType, "qemu when arch (%s) differs from the host's (%s): vz cannot emulate", c.Arch, h.Arch)
+		}
+	default:
+		bad("vmType", c.VMType, "vz or qemu")
+	}
+	if c.CPUs < 1 || c.CPUs > h.CPUs {
+		bad("cpus", c.CPUs, "1 to %d (this host's cores)", h.CPUs)
+	}
+	if math.IsNaN(c.MemoryGiB) || c.MemoryGiB < MinMemoryGiB || c.MemoryGiB > MaxMemoryGiB {
+		bad("memory", c.MemoryGiB, "%d to %d GiB", MinMemoryGiB, MaxMemoryGiB)
+	}
+	if c.DiskGiB < MinDiskGiB || c.DiskGiB > MaxDiskGiB {
+		bad("disk", c.DiskGiB, "%d to %d GiB", MinDiskGiB, MaxDiskGiB)
+	}
+	if c.Runtime != "docker" {
+		bad("runtime", c.Runtime, "docker")
+	}
+	switch c.MountType {
+	case driver.MountVirtiofs:
+		if c.VMType == "qemu" && h.Virtiofsd == "" {
+			bad("mountType", c.MountType, "9p (no virtiofsd found on PATH, /usr/libexec or /usr/lib/qemu)")
+		}
+	case driver.Mount9p:
+		if c.VMType == "vz" {
+			bad("mountType", c.MountType, "virtiofs (vz has no 9p)")
+		}
+	default:
+		bad("mountType", c.MountType, "virtiofs or 9p")
+	}
+	if c.VZRosetta {
+		switch {
+		case c.VMType != "vz":
+			bad("vzRosetta", true, "false unless vmType is vz (it is %q)", c.VMType)
+		case h.Arch != driver.ArchARM64 || c.Arch != driver.ArchARM64:
+			bad("vzRosetta", true, "false unless host and guest are arm64 (host %s, guest %s)", h.Arch, c.Arch)
+		}
+	}
+	switch c.DiskSync {
+	case driver.DiskSyncFull, driver.DiskSyncFsync, driver.DiskSyncNone:
+	default:
+		bad("diskSync", c.DiskSync, "full, fsync or none")
+	}
+	errs = append(errs, c.Network.validate()...)
+	for k := range c.Env {
+		if !envKey.MatchString(k) {
+			bad("env", k+"=", "NAME=value with NAME made of letters, digits and _ (not starting with a digit)")
+		}
+	}
+	errs = append(errs, c.PortForward.validate()...)
+	if err := mounts.Check(c.MountSpecs()); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func (n NetworkConfig) validate() []error {
+	var errs []error
+	switch n.Mode {
+	case driver.NetworkUser, driver.NetworkIsolated:
+	default:
+		errs = append(errs, fmt.Errorf("network.mode: %q is not accepted; accepted: user or isolated", n.Mode))
+	}
+	if net.ParseIP(n.PortBind) == nil {
+		errs = append(errs, fmt.Errorf("network.portBind: %q is not accepted; accepted: an IP address such as 127.0.0.1 or 0.0.0.0", n.PortBind))
+	}
+	for _, f := range []struct{ name, v string }{{"network.loopbackAliasIP", n.LoopbackAliasIP}, {"network.hostAccessIP", n.HostAccessIP}} {
+		if ip := net.ParseIP(f.v); ip == nil || ip.To4() == nil || ip.IsUnspecified() {
+			errs = append(errs, fmt.Errorf("%s: %q is not accepted; accepted: an IPv4 address such as 10.254.254.254", f.name, f.v))
+		}
+	}
+	for _, d := range n.DNS {
+		if net.ParseIP(d) == nil {
+			errs = append(errs, fmt.Errorf("network.dns: %q is not accepted; accepted: IP addresses such as 1.1.1.1", d))
+		}
+	}
+	return errs
+}
+
+func (p PortForward) validate() []error {
+	var errs []error
+	for i, r := range p.Rules {
+		field := fmt.Sprintf("portForward.rules[%d]", i)
+		g, gerr := parsePortRange(r.Guest)
+		h, herr := parsePortRange(r.Host)
+		if gerr != nil {
+			errs = append(errs, fmt.Errorf("%s.guest: %q is not accepted; accepted: a port (8080) or range (8000-8010) within 1-65535", field, r.Guest))
+		}
+		if herr != nil {
+			errs = append(errs, fmt.Errorf("%s.host: %q is not accepted; accepted: a port (8080) or range (8000-8010) within 1-65535", field, r.Host))
+		}
+		if gerr == nil && herr == nil && g[1]-g[0] != h[1]-h[0] {
+			errs = append(errs, fmt.Errorf("%s: host %q is not accepted; accepted: a range as long as guest %q", field, r.Host, r.Guest))
+		}
+		switch r.Proto {
+		case "", "tcp", "udp":
+		default:
+			errs = append(errs, fmt.Errorf("%s.proto: %q is not accepted; accepted: tcp, udp or empty for both", field, r.Proto))
+		}
+	}
+	for _, s := range p.Ignore {
+		if _, err := parsePortRange(s); err != nil {
+			errs = append(errs, fmt.Errorf("portForward.ignore: %q is not accepted; accepted: a port (22) or range (6000-6010) within 1-65535", s))
+		}
+	}
+	return errs
+}
+
+// parsePortRange parses "8080" or "8000-8010" into [first, last].
+func parsePortRange(s string) ([2]int, error) {
+	lo, hi, isRange := strings.Cut(s, "-")
+	if !isRange {
+		hi = lo
+	}
+	a, err1 := strconv.Atoi(lo)
+	b, err2 := strconv.Atoi(hi)
+	if err1 != nil || err2 != nil || a < 1 || b > 65535 || a > b {
+		return [2]int{}, fmt.Errorf("bad port range %q", s)
+	}
+	return [2]int{a, b}, nil
+}
+
+// CheckChange refuses changes an existing instance cannot take: its arch,
+// VM type and runtime are fixed at creation and its disk only grows.
+func CheckChange(old, new Config) error {
+	var errs []error
+	fixed := func(field, was, now string) {
+		if was != now {
+			errs = append(errs, fmt.Errorf("%s: cannot change from %q to %q on an existing instance; accepted: %q (or `vmdock delete` and start again)", field, was, now, was))
+		}
+	}
+	fixed("arch", old.Arch, new.Arch)
+	fixed("vmType", old.VMType, new.VMType)
+	fixed("runtime", old.Runtime, new.Runtime)
+	if new.DiskGiB < old.DiskGiB {
+		errs = append(errs, fmt.Errorf("disk: cannot shrink from %d to %d GiB; accepted: %d GiB or more", old.DiskGiB, new.DiskGiB, old.DiskGiB))
+	}
+	return errors.Join(errs...)
+}
+
+func quote(v any) string {
+	if s, ok := v.(string); ok {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprint(v)
+}

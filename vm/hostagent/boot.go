@@ -1,0 +1,301 @@
+package hostagent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+
+	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/agent/agentbin"
+	"github.com/vmdock/vmdock/images"
+	"github.com/vmdock/vmdock/network"
+	"github.com/vmdock/vmdock/vm/cidata"
+	"github.com/vmdock/vmdock/vm/driver"
+)
+
+// Guest devices follow the order of Spec.Disks: root, data, boot disk.
+const guestDataDisk = "/dev/vdb"
+
+// rootDiskHeadroom is added to the image's disk for the guest's own
+// packages and logs; container data lives on the data disk.
+const rootDiskHeadroom = 4 << 30
+
+// bootSteps is the whole start sequence; each step's undo reverses it.
+func (ha *hostAgent) bootSteps() []step {
+	var (
+		img  *images.Image
+		spec driver.Spec
+	)
+	return []step{
+		{name: "image", run: func(ctx context.Context) error {
+			var err error
+			img, err = ha.prepareDisks(ctx)
+			return err
+		}},
+		{name: "boot-disk", run: func(ctx context.Context) error {
+			return ha.writeBootDisk()
+		}},
+		{name: "vm", run: func(ctx context.Context) error {
+			var err error
+			spec, err = ha.spec(img)
+			if err != nil {
+				return err
+			}
+			drv, err := newDriver(ha.cfg.VMType)
+			if err != nil {
+				return err
+			}
+			if err := drv.Validate(spec); err != nil {
+				return err
+			}
+			m, err := drv.Start(ctx, spec)
+			if err != nil {
+				return err
+			}
+			ha.mu.Lock()
+			ha.machine = m
+			ha.mu.Unlock()
+			return nil
+		}, undo: func(ctx context.Context) error {
+			ha.mu.Lock()
+			m := ha.machine
+			ha.mu.Unlock()
+			if m == nil {
+				return nil
+			}
+			if err := m.Stop(ctx, true); err != nil {
+				return err
+			}
+			return nil
+		}},
+		{name: "agent", run: ha.connectAgent, undo: func(context.Context) error {
+			ha.mu.Lock()
+			c := ha.client
+			ha.client = nil
+			ha.mu.Unlock()
+			if c != nil {
+				c.Close()
+			}
+			return nil
+		}},
+		{name: "setup", run: func(ctx context.Context) error {
+			return ha.client.Setup(ctx, ha.guestSetup())
+		}},
+		{name: "mounts", run: func(ctx context.Context) error {
+			for _, sh := range spec.Shares {
+				req := ha.mountRequest(sh)
+				if err := ha.client.Mount(ctx, req); err != nil {
+					return fmt.Errorf("mount %s at %s: %w", sh.HostPath, req.Target, err)
+				}
+			}
+			return nil
+		}},
+		{name: "docker", run: func(ctx context.Context) error {
+			return ha.client.StartDocker(ctx)
+		}},
+		{name: "tunnels", run: func(ctx context.Context) error {
+			t, err := startTunnels(ctx, ha.inst, ha.cfg, ha.client)
+			if err != nil {
+				return err
+			}
+			ha.mu.Lock()
+			ha.tunnels = t
+			ha.mu.Unlock()
+			return nil
+		}, undo: func(context.Context) error {
+			ha.mu.Lock()
+			t := ha.tunnels
+			ha.tunnels = nil
+			ha.mu.Unlock()
+			if t != nil {
+				t.close()
+			}
+			return nil
+		}},
+		{name: "docker-ping", run: func(ctx context.Context) error {
+			return waitDockerPing(ctx, ha.inst.DockerSocketPath(), 2*time.Minute)
+		}},
+	}
+}
+
+func (ha *hostAgent) prepareDisks(ctx context.Context) (*images.Image, error) {
+	img, err := images.Ensure(ctx, ha.cfg.Image, ha.cfg.Arch, images.Options{Progress: os.Stderr})
+	if err != nil {
+		return nil, err
+	}
+	fi, err := os.Stat(img.Disk)
+	if err != nil {
+		return nil, fmt.Errorf("image disk: %w", err)
+	}
+	rootSize := fi.Size() + rootDiskHeadroom
+	if err := images.PrepareDisk(img, ha.inst.DiskPath(), rootSize); err != nil {
+		return nil, err
+	}
+	if err := images.EnsureDataDisk(ha.inst.DataDiskPath(), int64(ha.cfg.DiskGiB)<<30); err != nil {
+		return nil, err
+	}
+	return img, nil
+}
+
+func (ha *hostAgent) writeBootDisk() error {
+	bin, err := agentbin.Binary(ha.cfg.Arch)
+	if err != nil {
+		return err
+	}
+	gc := agent.GuestConfig{Channel: channelFor(ha.cfg.VMType)}
+	conf, err := json.Marshal(gc)
+	if err != nil {
+		return err
+	}
+	return cidata.Write(ha.inst.BootDiskPath(), map[string][]byte{
+		"vmdock-agent": bin,
+		"agent.json":   conf,
+	})
+}
+
+// connectAgent retries until the guest agent answers the handshake; the
+// first minute of a TCG boot is kernel and systemd, nothing to talk to.
+func (ha *hostAgent) connectAgent(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, ha.opts.AgentTimeout)
+	defer cancel()
+	exited := make(chan error, 1)
+	go func() { exited <- ha.machine.Wait() }()
+	var lastErr error
+	for {
+		select {
+		case err := <-exited:
+			return fmt.Errorf("the VM exited before its agent answered: %v", err)
+		case <-ctx.Done():
+			return fmt.Errorf("the guest agent did not answer within %s (last error: %v)", ha.opts.AgentTimeout, lastErr)
+		default:
+		}
+		c, err := ha.dialAgentOnce(ctx)
+		if err == nil {
+			ha.mu.Lock()
+			ha.client = c
+			ha.mu.Unlock()
+			c.HandleGuestStreams(ha.serveGuestStream)
+			return nil
+		}
+		lastErr = err
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+		}
+	}
+}
+
+func (ha *hostAgent) dialAgentOnce(ctx context.Context) (*agent.Client, error) {
+	actx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	conn, err := ha.machine.DialAgent(actx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := agent.Connect(actx, conn)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	info, err := c.Info(actx)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	slog.Info("guest agent answered", "version", info.Version, "arch", info.Arch, "kernel", info.Kernel, "uptime", info.Uptime)
+	return c, nil
+}
+
+// serveGuestStream handles streams the guest opens: connections to the
+// host-access address become connections to the host's loopback.
+func (ha *hostAgent) serveGuestStream(req agent.Request, conn net.Conn) {
+	defer conn.Close()
+	if req.Op != agent.OpHostDial {
+		return
+	}
+	target, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", fmt.Sprint(req.Port)), 5*time.Second)
+	if err != nil {
+		slog.Debug("host access dial", "port", req.Port, "err", err)
+		return
+	}
+	defer target.Close()
+	network.Pipe(conn, target)
+}
+
+func (ha *hostAgent) guestSetup() agent.Setup {
+	hostname := "vmdock"
+	if ha.inst.Name != "default" {
+		hostname = "vmdock-" + ha.inst.Name
+	}
+	return agent.Setup{
+		Hostname:     hostname,
+		DNS:          ha.cfg.Network.DNS,
+		Env:          ha.cfg.Env,
+		TimeUnixNs:   time.Now().UnixNano(),
+		GrowRoot:     true,
+		DataDisk:     guestDataDisk,
+		Binfmt:       ha.cfg.Binfmt,
+		Rosetta:      ha.cfg.VZRosetta,
+		HostAccessIP: ha.cfg.Network.HostAccessIP,
+	}
+}
+
+func (ha *hostAgent) mountRequest(sh driver.Share) agent.MountRequest {
+	target := sh.HostPath
+	for _, m := range ha.cfg.Mounts {
+		if m.Location == sh.HostPath && m.GuestPath != "" {
+			target = m.GuestPath
+		}
+	}
+	return agent.MountRequest{
+		Type:     ha.cfg.MountType,
+		Tag:      sh.Tag,
+		Target:   target,
+		ReadOnly: sh.ReadOnly,
+		UID:      os.Getuid(),
+		GID:      os.Getgid(),
+	}
+}
+
+// spec turns the config and the prepared image into the driver's VM spec.
+func (ha *hostAgent) spec(img *images.Image) (driver.Spec, error) {
+	s := driver.Spec{
+		Name:      ha.inst.Name,
+		Dir:       ha.inst.Dir,
+		Arch:      ha.cfg.Arch,
+		CPUs:      ha.cfg.CPUs,
+		MemoryMiB: int(ha.cfg.MemoryGiB * 1024),
+		Kernel:    img.Kernel,
+		Initrd:    img.Initrd,
+		Cmdline:   img.Cmdline,
+		Disks: []driver.Disk{
+			{Path: ha.inst.DiskPath(), Format: "raw"},
+			{Path: ha.inst.DataDiskPath(), Format: "raw"},
+			{Path: ha.inst.BootDiskPath(), Format: "raw", ReadOnly: true, CDROM: true},
+		},
+		MountType: ha.cfg.MountType,
+		Network:   ha.cfg.Network.Mode,
+		DiskSync:  ha.cfg.DiskSync,
+		Rosetta:   ha.cfg.VZRosetta,
+		SerialLog: ha.inst.SerialLogPath(),
+	}
+	for i, m := range ha.cfg.Mounts {
+		s.Shares = append(s.Shares, driver.Share{Tag: fmt.Sprintf("vmdock%d", i), HostPath: m.Location, ReadOnly: !m.Writable})
+	}
+	if s.CPUs <= 0 || s.MemoryMiB <= 0 {
+		return s, errors.New("cpus and memory must be positive")
+	}
+	return s, nil
+}
+
+func channelFor(vmType string) string {
+	if vmType == "vz" {
+		return agent.ChannelVsock
+	}
+	return agent.ChannelVirtioSerial
+}

@@ -1,0 +1,273 @@
+// Package hostagent is the one background process per instance that owns the
+// VM, the agent session, every tunnel and the control socket. `vmdock start`
+// spawns it detached (hidden command `vmdock hostagent`) and follows its
+// events until Docker answers.
+package hostagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/vm"
+	"github.com/vmdock/vmdock/vm/driver"
+)
+
+// Options tune a host agent run; the zero value is what `vmdock hostagent`
+// uses.
+type Options struct {
+	// AgentTimeout bounds how long the guest agent may take to answer after
+	// the VM started. TCG boots take a minute on a busy 2-core host.
+	AgentTimeout time.Duration
+	// StopTimeout bounds the graceful power-off before the VM is killed.
+	StopTimeout time.Duration
+}
+
+func (o *Options) setDefaults() {
+	if o.AgentTimeout == 0 {
+		o.AgentTimeout = 8 * time.Minute
+	}
+	if o.StopTimeout == 0 {
+		o.StopTimeout = 90 * time.Second
+	}
+}
+
+// hostAgent is the state of one run.
+type hostAgent struct {
+	inst   *vm.Instance
+	cfg    vm.Config
+	opts   Options
+	events *eventLog
+	seq    *sequence
+
+	mu      sync.Mutex
+	phase   string
+	machine driver.Machine
+	client  *agent.Client
+	tunnels *tunnels
+	errs    []string
+
+	stopOnce sync.Once
+	stopCh   chan bool // carries force
+}
+
+// Run boots the instance and serves it until stopped. It returns nil after
+// a requested stop, an error when booting failed or the VM died.
+func Run(ctx context.Context, inst *vm.Instance, opts Options) error {
+	opts.setDefaults()
+	cfg, err := vm.LoadConfig(inst)
+	if err != nil {
+		return err
+	}
+	ha := &hostAgent{inst: inst, cfg: cfg, opts: opts, events: newEventLog(), phase: "starting", stopCh: make(chan bool, 1)}
+	ha.seq = &sequence{events: ha.events}
+
+	if err := writePID(inst.PIDPath()); err != nil {
+		return err
+	}
+	defer os.Remove(inst.PIDPath())
+	os.Remove(inst.BrokenPath())
+
+	ctrl, err := listenControl(inst.ControlSocketPath(), ha.status, ha.events, ha.requestStop, ha.openAgentStream)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// Give followers a moment to read the final event before the socket goes.
+		time.Sleep(300 * time.Millisecond)
+		ctrl.close()
+		os.Remove(inst.ControlSocketPath())
+	}()
+
+	ctx, cancel := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer cancel()
+
+	bootCtx, bootCancel := context.WithCancel(ctx)
+	go func() {
+		// A stop request during boot aborts the boot.
+		select {
+		case <-ha.stopCh:
+			ha.stopCh <- true
+			bootCancel()
+		case <-bootCtx.Done():
+		}
+	}()
+	runErr := ha.seq.run(bootCtx, ha.bootSteps())
+	bootCancel()
+	if runErr != nil {
+		slog.Error("boot failed", "err", runErr)
+		ha.setPhase("stopping")
+		ha.shutdown(true)
+		ha.events.emit("boot", "failed", runErr.Error(), "")
+		return runErr
+	}
+	ha.setPhase("running")
+	ha.events.emit("ready", "ready", "", "")
+	slog.Info("instance ready", "timing", ha.seq.timing)
+
+	vmExited := make(chan error, 1)
+	go func() { vmExited <- ha.machine.Wait() }()
+	go ha.keepClockInSync(ctx)
+
+	select {
+	case force := <-ha.stopCh:
+		ha.setPhase("stopping")
+		ha.shutdown(force)
+		ha.events.emit("stop", "stopped", "", "")
+		return nil
+	case <-ctx.Done():
+		ha.setPhase("stopping")
+		ha.shutdown(false)
+		ha.events.emit("stop", "stopped", "", "")
+		return nil
+	case err := <-vmExited:
+		reason := "the VM exited unexpectedly"
+		if err != nil {
+			reason += ": " + err.Error()
+		}
+		slog.Error(reason)
+		markBroken(inst, reason)
+		ha.shutdown(true)
+		ha.events.emit("vm", "failed", reason, "")
+		return errors.New(reason)
+	}
+}
+
+func (ha *hostAgent) requestStop(force bool) {
+	ha.stopOnce.Do(func() { ha.stopCh <- force })
+}
+
+func (ha *hostAgent) setPhase(p string) {
+	ha.mu.Lock()
+	ha.phase = p
+	ha.mu.Unlock()
+}
+
+func (ha *hostAgent) status() vm.HostAgentStatus {
+	ha.mu.Lock()
+	defer ha.mu.Unlock()
+	st := vm.HostAgentStatus{
+		PID:    os.Getpid(),
+		Phase:  ha.phase,
+		Step:   ha.events.currentStep(),
+		Docker: ha.inst.DockerSocketPath(),
+		Errors: append([]string(nil), ha.errs...),
+		Ports:  []vm.ForwardedPort{},
+	}
+	if ha.machine != nil {
+		st.Machine = ha.machine.Info()
+	}
+	if ha.tunnels != nil {
+		st.Ports = ha.tunnels.ports()
+	}
+	return st
+}
+
+// shutdown powers the guest off (gracefully unless force), then undoes
+// every boot step in reverse.
+func (ha *hostAgent) shutdown(force bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), ha.opts.StopTimeout+30*time.Second)
+	defer cancel()
+	ha.mu.Lock()
+	m, c := ha.machine, ha.client
+	ha.mu.Unlock()
+	if m != nil && !force {
+		ha.powerOff(ctx, m, c)
+	}
+	for _, err := range ha.seq.unwind(ctx) {
+		slog.Warn("shutdown", "err", err)
+	}
+}
+
+// powerOff asks the guest agent first (it knows how to stop dockerd
+// cleanly), then ACPI, and leaves the kill to the machine step's undo.
+func (ha *hostAgent) powerOff(ctx context.Context, m driver.Machine, c *agent.Client) {
+	exited := make(chan struct{})
+	go func() { m.Wait(); close(exited) }()
+	if c != nil {
+		pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
+		if err := c.PowerOff(pctx); err != nil {
+			slog.Warn("guest agent power-off", "err", err)
+		}
+		pcancel()
+	}
+	sctx, scancel := context.WithTimeout(ctx, ha.opts.StopTimeout)
+	defer scancel()
+	if c == nil {
+		if err := m.Stop(sctx, false); err != nil {
+			slog.Warn("ACPI power-off", "err", err)
+		}
+	}
+	select {
+	case <-exited:
+	case <-sctx.Done():
+		slog.Warn("guest did not power off in time; killing the VM", "timeout", ha.opts.StopTimeout)
+	}
+}
+
+// keepClockInSync resets the guest clock when the host wall clock jumps
+// (the laptop slept): the guest has no NTP, by design.
+func (ha *hostAgent) keepClockInSync(ctx context.Context) {
+	const every = 10 * time.Second
+	t := time.NewTicker(every)
+	defer t.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			// Wall time strips the monotonic reading, so a suspend shows up
+			// as wall time advancing far more than the ticker period.
+			jump := now.Round(0).Sub(last.Round(0)) - now.Sub(last)
+			last = now
+			if jump < 2*time.Second && jump > -2*time.Second {
+				continue
+			}
+			ha.mu.Lock()
+			c := ha.client
+			ha.mu.Unlock()
+			if c == nil {
+				continue
+			}
+			sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			if err := c.SetTime(sctx, time.Now()); err != nil {
+				slog.Warn("resync guest clock", "err", err)
+			} else {
+				slog.Info("guest clock resynced after a host clock jump", "jump", jump)
+			}
+			cancel()
+		}
+	}
+}
+
+func writePID(path string) error {
+	if err := os.WriteFile(path, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
+		return fmt.Errorf("write pid file: %w", err)
+	}
+	return nil
+}
+
+func markBroken(inst *vm.Instance, reason string) {
+	os.WriteFile(inst.BrokenPath(), []byte(reason+"\n"), 0o600)
+}
+
+// openAgentStream gives `vmdock ssh` a raw stream to the guest agent.
+func (ha *hostAgent) openAgentStream(ctx context.Context) (net.Conn, error) {
+	ha.mu.Lock()
+	c := ha.client
+	ha.mu.Unlock()
+	if c == nil {
+		return nil, errors.New("the guest agent is not connected")
+	}
+	return c.OpenRaw(ctx)
+}

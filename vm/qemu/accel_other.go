@@ -1,0 +1,5 @@
+//go:build !linux && !darwin
+
+package qemu
+
+func nativeAccel() string { return AccelTCG }

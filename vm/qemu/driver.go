@@ -1,0 +1,273 @@
+package qemu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/vmdock/vmdock/vm/driver"
+)
+
+// Options tune the driver; the zero value finds everything on PATH and in
+// the usual install locations.
+type Options struct {
+	// Binary overrides the qemu-system-* executable (otherwise from PATH,
+	// by Spec.Arch).
+	Binary string
+	// Virtiofsd overrides the virtiofs daemon (otherwise PATH, then the
+	// distribution locations).
+	Virtiofsd string
+	Logger    *slog.Logger
+
+	// pausedBIOS: see HostEnv.pausedBIOS.
+	pausedBIOS bool
+}
+
+// Driver runs VMs with QEMU.
+type Driver struct {
+	opts Options
+	log  *slog.Logger
+}
+
+var _ driver.Driver = (*Driver)(nil)
+
+// New returns a QEMU driver.
+func New(opts Options) *Driver {
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Driver{opts: opts, log: log.With("driver", "qemu")}
+}
+
+func (d *Driver) Name() string { return "qemu" }
+
+// QMPStartTimeout bounds how long Start waits for QEMU to answer QMP.
+const QMPStartTimeout = 10 * time.Second
+
+// maxSocketPath is the portable limit of a unix socket path (sun_path is
+// 104 bytes on macOS, 108 on Linux, both counting the trailing NUL).
+const maxSocketPath = 103
+
+// binary finds qemu-system-* for arch.
+func (d *Driver) binary(arch string) (string, error) {
+	if d.opts.Binary != "" {
+		return d.opts.Binary, nil
+	}
+	name, err := BinaryName(arch)
+	if err != nil {
+		return "", err
+	}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("%s not found in PATH: install QEMU (Debian: qemu-system-x86 or qemu-system-arm; Homebrew: qemu)", name)
+	}
+	return p, nil
+}
+
+// HostEnv detects the accelerator, QEMU version, firmware and virtiofsd
+// that spec needs on this host, and returns the qemu binary to run.
+func (d *Driver) HostEnv(spec driver.Spec) (HostEnv, string, error) {
+	arch, err := qemuArch(spec.Arch)
+	if err != nil {
+		return HostEnv{}, "", err
+	}
+	bin, err := d.binary(spec.Arch)
+	if err != nil {
+		return HostEnv{}, "", err
+	}
+	env := HostEnv{Accel: detectAccel(spec.Arch), pausedBIOS: d.opts.pausedBIOS}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "--version").Output()
+	if err != nil {
+		return HostEnv{}, "", fmt.Errorf("run %s --version: %w", bin, err)
+	}
+	if env.Version, err = ParseVersion(string(out)); err != nil {
+		return HostEnv{}, "", err
+	}
+	if spec.Kernel == "" && !env.pausedBIOS {
+		if env.Firmware, err = findFirmware(arch, shareDirsFor(bin), fileExists); err != nil {
+			return HostEnv{}, "", err
+		}
+	}
+	if len(spec.Shares) > 0 && spec.MountType == driver.MountVirtiofs {
+		env.VirtiofsdPath = d.opts.Virtiofsd
+		if env.VirtiofsdPath == "" {
+			env.VirtiofsdPath = findVirtiofsd()
+		}
+	}
+	return env, bin, nil
+}
+
+// Validate checks spec against this host without starting anything.
+func (d *Driver) Validate(spec driver.Spec) error {
+	_, _, err := d.prepare(spec)
+	return err
+}
+
+func (d *Driver) prepare(spec driver.Spec) (HostEnv, string, error) {
+	if spec.Dir == "" || !filepath.IsAbs(spec.Dir) {
+		return HostEnv{}, "", fmt.Errorf("instance folder %q: must be an absolute path", spec.Dir)
+	}
+	env, bin, err := d.HostEnv(spec)
+	if err != nil {
+		return HostEnv{}, "", err
+	}
+	if _, err := Args(spec, env); err != nil {
+		return HostEnv{}, "", err
+	}
+	for _, f := range []struct{ what, path string }{{"kernel", spec.Kernel}, {"initrd", spec.Initrd}} {
+		if f.path != "" && !fileExists(f.path) {
+			return HostEnv{}, "", fmt.Errorf("%s %s: not a readable file", f.what, f.path)
+		}
+	}
+	for _, disk := range spec.Disks {
+		if !fileExists(disk.Path) {
+			return HostEnv{}, "", fmt.Errorf("disk %s: not a readable file", disk.Path)
+		}
+	}
+	for _, s := range spec.Shares {
+		st, err := os.Stat(s.HostPath)
+		if err != nil || !st.IsDir() {
+			return HostEnv{}, "", fmt.Errorf("share %s: not a folder", s.HostPath)
+		}
+	}
+	socks := []string{QMPSocketPath(spec.Dir), AgentSocketPath(spec.Dir)}
+	if env.VirtiofsdPath != "" {
+		socks = append(socks, virtiofsSocketPath(spec.Dir, len(spec.Shares)-1))
+	}
+	for _, s := range socks {
+		if len(s) > maxSocketPath {
+			return HostEnv{}, "", fmt.Errorf("socket path %s is %d bytes, longer than the %d a unix socket allows: use a shorter VMDOCK_HOME",
+				s, len(s), maxSocketPath)
+		}
+	}
+	return env, bin, nil
+}
+
+// Start boots spec and returns once QEMU answers QMP; the guest is still
+// booting then. The returned Machine is a *Machine.
+func (d *Driver) Start(ctx context.Context, spec driver.Spec) (driver.Machine, error) {
+	spec.Dir = filepath.Clean(spec.Dir)
+	env, bin, err := d.prepare(spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(spec.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create instance folder: %w", err)
+	}
+	if err := CleanupOrphans(spec.Dir); err != nil {
+		return nil, fmt.Errorf("clean up after the previous run: %w", err)
+	}
+	if env.Firmware.Code != "" {
+		if err := prepareEFIVars(spec.Dir, env.Firmware); err != nil {
+			return nil, err
+		}
+	}
+	args, err := Args(spec, env)
+	if err != nil {
+		return nil, err
+	}
+	logFile, err := os.OpenFile(LogPath(spec.Dir), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open qemu log: %w", err)
+	}
+	fmt.Fprintf(logFile, "=== %s vmdock starting %s %s\n", time.Now().Format(time.RFC3339), bin, strings.Join(args, " "))
+
+	m := &Machine{
+		spec:  spec,
+		accel: env.Accel,
+		log:   d.log.With("instance", spec.Name),
+		done:  make(chan struct{}),
+		tail:  newTail(8 << 10),
+		logF:  logFile,
+	}
+	ok := false
+	defer func() {
+		// Once qemu runs, supervise cleans up after it; before that, the
+		// daemons started so far are ours to end.
+		if !ok && m.cmd == nil {
+			for _, dm := range m.daemons {
+				dm.stop()
+			}
+			logFile.Close()
+		}
+	}()
+
+	if env.VirtiofsdPath != "" {
+		if err := m.startVirtiofsd(ctx, env.VirtiofsdPath, logFile); err != nil {
+			return nil, err
+		}
+	}
+
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout = logFile
+	cmd.Stderr = io.MultiWriter(logFile, m.tail)
+	cmd.SysProcAttr = sysProcAttr()
+	cmd.WaitDelay = 2 * time.Second
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	m.cmd = cmd
+	go m.supervise()
+	d.log.Info("qemu started", "pid", cmd.Process.Pid, "accel", env.Accel, "version", env.Version.String())
+
+	q, err := m.connectQMP(ctx)
+	if err != nil {
+		m.kill()
+		<-m.done
+		return nil, err
+	}
+	m.mu.Lock()
+	m.qmp = q
+	m.mu.Unlock()
+	ok = true
+	return m, nil
+}
+
+// connectQMP retries until QEMU listens, fails fast if it exits, and gives
+// up after QMPStartTimeout (TCG start-up under load can take seconds).
+func (m *Machine) connectQMP(ctx context.Context) (*qmp, error) {
+	ctx, cancel := context.WithTimeout(ctx, QMPStartTimeout)
+	defer cancel()
+	var lastErr error
+	for {
+		select {
+		case <-m.done:
+			return nil, m.exitError("qemu exited during start")
+		default:
+		}
+		q, err := dialQMP(ctx, QMPSocketPath(m.spec.Dir))
+		if err == nil {
+			return q, nil
+		}
+		lastErr = err
+		select {
+		case <-m.done:
+			return nil, m.exitError("qemu exited during start")
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return nil, fmt.Errorf("qemu did not answer QMP on %s within %s: %w", QMPSocketPath(m.spec.Dir), QMPStartTimeout, lastErr)
+			}
+			return nil, fmt.Errorf("start qemu: %w", ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// exitError describes an unexpected qemu exit with its last stderr lines.
+func (m *Machine) exitError(what string) error {
+	msg := m.tail.lines(5)
+	if msg == "" {
+		msg = "no output; see " + LogPath(m.spec.Dir)
+	}
+	return fmt.Errorf("%s (%v): %s", what, m.waitErr, msg)
+}

@@ -1,0 +1,417 @@
+package qemu
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vmdock/vmdock/vm/driver"
+)
+
+// These tests run the real qemu-system-x86_64, paused (-S) on SeaBIOS with
+// no guest, so they need neither an image nor UEFI firmware. The network is
+// always restrict=on.
+
+func needQEMU(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts qemu")
+	}
+	p, err := exec.LookPath("qemu-system-x86_64")
+	if err != nil {
+		t.Skip("qemu-system-x86_64 not installed")
+	}
+	return p
+}
+
+// shortDir is a temp folder with a path short enough for unix sockets.
+func shortDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "vmdq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+func pausedSpec(t *testing.T, dir string) driver.Spec {
+	t.Helper()
+	disk := filepath.Join(dir, "disk.raw")
+	iso := filepath.Join(dir, "boot.iso")
+	share := filepath.Join(dir, "share")
+	for _, f := range []string{disk, iso} {
+		if err := os.WriteFile(f, make([]byte, 1<<20), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(share, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return driver.Spec{
+		Name: "test", Dir: dir, Arch: driver.ArchAMD64, CPUs: 1, MemoryMiB: 128,
+		Disks:     []driver.Disk{{Path: disk, Format: "raw"}, {Path: iso, CDROM: true}},
+		Shares:    []driver.Share{{Tag: "s0", HostPath: share}, {Tag: "s1", HostPath: share, ReadOnly: true}},
+		MountType: driver.Mount9p,
+		Network:   driver.NetworkIsolated,
+		SerialLog: filepath.Join(dir, "serial.log"),
+	}
+}
+
+func pausedDriver() *Driver { return New(Options{pausedBIOS: true}) }
+
+func startPaused(t *testing.T, spec driver.Spec) *Machine {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	mm, err := pausedDriver().Start(ctx, spec)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	m := mm.(*Machine)
+	t.Cleanup(func() { _ = m.Stop(context.Background(), true) })
+	return m
+}
+
+func assertCleaned(t *testing.T, dir string) {
+	t.Helper()
+	left, _ := filepath.Glob(filepath.Join(dir, "*.sock"))
+	pids, _ := filepath.Glob(filepath.Join(dir, "*.pid"))
+	if left = append(left, pids...); len(left) > 0 {
+		t.Errorf("left behind after exit: %q", left)
+	}
+}
+
+func TestProcessGracefulStopFallsBackToQuit(t *testing.T) {
+	needQEMU(t)
+	dir := shortDir(t)
+	m := startPaused(t, pausedSpec(t, dir))
+
+	info := m.Info()
+	if info.Driver != "qemu" || info.Accel != detectAccel(driver.ArchAMD64) || info.PID <= 0 {
+		t.Errorf("Info = %+v", info)
+	}
+	if b, err := os.ReadFile(PIDFilePath(dir)); err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(info.PID) {
+		t.Errorf("pid file = %q, %v; want %d", b, err, info.PID)
+	}
+	st, err := m.QueryStatus(context.Background())
+	if err != nil || st != "prelaunch" {
+		t.Errorf("QueryStatus = %q, %v; want prelaunch (paused by -S)", st, err)
+	}
+	// The agent socket listens even though no guest opened the port.
+	c, err := m.DialAgent(context.Background())
+	if err != nil {
+		t.Errorf("DialAgent: %v", err)
+	} else {
+		c.Close()
+	}
+
+	// A paused guest ignores the power button, so Stop must wait for ctx
+	// and then quit qemu cleanly (exit 0, not SIGKILL).
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	t0 := time.Now()
+	if err := m.Stop(ctx, false); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if d := time.Since(t0); d < time.Second || d > 10*time.Second {
+		t.Errorf("Stop took %s; want the 1s power-down wait, then quit", d)
+	}
+	if m.waitErr != nil {
+		t.Errorf("qemu exit = %v; want a clean quit", m.waitErr)
+	}
+	if err := m.Wait(); err != nil {
+		t.Errorf("Wait after Stop = %v", err)
+	}
+	assertCleaned(t, dir)
+	if _, err := m.QueryStatus(context.Background()); err == nil {
+		t.Error("QueryStatus on a stopped VM did not fail")
+	}
+	if _, err := m.DialAgent(context.Background()); err == nil {
+		t.Error("DialAgent on a stopped VM did not fail")
+	}
+	log, _ := os.ReadFile(LogPath(dir))
+	if !strings.Contains(string(log), "vmdock starting") || !strings.Contains(string(log), "qemu exited: <nil>") {
+		t.Errorf("qemu.log lacks start/exit records:\n%s", log)
+	}
+}
+
+func TestProcessForceStop(t *testing.T) {
+	needQEMU(t)
+	dir := shortDir(t)
+	m := startPaused(t, pausedSpec(t, dir))
+	if err := m.Stop(context.Background(), true); err != nil {
+		t.Fatalf("Stop(force): %v", err)
+	}
+	var ee *exec.ExitError
+	if !errors.As(m.waitErr, &ee) || !strings.Contains(ee.Error(), "killed") {
+		t.Errorf("qemu exit = %v; want killed", m.waitErr)
+	}
+	if err := m.Wait(); err != nil {
+		t.Errorf("Wait after a requested kill = %v", err)
+	}
+	assertCleaned(t, dir)
+}
+
+func TestProcessCrashReportedByWait(t *testing.T) {
+	needQEMU(t)
+	m := startPaused(t, pausedSpec(t, shortDir(t)))
+	_ = m.cmd.Process.Kill() // not through Stop: an unexpected exit
+	if err := m.Wait(); err == nil || !strings.Contains(err.Error(), "qemu exited") {
+		t.Errorf("Wait after a crash = %v; want an error", err)
+	}
+}
+
+func TestProcessEarlyFailureQuotesStderr(t *testing.T) {
+	needQEMU(t)
+	dir := shortDir(t)
+	spec := pausedSpec(t, dir)
+	// Not a qcow2 image: qemu refuses it while parsing its command line.
+	spec.Disks[0].Format = "qcow2"
+	_, err := pausedDriver().Start(context.Background(), spec)
+	if err == nil {
+		t.Fatal("Start did not fail")
+	}
+	if !strings.Contains(err.Error(), "qemu exited during start") || !strings.Contains(err.Error(), "qcow2") {
+		t.Errorf("error lacks qemu's stderr: %v", err)
+	}
+	t.Logf("early failure: %v", err)
+	assertCleaned(t, dir)
+}
+
+func TestValidateRejectsMissingFiles(t *testing.T) {
+	needQEMU(t)
+	dir := shortDir(t)
+	tests := []struct {
+		name   string
+		mutate func(*driver.Spec)
+		want   string
+	}{
+		{"relative dir", func(s *driver.Spec) { s.Dir = "rel/dir" }, `instance folder "rel/dir": must be an absolute path`},
+		{"missing disk", func(s *driver.Spec) { s.Disks[0].Path = "/nonexistent/disk.raw" }, "disk /nonexistent/disk.raw: not a readable file"},
+		{"missing kernel", func(s *driver.Spec) { s.Kernel = "/nonexistent/vmlinuz" }, "kernel /nonexistent/vmlinuz"},
+		{"share not a folder", func(s *driver.Spec) { s.Shares[0].HostPath = s.Disks[0].Path }, "not a folder"},
+		{"socket path too long", func(s *driver.Spec) { s.Dir = "/" + strings.Repeat("d", 100) }, "longer than the 103"},
+	}
+	spec0 := pausedSpec(t, dir)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := spec0
+			spec.Disks = append([]driver.Disk(nil), spec0.Disks...)
+			spec.Shares = append([]driver.Share(nil), spec0.Shares...)
+			tt.mutate(&spec)
+			err := pausedDriver().Validate(spec)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Validate = %v; want %q", err, tt.want)
+			}
+		})
+	}
+	if err := pausedDriver().Validate(spec0); err != nil {
+		t.Errorf("Validate(good spec) = %v", err)
+	}
+}
+
+func TestCleanupOrphans(t *testing.T) {
+	bin := needQEMU(t)
+	dir := shortDir(t)
+	spec := pausedSpec(t, dir)
+
+	// A qemu from a "previous host agent": started without Pdeathsig and
+	// never stopped.
+	args, err := Args(spec, HostEnv{Accel: AccelTCG, pausedBIOS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphan := exec.Command(bin, args...)
+	if err := orphan.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- orphan.Wait() }()
+	t.Cleanup(func() { _ = orphan.Process.Kill() })
+	waitFor(t, func() bool { _, err := os.Stat(QMPSocketPath(dir)); return err == nil })
+
+	// An unrelated process whose pid sits in a stale virtiofsd pid file
+	// (pid reuse) must survive.
+	bystander := exec.Command("sleep", "60")
+	if err := bystander.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bystander.Process.Kill(); _ = bystander.Wait() })
+	if err := os.WriteFile(virtiofsdPIDPath(dir, 0), []byte(strconv.Itoa(bystander.Process.Pid)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	if err := CleanupOrphans(dir); err != nil {
+		t.Fatalf("CleanupOrphans: %v", err)
+	}
+	select {
+	case err := <-exited:
+		if err == nil {
+			t.Error("orphan exited cleanly; want killed")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("orphan qemu still running")
+	}
+	if cmd, _ := processCmdline(bystander.Process.Pid); !strings.Contains(cmd, "sleep") {
+		t.Error("unrelated process was killed")
+	}
+	assertCleaned(t, dir)
+
+	// A fresh start in the same folder works after the cleanup.
+	m := startPaused(t, spec)
+	if err := m.Stop(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStartCleansUpOrphanFirst(t *testing.T) {
+	bin := needQEMU(t)
+	dir := shortDir(t)
+	spec := pausedSpec(t, dir)
+	args, _ := Args(spec, HostEnv{Accel: AccelTCG, pausedBIOS: true})
+	orphan := exec.Command(bin, args...)
+	if err := orphan.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = orphan.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = orphan.Process.Kill() })
+	waitFor(t, func() bool { _, err := os.Stat(PIDFilePath(dir)); return err == nil })
+
+	// Start must end the orphan, which would otherwise keep the disk locked.
+	m := startPaused(t, spec)
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		t.Error("orphan survived Start")
+	}
+	if err := m.Stop(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestVirtiofsd(t *testing.T) {
+	const legacy = "/usr/lib/qemu/virtiofsd"
+	needQEMU(t)
+	if !fileExists(legacy) {
+		t.Skip(legacy + " not installed")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the legacy virtiofsd needs root")
+	}
+
+	t.Run("daemon alone", func(t *testing.T) {
+		dir := shortDir(t)
+		v, err := DetectVirtiofsd(legacy)
+		if err != nil || v.Rust {
+			t.Fatalf("DetectVirtiofsd = %+v, %v; want legacy", v, err)
+		}
+		sock := virtiofsSocketPath(dir, 0)
+		d, err := startDaemon(context.Background(), v.Path, v.args(sock, driver.Share{Tag: "t", HostPath: dir}, true),
+			sock, virtiofsdPIDPath(dir, 0), os.Stderr)
+		if err != nil {
+			if d != nil {
+				d.stop()
+			}
+			t.Fatalf("startDaemon: %v", err)
+		}
+		if b, _ := os.ReadFile(virtiofsdPIDPath(dir, 0)); strings.TrimSpace(string(b)) != strconv.Itoa(d.cmd.Process.Pid) {
+			t.Errorf("pid file = %q", b)
+		}
+		d.stop()
+		assertCleaned(t, dir)
+	})
+
+	t.Run("qemu with virtiofs shares", func(t *testing.T) {
+		dir := shortDir(t)
+		spec := pausedSpec(t, dir)
+		spec.MountType = driver.MountVirtiofs
+		m := startPaused(t, spec)
+		if len(m.daemons) != 2 {
+			t.Fatalf("%d virtiofsd running, want 2", len(m.daemons))
+		}
+		if st, err := m.QueryStatus(context.Background()); err != nil || st != "prelaunch" {
+			t.Errorf("QueryStatus = %q, %v", st, err)
+		}
+		if err := m.Stop(context.Background(), true); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range m.daemons {
+			select {
+			case <-d.done:
+			default:
+				t.Error("virtiofsd still running after Stop")
+			}
+		}
+		assertCleaned(t, dir)
+	})
+
+	t.Run("daemon failure is reported", func(t *testing.T) {
+		dir := shortDir(t)
+		spec := pausedSpec(t, dir)
+		spec.MountType = driver.MountVirtiofs
+		_, err := New(Options{pausedBIOS: true, Virtiofsd: "/bin/false"}).Start(context.Background(), spec)
+		if err == nil || !strings.Contains(err.Error(), "virtiofsd for") {
+			t.Errorf("Start with a failing virtiofsd = %v", err)
+		}
+		assertCleaned(t, dir)
+	})
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatal("condition not met within 30s")
+}
+
+func TestProcessEFIBoot(t *testing.T) {
+	needQEMU(t)
+	for _, arch := range []string{driver.ArchAMD64, driver.ArchARM64} {
+		t.Run(arch, func(t *testing.T) {
+			name, _ := BinaryName(arch)
+			bin, err := exec.LookPath(name)
+			if err != nil {
+				t.Skip(name + " not installed")
+			}
+			qarch, _ := qemuArch(arch)
+			if _, err := findFirmware(qarch, shareDirsFor(bin), fileExists); err != nil {
+				t.Skip(err)
+			}
+			dir := shortDir(t)
+			spec := pausedSpec(t, dir)
+			spec.Arch = arch
+			mm, err := New(Options{}).Start(context.Background(), spec)
+			if err != nil {
+				t.Fatalf("Start with UEFI: %v", err)
+			}
+			m := mm.(*Machine)
+			t.Cleanup(func() { _ = m.Stop(context.Background(), true) })
+			if st, err := m.QueryStatus(context.Background()); err != nil || st != "running" {
+				t.Errorf("QueryStatus = %q, %v; want running", st, err)
+			}
+			if _, err := os.Stat(EFIVarsPath(dir)); err != nil {
+				t.Errorf("no per-instance EFI vars: %v", err)
+			}
+			// The firmware prints to the serial console while it looks for
+			// a boot disk, which proves -serial reaches Spec.SerialLog.
+			waitFor(t, func() bool { st, err := os.Stat(spec.SerialLog); return err == nil && st.Size() > 0 })
+			if err := m.Stop(context.Background(), true); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(EFIVarsPath(dir)); err != nil {
+				t.Errorf("EFI vars removed on stop: %v", err)
+			}
+		})
+	}
+}

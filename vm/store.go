@@ -1,0 +1,217 @@
+package vm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// HomeEnv overrides the vmdock home folder (default ~/.vmdock).
+const HomeEnv = "VMDOCK_HOME"
+
+var profileRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+
+// Home is $VMDOCK_HOME, or ~/.vmdock. It is not created here.
+func Home() (string, error) {
+	if h := os.Getenv(HomeEnv); h != "" {
+		abs, err := filepath.Abs(h)
+		if err != nil {
+			return "", fmt.Errorf("$%s %q: %w", HomeEnv, h, err)
+		}
+		return abs, nil
+	}
+	u, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("find the home folder (set $%s): %w", HomeEnv, err)
+	}
+	return filepath.Join(u, ".vmdock"), nil
+}
+
+// ValidateProfile accepts names that are safe as a folder name and in a
+// docker context name.
+func ValidateProfile(name string) error {
+	if !profileRE.MatchString(name) {
+		return fmt.Errorf("profile %q is not accepted; accepted: 1-63 of a-z 0-9 . _ - starting with a letter or digit", name)
+	}
+	return nil
+}
+
+// OpenInstance names the instance of profile under home. It checks the
+// name but creates nothing, so a rejected command leaves no trace.
+func OpenInstance(home, profile string) (*Instance, error) {
+	if err := ValidateProfile(profile); err != nil {
+		return nil, err
+	}
+	return &Instance{Name: profile, Dir: filepath.Join(home, profile)}, nil
+}
+
+// Exists reports whether the instance has been created (it has a config).
+func (i *Instance) Exists() bool {
+	_, err := os.Stat(i.ConfigPath())
+	return err == nil
+}
+
+// Create makes the instance folder (and home) with mode 0700: sockets and
+// disks in it are nobody else's business.
+func (i *Instance) Create() error {
+	if err := os.MkdirAll(filepath.Dir(i.Dir), 0o700); err != nil {
+		return fmt.Errorf("create vmdock home %s: %w", filepath.Dir(i.Dir), err)
+	}
+	if err := os.Mkdir(i.Dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("create instance folder %s: %w", i.Dir, err)
+	}
+	if err := os.Chmod(i.Dir, 0o700); err != nil {
+		return fmt.Errorf("create instance folder %s: %w", i.Dir, err)
+	}
+	return nil
+}
+
+// ListInstances returns every instance under home (folders with a valid
+// profile name and a config), sorted by name. A missing home is no instances.
+func ListInstances(home string) ([]*Instance, error) {
+	entries, err := os.ReadDir(home)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list instances in %s: %w", home, err)
+	}
+	var out []*Instance
+	for _, e := range entries {
+		if !e.IsDir() || ValidateProfile(e.Name()) != nil {
+			continue
+		}
+		inst := &Instance{Name: e.Name(), Dir: filepath.Join(home, e.Name())}
+		if inst.Exists() {
+			out = append(out, inst)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Name < out[b].Name })
+	return out, nil
+}
+
+// States of an instance, derived from live checks only.
+const (
+	StateRunning = "Running"
+	StateStopped = "Stopped"
+	StateBroken  = "Broken"
+)
+
+// InstanceStatus is the live state of an instance.
+type InstanceStatus struct {
+	State     string           `json:"status"`           // Running, Stopped or Broken
+	Reason    string           `json:"reason,omitempty"` // why Broken
+	PID       int              `json:"pid,omitempty"`    // host agent pid
+	HostAgent *HostAgentStatus `json:"hostAgent,omitempty"`
+	LastError string           `json:"lastError,omitempty"` // why the last host agent ended abnormally
+}
+
+// String is "Running", "Stopped" or "Broken: <reason>".
+func (s InstanceStatus) String() string {
+	if s.State == StateBroken {
+		return StateBroken + ": " + s.Reason
+	}
+	return s.State
+}
+
+// controlTimeout bounds the status request: a host agent that cannot answer
+// in this time counts as broken.
+const controlTimeout = 2 * time.Second
+
+// Status checks the host agent pid and asks its control socket. Running
+// needs both; Stopped needs neither to exist; anything else is Broken.
+func (i *Instance) Status(ctx context.Context) InstanceStatus {
+	pid, pidErr := readPIDFile(i.PIDPath())
+	_, sockErr := os.Lstat(i.ControlSocketPath())
+	sockExists := sockErr == nil
+	if errors.Is(pidErr, os.ErrNotExist) && !sockExists {
+		st := InstanceStatus{State: StateStopped}
+		if b, err := os.ReadFile(i.BrokenPath()); err == nil {
+			st.LastError = strings.TrimSpace(string(b))
+		}
+		return st
+	}
+	broken := func(format string, args ...any) InstanceStatus {
+		return InstanceStatus{State: StateBroken, PID: pid, Reason: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case errors.Is(pidErr, os.ErrNotExist):
+		return broken("stale control socket %s without a host agent pid file", i.ControlSocketPath())
+	case pidErr != nil:
+		return broken("unreadable pid file %s: %v", i.PIDPath(), pidErr)
+	case !processAlive(pid):
+		return broken("stale pid file: host agent pid %d is not running", pid)
+	case !sockExists:
+		return broken("host agent pid %d is alive but has no control socket", pid)
+	}
+	st, err := QueryHostAgent(ctx, i.ControlSocketPath())
+	if err != nil {
+		return broken("host agent pid %d is alive but its control socket does not answer: %v", pid, err)
+	}
+	return InstanceStatus{State: StateRunning, PID: pid, HostAgent: st}
+}
+
+// QueryHostAgent asks the host agent at sock for its status, within 2 s.
+func QueryHostAgent(ctx context.Context, sock string) (*HostAgentStatus, error) {
+	ctx, cancel := context.WithTimeout(ctx, controlTimeout)
+	defer cancel()
+	c := ControlClient(sock)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://vmdock"+ControlStatusPath, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("query host agent: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("query host agent: %s", resp.Status)
+	}
+	var st HostAgentStatus
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return nil, fmt.Errorf("decode host agent status: %w", err)
+	}
+	return &st, nil
+}
+
+// ControlClient is an HTTP client whose every request goes to the unix
+// socket sock, whatever the URL's host.
+func ControlClient(sock string) *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		},
+		DisableKeepAlives: true,
+	}}
+}
+
+func readPIDFile(path string) (int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 0 {
+		return 0, fmt.Errorf("no pid in %q", strings.TrimSpace(string(b)))
+	}
+	return pid, nil
+}
+
+// processAlive: signal 0 checks existence; EPERM means alive but not ours.
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}

@@ -1,0 +1,238 @@
+package vm
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestOpenInstanceProfile(t *testing.T) {
+	tests := []struct {
+		name string
+		ok   bool
+	}{
+		{"default", true}, {"dev-1.x_y", true}, {"9", true}, {strings.Repeat("a", 63), true},
+		{"", false}, {"../x", false}, {"a/b", false}, {"Dev", false}, {"-x", false}, {".x", false},
+		{strings.Repeat("a", 64), false}, {"a b", false},
+	}
+	home := t.TempDir()
+	for _, tt := range tests {
+		inst, err := OpenInstance(home, tt.name)
+		if tt.ok != (err == nil) {
+			t.Errorf("OpenInstance(%q) err = %v, want ok=%v", tt.name, err, tt.ok)
+		}
+		if err == nil && inst.Dir != filepath.Join(home, tt.name) {
+			t.Errorf("OpenInstance(%q).Dir = %s", tt.name, inst.Dir)
+		}
+	}
+	if entries, _ := os.ReadDir(home); len(entries) != 0 {
+		t.Fatalf("OpenInstance created files: %v", entries)
+	}
+}
+
+func TestHome(t *testing.T) {
+	t.Setenv(HomeEnv, "/x/y")
+	if h, err := Home(); err != nil || h != "/x/y" {
+		t.Fatalf("Home = %q, %v", h, err)
+	}
+	t.Setenv(HomeEnv, "")
+	t.Setenv("HOME", "/home/u")
+	if h, err := Home(); err != nil || h != "/home/u/.vmdock" {
+		t.Fatalf("Home = %q, %v", h, err)
+	}
+}
+
+func TestCreateAndList(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	for _, name := range []string{"zeta", "alpha"} {
+		inst, _ := OpenInstance(home, name)
+		if err := inst.Create(); err != nil {
+			t.Fatal(err)
+		}
+		if err := DefaultConfig().Save(inst.ConfigPath()); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(inst.Dir)
+		if err != nil || fi.Mode().Perm() != 0o700 {
+			t.Fatalf("instance dir mode %v, %v", fi.Mode(), err)
+		}
+	}
+	os.Mkdir(filepath.Join(home, "noconfig"), 0o700)
+	os.Mkdir(filepath.Join(home, "Bad Name"), 0o700)
+	list, err := ListInstances(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, i := range list {
+		names = append(names, i.Name)
+	}
+	if strings.Join(names, ",") != "alpha,zeta" {
+		t.Fatalf("ListInstances = %v", names)
+	}
+	if l, err := ListInstances(filepath.Join(home, "missing")); err != nil || len(l) != 0 {
+		t.Fatalf("missing home: %v, %v", l, err)
+	}
+}
+
+// TestLockHelper is not a test: it is the other process of TestLockOtherProcess.
+func TestLockHelper(t *testing.T) {
+	dir := os.Getenv("VMDOCK_TEST_LOCK_DIR")
+	if dir == "" {
+		t.Skip("helper process only")
+	}
+	inst := &Instance{Name: "x", Dir: dir}
+	l, err := inst.Lock()
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	fmt.Println("locked")
+	bufio.NewReader(os.Stdin).ReadString('\n') // hold until the parent closes stdin
+	l.Unlock()
+	os.Exit(0)
+}
+
+func TestLockOtherProcess(t *testing.T) {
+	inst := &Instance{Name: "x", Dir: t.TempDir()}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestLockHelper$")
+	cmd.Env = append(os.Environ(), "VMDOCK_TEST_LOCK_DIR="+inst.Dir)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	if strings.TrimSpace(line) != "locked" {
+		t.Fatalf("helper said %q", line)
+	}
+	_, err := inst.Lock()
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "pid "+strconv.Itoa(cmd.Process.Pid)) {
+		t.Fatalf("Lock while held elsewhere: %v; want ErrLocked naming pid %d", err, cmd.Process.Pid)
+	}
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	l, err := inst.Lock()
+	if err != nil {
+		t.Fatalf("Lock after release: %v", err)
+	}
+	l.Unlock()
+}
+
+func TestLockReentrant(t *testing.T) {
+	inst := &Instance{Name: "x", Dir: t.TempDir()}
+	a, err := inst.Lock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := inst.Lock()
+	if err != nil {
+		t.Fatalf("second Lock in the same process: %v", err)
+	}
+	b.Unlock()
+	b.Unlock() // a second Unlock of the same hold is a no-op
+	if _, ok := held[inst.LockPath()]; !ok {
+		t.Fatal("inner Unlock released the outer hold")
+	}
+	if got, _ := os.ReadFile(inst.LockPath()); strings.TrimSpace(string(got)) != strconv.Itoa(os.Getpid()) {
+		t.Fatalf("lock file holds %q, want our pid", got)
+	}
+	a.Unlock()
+	if _, ok := held[inst.LockPath()]; ok {
+		t.Fatal("last Unlock kept the hold")
+	}
+}
+
+func TestStatus(t *testing.T) {
+	// Unix socket paths are short-limited; t.TempDir under /tmp is fine.
+	newInst := func(t *testing.T) *Instance {
+		dir, err := os.MkdirTemp("", "vmst")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		return &Instance{Name: "x", Dir: dir}
+	}
+	serve := func(t *testing.T, inst *Instance, h http.Handler) {
+		ln, err := net.Listen("unix", inst.ControlSocketPath())
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &http.Server{Handler: h}
+		go srv.Serve(ln)
+		t.Cleanup(func() { srv.Close() })
+	}
+	writePID := func(t *testing.T, inst *Instance, pid int) {
+		if err := os.WriteFile(inst.PIDPath(), []byte(strconv.Itoa(pid)+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dead := deadPID(t)
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != ControlStatusPath {
+			http.NotFound(w, r)
+			return
+		}
+		json.NewEncoder(w).Encode(HostAgentStatus{PID: os.Getpid(), Phase: "running"})
+	})
+	tests := []struct {
+		name   string
+		setup  func(*testing.T, *Instance)
+		state  string
+		reason string
+	}{
+		{name: "nothing", setup: func(*testing.T, *Instance) {}, state: StateStopped},
+		{name: "running", setup: func(t *testing.T, i *Instance) { writePID(t, i, os.Getpid()); serve(t, i, ok) }, state: StateRunning},
+		{name: "stale pid", setup: func(t *testing.T, i *Instance) { writePID(t, i, dead) }, state: StateBroken, reason: "is not running"},
+		{name: "garbage pid", setup: func(t *testing.T, i *Instance) { os.WriteFile(i.PIDPath(), []byte("x"), 0o600) }, state: StateBroken, reason: "unreadable pid file"},
+		{name: "alive no socket", setup: func(t *testing.T, i *Instance) { writePID(t, i, os.Getpid()) }, state: StateBroken, reason: "no control socket"},
+		{name: "stale socket", setup: func(t *testing.T, i *Instance) { os.WriteFile(i.ControlSocketPath(), nil, 0o600) }, state: StateBroken, reason: "stale control socket"},
+		{name: "socket errors", setup: func(t *testing.T, i *Instance) {
+			writePID(t, i, os.Getpid())
+			serve(t, i, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "boom", 500) }))
+		}, state: StateBroken, reason: "does not answer"},
+		{name: "socket hangs", setup: func(t *testing.T, i *Instance) {
+			writePID(t, i, os.Getpid())
+			serve(t, i, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+		}, state: StateBroken, reason: "does not answer"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			inst := newInst(t)
+			tt.setup(t, inst)
+			start := time.Now()
+			st := inst.Status(context.Background())
+			if st.State != tt.state || !strings.Contains(st.Reason, tt.reason) {
+				t.Fatalf("Status = %+v, want %s with %q", st, tt.state, tt.reason)
+			}
+			if d := time.Since(start); d > 3*time.Second {
+				t.Fatalf("Status took %s", d)
+			}
+			if tt.state == StateRunning && (st.HostAgent == nil || st.HostAgent.Phase != "running") {
+				t.Fatalf("Running without decoded host agent status: %+v", st)
+			}
+		})
+	}
+}
+
+// deadPID is the pid of a process that has exited and been reaped.
+func deadPID(t *testing.T) int {
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd.Process.Pid
+}
