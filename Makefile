@@ -5,9 +5,9 @@ PREFIX    ?= /usr/local
 AGENT_DIR := agent/agentbin/bin
 ARCHES    := amd64 arm64
 AGENTS    := $(foreach a,$(ARCHES),$(AGENT_DIR)/vmdock-agent-linux-$(a).zst)
-LDFLAGS   := -s -w -X main.Version=$(VERSION)
+LDFLAGS   := -s -w -X main.Version=$(VERSION) -X github.com/vmdock/vmdock/agent.Version=$(VERSION)
 
-.PHONY: all build agents test lint darwin-check install image e2e bench demo clean
+.PHONY: all build agents test lint darwin-check install image image-arm64 e2e bench demo clean
 
 all: build
 
@@ -20,7 +20,7 @@ agents:
 	@mkdir -p bin $(AGENT_DIR)
 	@set -e; for a in $(ARCHES); do \
 		echo "agent linux/$$a"; \
-		CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build -trimpath -ldflags "-s -w" -o bin/vmdock-agent-linux-$$a ./cmd/vmdock-agent; \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/vmdock-agent-linux-$$a ./cmd/vmdock-agent; \
 		$(GO) run ./hack/compress bin/vmdock-agent-linux-$$a $(AGENT_DIR)/vmdock-agent-linux-$$a.zst; \
 	done
 
@@ -40,10 +40,17 @@ install: build
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 bin/vmdock $(DESTDIR)$(PREFIX)/bin/vmdock
 
-image:
-	bash hack/image/build.sh
+# The amd64 guest image, built from Debian packages (root, Debian host).
+image: hack/image/out/vmdock-amd64.tar.zst
 
-e2e: build
+hack/image/out/vmdock-amd64.tar.zst:
+	bash hack/image/build.sh --arch amd64
+
+# arm64 builds on x86 through qemu-user-static; slow, so not part of CI.
+image-arm64:
+	bash hack/image/build.sh --arch arm64
+
+e2e: build image
 	VMDOCK_E2E=1 $(GO) test -tags e2e -v -timeout 60m ./hack/e2e/
 
 bench:

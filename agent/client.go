@@ -297,6 +297,10 @@ func (c *Client) Exec(ctx context.Context, req ExecRequest, stdin io.Reader, std
 				return -1, fmt.Errorf("exec %s: write stderr: %w", req.Argv[0], err)
 			}
 		case FrameExit:
+			if ctx.Err() != nil {
+				// Our half-close made the guest kill the process.
+				return -1, fmt.Errorf("exec %s: %w", req.Argv[0], context.Cause(ctx))
+			}
 			var ex ExecExit
 			if err := json.Unmarshal(payload, &ex); err != nil {
 				return -1, fmt.Errorf("exec %s: bad exit frame: %w", req.Argv[0], err)

@@ -15,8 +15,15 @@ func NewNonce() string {
 	return hex.EncodeToString(b)
 }
 
-// HostHello writes the hello line and waits for the guest's echo of exactly
-// that line; older lines (echoes of an earlier attempt) are skipped.
+// GoLine confirms a handshake: the host sends it only after it saw the
+// echo of its own nonce, and the guest starts yamux only on the GO for the
+// nonce it echoed last. Without it, a hello left in the virtio-serial buffer
+// by an earlier host attempt gets echoed, both sides start yamux on
+// different attempts, and every retry fails the same way.
+const GoLine = "VMDOCK-GO"
+
+// HostHello writes the hello line, waits for the guest's echo of exactly
+// that line (older echoes are skipped), then confirms with GO.
 func HostHello(rw io.ReadWriter, nonce string) error {
 	want := HelloLine + " " + nonce
 	if _, err := io.WriteString(rw, want+"\n"); err != nil {
@@ -25,20 +32,34 @@ func HostHello(rw io.ReadWriter, nonce string) error {
 	if err := awaitLine(rw, want); err != nil {
 		return fmt.Errorf("wait for the guest's hello echo: %w", err)
 	}
+	if _, err := io.WriteString(rw, GoLine+" "+nonce+"\n"); err != nil {
+		return fmt.Errorf("send go: %w", err)
+	}
 	return nil
 }
 
-// GuestHello waits for the host's hello line, discarding anything before
-// it, and echoes it back.
+// GuestHello echoes every hello line it reads, discarding anything else,
+// until the GO for the last echoed nonce arrives.
 func GuestHello(rw io.ReadWriter) error {
-	line, err := awaitPrefix(rw, HelloLine+" ")
-	if err != nil {
-		return fmt.Errorf("wait for the host's hello: %w", err)
+	current := ""
+	for {
+		line, err := readLine(rw)
+		if err != nil {
+			return fmt.Errorf("wait for the host's hello: %w", err)
+		}
+		text := strings.TrimSuffix(string(line), "\r")
+		if i := strings.LastIndex(text, HelloLine+" "); i >= 0 {
+			hello := text[i:]
+			current = strings.TrimPrefix(hello, HelloLine+" ")
+			if _, err := io.WriteString(rw, hello+"\n"); err != nil {
+				return fmt.Errorf("echo hello: %w", err)
+			}
+			continue
+		}
+		if current != "" && strings.HasSuffix(text, GoLine+" "+current) {
+			return nil
+		}
 	}
-	if _, err := io.WriteString(rw, line+"\n"); err != nil {
-		return fmt.Errorf("echo hello: %w", err)
-	}
-	return nil
 }
 
 func awaitLine(r io.Reader, want string) error {
@@ -49,20 +70,6 @@ func awaitLine(r io.Reader, want string) error {
 		}
 		if string(line) == want {
 			return nil
-		}
-	}
-}
-
-// awaitPrefix returns the first line that contains prefix, cut to start at
-// prefix: stale bytes without a newline may sit in front of the hello.
-func awaitPrefix(r io.Reader, prefix string) (string, error) {
-	for {
-		line, err := readLine(r)
-		if err != nil {
-			return "", err
-		}
-		if i := strings.LastIndex(string(line), prefix); i >= 0 {
-			return strings.TrimSuffix(string(line[i:]), "\r"), nil
 		}
 	}
 }

@@ -29,5 +29,35 @@ func Build(ctx context.Context, arch string, stdout, stderr io.Writer) error {
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("image build %s: %w", script, err)
 	}
+	return publishBuild(filepath.Join(root, "hack", "image", "out", "vmdock-"+arch+".tar.zst"))
+}
+
+// publishBuild puts a fresh build into <cache>/built too, so the host
+// agent (which does not run in the checkout) finds it by catalog name.
+func publishBuild(out string) error {
+	c, err := OpenCache("")
+	if err != nil {
+		return err
+	}
+	in, err := os.Open(out)
+	if err != nil {
+		return fmt.Errorf("image build: no output: %w", err)
+	}
+	defer in.Close()
+	tmp, err := c.tempFile("built-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	_, err = io.Copy(tmp, in)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), filepath.Join(c.BuiltDir(), filepath.Base(out)))
+	}
+	if err != nil {
+		return fmt.Errorf("image build: copy %s into the cache: %w", out, err)
+	}
 	return nil
 }

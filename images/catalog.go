@@ -65,10 +65,30 @@ func vmdockImagePaths(c *Cache, arch string) []string {
 	if d := os.Getenv("VMDOCK_IMAGE_DIR"); d != "" {
 		out = append(out, filepath.Join(d, name))
 	}
-	if root := repoRoot(); root != "" {
-		out = append(out, filepath.Join(root, "hack", "image", "out", name))
+	for _, root := range []string{repoRoot(), exeCheckout()} {
+		if root != "" {
+			out = append(out, filepath.Join(root, "hack", "image", "out", name))
+		}
 	}
 	return append(out, filepath.Join(c.BuiltDir(), name))
+}
+
+// exeCheckout is the checkout a source-built vmdock runs from (bin/vmdock
+// next to hack/image): the detached host agent runs in the instance folder,
+// so the working directory alone would not find `make image`'s output.
+func exeCheckout() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	if exe, err = filepath.EvalSymlinks(exe); err != nil {
+		return ""
+	}
+	root := filepath.Dir(filepath.Dir(exe))
+	if fi, err := os.Stat(filepath.Join(root, "hack", "image")); err == nil && fi.IsDir() {
+		return root
+	}
+	return ""
 }
 
 // repoRoot is the nearest folder at or above the working directory that

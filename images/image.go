@@ -69,6 +69,11 @@ func Ensure(ctx context.Context, ref, arch string, opts Options) (*Image, error)
 	if err != nil {
 		return nil, err
 	}
+	unlock, err := c.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	src, err := resolve(ctx, c, opts, ref, arch)
 	if err != nil {
 		return nil, err
@@ -109,6 +114,11 @@ func Import(ctx context.Context, ref, arch string, opts Options) (Entry, error) 
 	if err != nil {
 		return Entry{}, err
 	}
+	unlock, err := c.lock()
+	if err != nil {
+		return Entry{}, err
+	}
+	defer unlock()
 	src, err := resolve(ctx, c, opts, ref, arch)
 	if err != nil {
 		return Entry{}, err

@@ -71,6 +71,11 @@ func UsedBy(home string) (Used, error) {
 // Prune removes cached images that used does not keep, plus leftovers of
 // interrupted downloads, and returns the removed entries.
 func (c *Cache) Prune(used Used) ([]Entry, error) {
+	unlock, err := c.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	all, err := c.Entries()
 	if err != nil {
 		return nil, err

@@ -128,7 +128,9 @@ func unpackArchive(blob, dir string) (*Manifest, error) {
 		if !isImageMember(name) {
 			return nil, fmt.Errorf("unpack image %s: unexpected member %q (want %s, %s)", blob, hdr.Name, strings.Join(imageFiles, ", "), manifestName)
 		}
-		if hdr.Typeflag != tar.TypeReg {
+		// archive/tar expands the holes of sparse members (build.sh uses GNU
+		// tar --sparse) but keeps the old-GNU 'S' type flag.
+		if hdr.Typeflag != tar.TypeReg && hdr.Typeflag != tar.TypeGNUSparse {
 			return nil, fmt.Errorf("unpack image %s: member %q is not a regular file", blob, hdr.Name)
 		}
 		if _, dup := sums[name]; dup {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -172,5 +173,34 @@ func TestEnsureVMDockImageRejectsBadArchives(t *testing.T) {
 				t.Errorf("failed unpack left %v", left)
 			}
 		})
+	}
+}
+
+// build.sh packs with `tar --sparse --format=gnu`; such archives must unpack too.
+func TestEnsureVMDockImageGNUSparseTar(t *testing.T) {
+	if _, err := exec.LookPath("tar"); err != nil {
+		t.Skip("no tar")
+	}
+	src := t.TempDir()
+	for _, m := range fakeImage(t, "amd64", nil) {
+		if err := os.WriteFile(filepath.Join(src, filepath.Base(m.name)), m.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := exec.Command("tar", "--sparse", "--format=gnu", "-C", src, "-cf", "-", "disk.raw", "vmlinuz", "initrd.img", "manifest.json").Output()
+	if err != nil {
+		t.Fatalf("tar: %v", err)
+	}
+	zw, _ := zstd.NewWriter(nil)
+	p := filepath.Join(t.TempDir(), "vmdock-amd64.tar.zst")
+	if err := os.WriteFile(p, zw.EncodeAll(out, nil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	img, err := Ensure(context.Background(), "file://"+p, "amd64", Options{CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(img.Disk); !bytes.Equal(got, fakeDisk()) {
+		t.Error("disk.raw from a GNU sparse tar differs")
 	}
 }

@@ -20,6 +20,9 @@ type Mount struct {
 	Location  string `yaml:"location" json:"location"`
 	GuestPath string `yaml:"mountPoint,omitempty" json:"mountPoint,omitempty"`
 	Writable  bool   `yaml:"writable" json:"writable"`
+	// Type overrides the instance's mountType for this folder (virtiofs or
+	// 9p); empty uses the instance default.
+	Type string `yaml:"type,omitempty" json:"type,omitempty"`
 }
 
 // ParseFlag parses one `-V path[:guestpath][:w]` value. Shares are
@@ -63,7 +66,7 @@ func Tag(i int) string { return fmt.Sprintf("vmdock%d", i) }
 func Shares(ms []Mount) []driver.Share {
 	out := make([]driver.Share, 0, len(ms))
 	for i, m := range ms {
-		out = append(out, driver.Share{Tag: Tag(i), HostPath: m.Location, ReadOnly: !m.Writable})
+		out = append(out, driver.Share{Tag: Tag(i), HostPath: m.Location, ReadOnly: !m.Writable, Type: m.Type})
 	}
 	return out
 }

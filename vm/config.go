@@ -1,5 +1,7 @@
 package vm
 
+import "github.com/vmdock/vmdock/mounts"
+
 // Config is one instance's configuration: DefaultConfig() fills it, the YAML
 // file at <home>/<profile>/vmdock.yaml overrides the defaults, and flags
 // given to `vmdock start` override the file (and are saved back).
@@ -22,13 +24,8 @@ type Config struct {
 	PortForward PortForward       `yaml:"portForward" json:"portForward"` //
 }
 
-// Mount is one host folder shared into the guest. GuestPath defaults to
-// Location, so `docker run -v "$PWD":/app` works unchanged.
-type Mount struct {
-	Location  string `yaml:"location" json:"location"`
-	GuestPath string `yaml:"mountPoint,omitempty" json:"mountPoint,omitempty"`
-	Writable  bool   `yaml:"writable" json:"writable"`
-}
+// Mount is one host folder shared into the guest (see package mounts).
+type Mount = mounts.Mount
 
 // NetworkConfig is the guest's network and the host-side addresses.
 type NetworkConfig struct {

@@ -130,25 +130,7 @@ func (c Config) Save(path string) error {
 // Validate reports what is still wrong.
 func (c *Config) Normalize() {
 	home, _ := os.UserHomeDir()
-	c.Mounts = FromMountSpecs(mounts.Resolve(c.MountSpecs(), home))
-}
-
-// MountSpecs converts the config's mounts for package mounts.
-func (c Config) MountSpecs() []mounts.Mount {
-	out := make([]mounts.Mount, len(c.Mounts))
-	for i, m := range c.Mounts {
-		out[i] = mounts.Mount(m)
-	}
-	return out
-}
-
-// FromMountSpecs converts mounts.Mount values back to vm.Mount.
-func FromMountSpecs(ms []mounts.Mount) []Mount {
-	out := make([]Mount, len(ms))
-	for i, m := range ms {
-		out[i] = Mount(m)
-	}
-	return out
+	c.Mounts = mounts.Resolve(c.Mounts, home)
 }
 
 // hostArch is the GOARCH vmdock runs as; a var so tests can pretend.

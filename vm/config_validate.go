@@ -100,6 +100,20 @@ func (c Config) ValidateOn(h Host) error {
 	default:
 		bad("mountType", c.MountType, "virtiofs or 9p")
 	}
+	for _, m := range c.Mounts {
+		switch m.Type {
+		case "", driver.Mount9p:
+			if m.Type != "" && c.VMType == "vz" {
+				bad("mounts[].type", m.Type, "virtiofs (vz has no 9p) for %s", m.Location)
+			}
+		case driver.MountVirtiofs:
+			if c.VMType == "qemu" && h.Virtiofsd == "" {
+				bad("mounts[].type", m.Type, "9p for %s (no virtiofsd found)", m.Location)
+			}
+		default:
+			bad("mounts[].type", m.Type, "virtiofs, 9p or empty for %s", m.Location)
+		}
+	}
 	if c.VZRosetta {
 		switch {
 		case c.VMType != "vz":
@@ -120,7 +134,7 @@ func (c Config) ValidateOn(h Host) error {
 		}
 	}
 	errs = append(errs, c.PortForward.validate()...)
-	if err := mounts.Check(c.MountSpecs()); err != nil {
+	if err := mounts.Check(c.Mounts); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)

@@ -4,7 +4,8 @@
 # that Docker works: docker info, docker import, and (when a vmdock-test
 # tarball is given) docker load + run + a published port.
 #
-# usage: hack/image/smoke.sh [--arch amd64|arm64] [--image DIR] [--testimage FILE.tar] [--timeout SECONDS]
+# usage: hack/image/smoke.sh [--arch amd64|arm64] [--image DIR] [--testimage FILE.tar] [--timeout SECONDS] [--debug]
+# --debug forwards the guest's journal to the serial console.
 # The VM uses QEMU user networking with restrict=on: it reaches nothing.
 set -euo pipefail
 
@@ -13,6 +14,7 @@ arch=amd64
 image=
 testimage=
 timeout=1200
+extra=
 
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -20,7 +22,8 @@ while [ $# -gt 0 ]; do
 	--image) image=$2; shift 2 ;;
 	--testimage) testimage=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
-	*) echo "smoke.sh: unknown argument '$1' (accepted: --arch, --image, --testimage, --timeout)" >&2; exit 2 ;;
+	--debug) extra=" systemd.journald.forward_to_console=1"; shift ;;
+	*) echo "smoke.sh: unknown argument '$1' (accepted: --arch, --image, --testimage, --timeout, --debug)" >&2; exit 2 ;;
 	esac
 done
 [ -n "$image" ] || image=$here/out/vmdock-$arch
@@ -35,6 +38,7 @@ for f in disk.raw vmlinuz initrd.img manifest.json; do
 done
 cmdline=$(sed -n 's/^ *"cmdline": *"\(.*\)",\{0,1\}$/\1/p' "$image/manifest.json")
 [ -n "$cmdline" ] || { echo "smoke.sh: no cmdline in $image/manifest.json" >&2; exit 1; }
+cmdline+=$extra
 
 run=$(mktemp -d /tmp/vmdock-smoke.XXXXXX)
 qpid=
@@ -56,15 +60,25 @@ cat >"$run/cidata/vmdock-agent" <<'AGENT'
 #!/bin/sh
 # Stand-in for the real agent: proves docker works in this image.
 say() { echo "SMOKE: $* (uptime $(cut -d' ' -f1 /proc/uptime))" >/dev/console; }
-fail() { say "FAIL $*"; systemctl poweroff; sleep 600; }
+fail() {
+	say "FAIL $*"
+	{ systemctl --no-pager status containerd docker; journalctl --no-pager -n 40 -u containerd -u docker; } >/dev/console 2>&1
+	say "DIAG END"
+	systemctl poweroff
+	sleep 600
+}
 t() { s=$(date +%s.%N); "$@"; rc=$?; dt=$(echo "$(date +%s.%N) $s" | awk '{printf "%.1f", $1-$2}'); return $rc; }
 
+# systemd gives services no HOME; the docker CLI wants one for its config.
+export HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin
 say "agent started as $(id -un) config=$2"
 # No data disk in the smoke test: docker lives on the root disk.
 t systemctl start containerd.service docker.service || fail "systemctl start docker"
-i=0
-until docker info >/dev/null 2>&1; do
-	i=$((i + 1)); [ $i -lt 120 ] || fail "dockerd not answering"; sleep 1
+# Generous: under TCG on a busy host dockerd can take minutes.
+deadline=$(($(date +%s) + 600))
+until docker info >/tmp/info.err 2>&1; do
+	[ "$(date +%s)" -lt $deadline ] || fail "docker info failing for 600s: $(tail -n 3 /tmp/info.err)"
+	sleep 2
 done
 t docker info --format '{{.ServerVersion}} storage={{.Driver}} cgroup={{.CgroupVersion}} runtime={{.DefaultRuntime}}' >/tmp/info 2>&1 || fail "docker info: $(cat /tmp/info)"
 say "docker info OK $(cat /tmp/info) (${dt}s)"
@@ -119,7 +133,7 @@ while :; do
 			done
 			seen=$n
 		fi
-		if grep -q 'SMOKE: FAIL' "$run/serial.log"; then result=fail; break; fi
+		if grep -q 'SMOKE: DIAG END' "$run/serial.log"; then result=fail; break; fi
 		if grep -q 'SMOKE: DONE' "$run/serial.log"; then result=ok; break; fi
 	fi
 	if ! kill -0 "$qpid" 2>/dev/null; then result=exited; break; fi

@@ -48,6 +48,25 @@ type Share struct {
 	Tag      string
 	HostPath string
 	ReadOnly bool
+	Type     string // MountVirtiofs or Mount9p; empty: Spec.MountType
+}
+
+// ShareType is the mount type of sh: its own, else the spec's default.
+func (s Spec) ShareType(sh Share) string {
+	if sh.Type != "" {
+		return sh.Type
+	}
+	return s.MountType
+}
+
+// HasShareType reports whether any share uses mount type t.
+func (s Spec) HasShareType(t string) bool {
+	for _, sh := range s.Shares {
+		if s.ShareType(sh) == t {
+			return true
+		}
+	}
+	return false
 }
 
 // Spec describes one VM, independent of the hypervisor.

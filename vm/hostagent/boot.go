@@ -8,12 +8,16 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/agent/agentbin"
 	"github.com/vmdock/vmdock/images"
+	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/network"
+	"github.com/vmdock/vmdock/vm"
 	"github.com/vmdock/vmdock/vm/cidata"
 	"github.com/vmdock/vmdock/vm/driver"
 )
@@ -87,8 +91,8 @@ func (ha *hostAgent) bootSteps() []step {
 			return ha.client.Setup(ctx, ha.guestSetup())
 		}},
 		{name: "mounts", run: func(ctx context.Context) error {
-			for _, sh := range spec.Shares {
-				req := ha.mountRequest(sh)
+			for i, sh := range spec.Shares {
+				req := ha.mountRequest(spec, sh, ha.cfg.Mounts[i])
 				if err := ha.client.Mount(ctx, req); err != nil {
 					return fmt.Errorf("mount %s at %s: %w", sh.HostPath, req.Target, err)
 				}
@@ -139,6 +143,10 @@ func (ha *hostAgent) prepareDisks(ctx context.Context) (*images.Image, error) {
 	if err := images.EnsureDataDisk(ha.inst.DataDiskPath(), int64(ha.cfg.DiskGiB)<<30); err != nil {
 		return nil, err
 	}
+	// `vmdock image prune` keeps what an instance recorded here.
+	if err := os.WriteFile(filepath.Join(ha.inst.Dir, images.DigestFileName), []byte(img.Digest+"\n"), 0o600); err != nil {
+		return nil, fmt.Errorf("record image digest: %w", err)
+	}
 	return img, nil
 }
 
@@ -152,10 +160,11 @@ func (ha *hostAgent) writeBootDisk() error {
 	if err != nil {
 		return err
 	}
-	return cidata.Write(ha.inst.BootDiskPath(), map[string][]byte{
+	files := map[string][]byte{
 		"vmdock-agent": bin,
 		"agent.json":   conf,
-	})
+	}
+	return cidata.Write(ha.inst.BootDiskPath(), files)
 }
 
 // connectAgent retries until the guest agent answers the handshake; the
@@ -245,15 +254,13 @@ func (ha *hostAgent) guestSetup() agent.Setup {
 	}
 }
 
-func (ha *hostAgent) mountRequest(sh driver.Share) agent.MountRequest {
-	target := sh.HostPath
-	for _, m := range ha.cfg.Mounts {
-		if m.Location == sh.HostPath && m.GuestPath != "" {
-			target = m.GuestPath
-		}
+func (ha *hostAgent) mountRequest(spec driver.Spec, sh driver.Share, m vm.Mount) agent.MountRequest {
+	target := m.GuestPath
+	if target == "" {
+		target = m.Location
 	}
 	return agent.MountRequest{
-		Type:     ha.cfg.MountType,
+		Type:     spec.ShareType(sh),
 		Tag:      sh.Tag,
 		Target:   target,
 		ReadOnly: sh.ReadOnly,
@@ -272,7 +279,7 @@ func (ha *hostAgent) spec(img *images.Image) (driver.Spec, error) {
 		MemoryMiB: int(ha.cfg.MemoryGiB * 1024),
 		Kernel:    img.Kernel,
 		Initrd:    img.Initrd,
-		Cmdline:   img.Cmdline,
+		Cmdline:   withConsole(img.Cmdline, ha.cfg.VMType),
 		Disks: []driver.Disk{
 			{Path: ha.inst.DiskPath(), Format: "raw"},
 			{Path: ha.inst.DataDiskPath(), Format: "raw"},
@@ -284,9 +291,7 @@ func (ha *hostAgent) spec(img *images.Image) (driver.Spec, error) {
 		Rosetta:   ha.cfg.VZRosetta,
 		SerialLog: ha.inst.SerialLogPath(),
 	}
-	for i, m := range ha.cfg.Mounts {
-		s.Shares = append(s.Shares, driver.Share{Tag: fmt.Sprintf("vmdock%d", i), HostPath: m.Location, ReadOnly: !m.Writable})
-	}
+	s.Shares = mounts.Shares(ha.cfg.Mounts)
 	if s.CPUs <= 0 || s.MemoryMiB <= 0 {
 		return s, errors.New("cpus and memory must be positive")
 	}
@@ -298,4 +303,22 @@ func channelFor(vmType string) string {
 		return agent.ChannelVsock
 	}
 	return agent.ChannelVirtioSerial
+}
+
+// withConsole keeps only the console the hypervisor really has as the
+// kernel's /dev/console (the last console= wins): a serial port on QEMU, a
+// virtio console on vz. Otherwise the guest agent's console output goes to
+// a device that does not exist.
+func withConsole(cmdline, vmType string) string {
+	console := "console=ttyS0"
+	if vmType == "vz" {
+		console = "console=hvc0"
+	}
+	var out []string
+	for _, f := range strings.Fields(cmdline) {
+		if !strings.HasPrefix(f, "console=") {
+			out = append(out, f)
+		}
+	}
+	return strings.Join(append(out, console), " ")
 }

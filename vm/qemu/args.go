@@ -190,7 +190,7 @@ func Args(spec driver.Spec, env HostEnv) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	virtiofs := len(spec.Shares) > 0 && spec.MountType == driver.MountVirtiofs
+	virtiofs := spec.HasShareType(driver.MountVirtiofs)
 	switch spec.MountType {
 	case "", driver.Mount9p, driver.MountVirtiofs:
 	default:
@@ -227,9 +227,14 @@ func Args(spec driver.Spec, env HostEnv) ([]string, error) {
 	case AccelKVM, AccelHVF:
 		a = append(a, "-accel", env.Accel, "-cpu", "host")
 	case AccelTCG, "":
-		// thread=multi runs one host thread per vCPU; -cpu max gives the
-		// guest every feature TCG emulates (x86-64-v2+ for modern distros).
-		a = append(a, "-accel", "tcg,thread=multi", "-cpu", "max")
+		// thread=single: with one host thread per vCPU (thread=multi),
+		// QEMU 7.2 races with the guest kernel patching its own code
+		// (static keys, int3 breakpoints) on another vCPU; Debian's 6.12
+		// kernel then dies with "Oops: int3" in sched_clock_cpu during
+		// SMP bring-up on some boots. A VM that boots every time beats a
+		// faster one that panics now and then. -cpu max gives the guest
+		// every feature TCG emulates.
+		a = append(a, "-accel", "tcg,thread=single", "-cpu", "max")
 	default:
 		return nil, fmt.Errorf("accelerator %q: accepted values are %s, %s and %s", env.Accel, AccelKVM, AccelHVF, AccelTCG)
 	}
@@ -350,7 +355,12 @@ func Args(spec driver.Spec, env HostEnv) ([]string, error) {
 			return nil, fmt.Errorf("share tag %q is used twice: tags must be unique", s.Tag)
 		}
 		tags[s.Tag] = true
-		if virtiofs {
+		switch spec.ShareType(s) {
+		case driver.Mount9p, driver.MountVirtiofs:
+		default:
+			return nil, fmt.Errorf("share %s: mount type %q: accepted values are %s and %s", s.HostPath, spec.ShareType(s), driver.MountVirtiofs, driver.Mount9p)
+		}
+		if spec.ShareType(s) == driver.MountVirtiofs {
 			chr := fmt.Sprintf("vfs%d", i)
 			a = append(a,
 				"-chardev", fmt.Sprintf("socket,id=%s,path=%s", chr, esc(virtiofsSocketPath(spec.Dir, i))),

@@ -54,7 +54,7 @@ func TestArgs(t *testing.T) {
 			env:  tcgEnv,
 			want: map[string][]string{
 				"-machine": {"q35"},
-				"-accel":   {"tcg,thread=multi"},
+				"-accel":   {"tcg,thread=single"},
 				"-cpu":     {"max"},
 				"-display": {"none"},
 				"-vga":     {"none"},
@@ -114,7 +114,7 @@ func TestArgs(t *testing.T) {
 			name:   "foreign arm64 under TCG uses virt and -cpu max",
 			mutate: func(s *driver.Spec) { s.Arch = driver.ArchARM64 },
 			env:    tcgEnv,
-			want:   map[string][]string{"-machine": {"virt"}, "-accel": {"tcg,thread=multi"}, "-cpu": {"max"}},
+			want:   map[string][]string{"-machine": {"virt"}, "-accel": {"tcg,thread=single"}, "-cpu": {"max"}},
 			absent: []string{"-vga"},
 		},
 		{

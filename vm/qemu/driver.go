@@ -98,7 +98,7 @@ func (d *Driver) HostEnv(spec driver.Spec) (HostEnv, string, error) {
 			return HostEnv{}, "", err
 		}
 	}
-	if len(spec.Shares) > 0 && spec.MountType == driver.MountVirtiofs {
+	if spec.HasShareType(driver.MountVirtiofs) {
 		env.VirtiofsdPath = d.opts.Virtiofsd
 		if env.VirtiofsdPath == "" {
 			env.VirtiofsdPath = findVirtiofsd()

@@ -205,6 +205,9 @@ func (m *Machine) startVirtiofsd(ctx context.Context, path string, logW io.Write
 	}
 	asRoot := os.Geteuid() == 0
 	for i, s := range m.spec.Shares {
+		if m.spec.ShareType(s) != driver.MountVirtiofs {
+			continue
+		}
 		sock := virtiofsSocketPath(m.spec.Dir, i)
 		d, err := startDaemon(ctx, v.Path, v.args(sock, s, asRoot), sock, virtiofsdPIDPath(m.spec.Dir, i), logW)
 		if d != nil {

@@ -390,6 +390,8 @@ func planShares(spec driver.Spec) ([]SharePlan, error) {
 			return nil, fmt.Errorf("vz: share tag %q used twice (or reserved)", s.Tag)
 		case !filepath.IsAbs(s.HostPath):
 			return nil, fmt.Errorf("vz: share path %q is not absolute", s.HostPath)
+		case s.Type != "" && s.Type != driver.MountVirtiofs:
+			return nil, fmt.Errorf("vz: share %s: mount type %q not supported (accepted: virtiofs)", s.HostPath, s.Type)
 		}
 		seen[s.Tag] = true
 		shares = append(shares, SharePlan{Tag: s.Tag, HostPath: s.HostPath, ReadOnly: s.ReadOnly})

@@ -26,7 +26,7 @@ for d in \
 	drivers/mmc drivers/mux drivers/phy drivers/pinctrl drivers/rpmsg drivers/remoteproc drivers/slimbus \
 	drivers/ssb drivers/bcma drivers/uio drivers/vfio drivers/vdpa drivers/vhost drivers/xen drivers/hv \
 	drivers/net/hyperv drivers/net/xen-netback drivers/gnss drivers/android drivers/accessibility \
-	sound net/wireless net/mac80211 net/bluetooth net/nfc net/atm net/can net/ieee802154 \
+	arch/x86/kvm sound net/wireless net/mac80211 net/bluetooth net/nfc net/atm net/can net/ieee802154 \
 	net/mac802154 net/6lowpan net/appletalk net/x25 net/lapb net/rose net/netrom net/ax25 \
 	net/phonet net/caif net/rds net/tipc net/dccp net/rxrpc net/l2tp net/mpls \
 	net/9p/trans_xen.ko* net/9p/9pnet_rdma.ko* net/sunrpc/xprtrdma net/smc net/qrtr \

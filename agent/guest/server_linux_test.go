@@ -1,0 +1,409 @@
+package guest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vmdock/vmdock/agent"
+)
+
+// fakeOS records commands; results maps a command prefix to an error.
+type fakeOS struct {
+	mu      sync.Mutex
+	cmds    []string
+	results map[string]error
+	clock   time.Time
+}
+
+type exitErr int
+
+func (e exitErr) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+func (e exitErr) ExitCode() int { return int(e) }
+
+func (f *fakeOS) Run(_ context.Context, name string, args ...string) ([]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c := strings.Join(append([]string{name}, args...), " ")
+	f.cmds = append(f.cmds, c)
+	for p, err := range f.results {
+		if strings.HasPrefix(c, p) {
+			return nil, err
+		}
+	}
+	return nil, nil
+}
+
+func (f *fakeOS) SetClock(t time.Time) error {
+	f.mu.Lock()
+	f.clock = t
+	f.mu.Unlock()
+	return nil
+}
+
+func (f *fakeOS) ran() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return strings.Join(f.cmds, "\n")
+}
+
+func newTestServer(t *testing.T) (*Server, *fakeOS) {
+	t.Helper()
+	fos := &fakeOS{}
+	root := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(root, "proc/self"), 0o755))
+	must(t, os.MkdirAll(filepath.Join(root, "etc"), 0o755))
+	must(t, os.WriteFile(filepath.Join(root, "proc/self/mountinfo"),
+		[]byte("22 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n"), 0o644))
+	s := &Server{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), OS: fos, Root: root, PortPoll: 20 * time.Millisecond}
+	return s, fos
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// connect serves s on one end of a socketpair-like pipe and returns the
+// connected host client.
+func connect(t *testing.T, s *Server) (*agent.Client, chan error) {
+	t.Helper()
+	h, g := net.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(context.Background(), g) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := agent.Connect(ctx, h)
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c, done
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func TestInfoAndSetTime(t *testing.T) {
+	s, fos := newTestServer(t)
+	c, _ := connect(t, s)
+	info, err := c.Info(ctx(t))
+	if err != nil || info.Kernel == "" || info.Arch == "" || info.Uptime <= 0 {
+		t.Fatalf("Info = %+v, %v", info, err)
+	}
+	want := time.Unix(1700000000, 5)
+	must(t, c.SetTime(ctx(t), want))
+	if !fos.clock.Equal(want) {
+		t.Fatalf("clock = %v, want %v", fos.clock, want)
+	}
+}
+
+func TestDialTCPUnixUDP(t *testing.T) {
+	s, _ := newTestServer(t)
+	c, _ := connect(t, s)
+
+	tl, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	defer tl.Close()
+	ul, err := net.Listen("unix", filepath.Join(t.TempDir(), "s.sock"))
+	must(t, err)
+	defer ul.Close()
+	for _, l := range []net.Listener{tl, ul} {
+		go func() {
+			for {
+				conn, err := l.Accept()
+				if err != nil {
+					return
+				}
+				go func() { io.Copy(conn, conn); conn.Close() }()
+			}
+		}()
+	}
+	for _, tc := range []struct{ network, addr string }{{"tcp", tl.Addr().String()}, {"unix", ul.Addr().String()}} {
+		conn, err := c.Dial(ctx(t), tc.network, tc.addr)
+		if err != nil {
+			t.Fatalf("Dial %s: %v", tc.network, err)
+		}
+		io.WriteString(conn, "ping")
+		conn.Close() // half-close: the echo still comes back
+		b, err := io.ReadAll(conn)
+		if err != nil || string(b) != "ping" {
+			t.Fatalf("%s echo = %q, %v", tc.network, b, err)
+		}
+	}
+
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	must(t, err)
+	defer pc.Close()
+	go func() {
+		buf := make([]byte, 2000)
+		for {
+			n, a, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			pc.WriteTo(append([]byte("re:"), buf[:n]...), a)
+		}
+	}()
+	uc, err := c.Dial(ctx(t), "udp", pc.LocalAddr().String())
+	must(t, err)
+	defer uc.Close()
+	for _, m := range []string{"a", "bb"} {
+		uc.Write([]byte(m))
+		buf := make([]byte, 100)
+		n, err := uc.Read(buf)
+		if err != nil || string(buf[:n]) != "re:"+m {
+			t.Fatalf("udp echo = %q, %v", buf[:n], err)
+		}
+	}
+
+	if _, err := c.Dial(ctx(t), "tcp", "127.0.0.1:1"); err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") {
+		t.Fatalf("dial closed port: %v", err)
+	}
+	if _, err := c.Dial(ctx(t), "sctp", "x"); err == nil {
+		t.Fatal("dial sctp: want an error")
+	}
+}
+
+func TestExec(t *testing.T) {
+	s, _ := newTestServer(t)
+	c, _ := connect(t, s)
+	tests := []struct {
+		name       string
+		req        agent.ExecRequest
+		stdin      string
+		wantOut    string
+		wantErrOut string
+		wantCode   int
+	}{
+		{"stdout stderr exit", agent.ExecRequest{Argv: []string{"/bin/sh", "-c", "echo out; echo err >&2; exit 3"}}, "", "out\n", "err\n", 3},
+		{"stdin to cat", agent.ExecRequest{Argv: []string{"/bin/cat"}}, "hello\n", "hello\n", "", 0},
+		{"env", agent.ExecRequest{Argv: []string{"/bin/sh", "-c", "echo $FOO"}, Env: map[string]string{"FOO": "bar"}}, "", "bar\n", "", 0},
+		{"tty", agent.ExecRequest{Argv: []string{"/bin/sh", "-c", "test -t 0 && stty size; exit 4"}, TTY: true, Rows: 33, Cols: 77}, "", "33 77", "", 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code, err := c.Exec(ctx(t), tt.req, strings.NewReader(tt.stdin), &out, &errOut, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if code != tt.wantCode || !strings.Contains(out.String(), tt.wantOut) || errOut.String() != tt.wantErrOut {
+				t.Fatalf("code %d out %q err %q; want %d %q %q", code, out.String(), errOut.String(), tt.wantCode, tt.wantOut, tt.wantErrOut)
+			}
+		})
+	}
+	if _, err := c.Exec(ctx(t), agent.ExecRequest{Argv: []string{"/no/such/binary"}}, nil, nil, nil, nil); err == nil {
+		t.Fatal("exec of a missing binary: want an error")
+	}
+}
+
+func TestExecResizeAndCancel(t *testing.T) {
+	s, _ := newTestServer(t)
+	c, _ := connect(t, s)
+	resize := make(chan [2]uint16, 1)
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	var out syncBuf
+	done := make(chan int, 1)
+	go func() {
+		code, _ := c.Exec(ctx(t), agent.ExecRequest{Argv: []string{"/bin/sh"}, TTY: true, Rows: 10, Cols: 10}, pr, &out, nil, resize)
+		done <- code
+	}()
+	resize <- [2]uint16{50, 132}
+	time.Sleep(300 * time.Millisecond)
+	io.WriteString(pw, "stty size; exit 7\n")
+	select {
+	case code := <-done:
+		if code != 7 || !strings.Contains(out.String(), "50 132") {
+			t.Fatalf("code %d, out %q", code, out.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("interactive shell did not exit")
+	}
+
+	cctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(200 * time.Millisecond); cancel() }()
+	start := time.Now()
+	_, err := c.Exec(cctx, agent.ExecRequest{Argv: []string{"/bin/sleep", "30"}}, nil, nil, nil, nil)
+	if err == nil || time.Since(start) > 5*time.Second {
+		t.Fatalf("cancelled exec: %v after %v", err, time.Since(start))
+	}
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+func TestWatchPorts(t *testing.T) {
+	s, _ := newTestServer(t)
+	c, _ := connect(t, s)
+	own, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	defer own.Close()
+	s.addOwnPort("tcp", own.Addr().(*net.TCPAddr).Port)
+
+	wctx, cancel := context.WithCancel(ctx(t))
+	defer cancel()
+	ch, err := c.WatchPorts(wctx)
+	must(t, err)
+	await := func(want agent.PortEvent) {
+		t.Helper()
+		timeout := time.After(10 * time.Second)
+		for {
+			select {
+			case ev, ok := <-ch:
+				if !ok {
+					t.Fatal("watch ended")
+				}
+				if ev.Port == own.Addr().(*net.TCPAddr).Port {
+					t.Fatalf("agent's own listener reported: %+v", ev)
+				}
+				if ev == want {
+					return
+				}
+			case <-timeout:
+				t.Fatalf("no event %+v", want)
+			}
+		}
+	}
+	tcp4, err := net.Listen("tcp4", "127.0.0.1:0")
+	must(t, err)
+	p4 := tcp4.Addr().(*net.TCPAddr).Port
+	await(agent.PortEvent{Added: true, Proto: "tcp", IP: "127.0.0.1", Port: p4})
+	tcp4.Close()
+	await(agent.PortEvent{Proto: "tcp", IP: "127.0.0.1", Port: p4})
+
+	if tcp6, err := net.Listen("tcp6", "[::1]:0"); err == nil {
+		p6 := tcp6.Addr().(*net.TCPAddr).Port
+		await(agent.PortEvent{Added: true, Proto: "tcp", IP: "::1", Port: p6})
+		tcp6.Close()
+		await(agent.PortEvent{Proto: "tcp", IP: "::1", Port: p6})
+	} else {
+		t.Logf("no IPv6 loopback here: %v", err)
+	}
+
+	udp, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	must(t, err)
+	pu := udp.LocalAddr().(*net.UDPAddr).Port
+	await(agent.PortEvent{Added: true, Proto: "udp", IP: "127.0.0.1", Port: pu})
+	udp.Close()
+	await(agent.PortEvent{Proto: "udp", IP: "127.0.0.1", Port: pu})
+}
+
+func TestHostDialAndReconnect(t *testing.T) {
+	s, _ := newTestServer(t)
+	for round := 0; round < 2; round++ {
+		c, done := connect(t, s)
+		c.HandleGuestStreams(func(req agent.Request, conn net.Conn) {
+			agent.Reply(conn, nil)
+			fmt.Fprintf(conn, "%s:%d round %d", req.Op, req.Port, round)
+			conn.Close()
+		})
+		// Wait until the guest saw this session.
+		if _, err := c.Info(ctx(t)); err != nil {
+			t.Fatal(err)
+		}
+		st, err := s.openToHost(agent.Request{Op: agent.OpHostDial, Network: "tcp", Port: 9003})
+		if err != nil {
+			t.Fatalf("round %d: openToHost: %v", round, err)
+		}
+		b, _ := io.ReadAll(st)
+		if want := fmt.Sprintf("host-dial:9003 round %d", round); string(b) != want {
+			t.Fatalf("got %q, want %q", b, want)
+		}
+		st.Close()
+		c.Close() // the host agent goes away
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("Serve: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("Serve did not notice the host leaving")
+		}
+		if _, err := s.openToHost(agent.Request{Op: agent.OpHostDial, Port: 1}); err == nil {
+			t.Fatal("host-dial without a session: want an error")
+		}
+	}
+}
+
+func TestWaitHostReaderRetriesEOF(t *testing.T) {
+	r := &eofThen{eofs: 2, data: "x"}
+	n, err := waitHostReader{ctx: context.Background(), r: r}.Read(make([]byte, 4))
+	if n != 1 || err != nil || r.eofs != 0 {
+		t.Fatalf("Read = %d, %v (eofs left %d)", n, err, r.eofs)
+	}
+	cctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := (waitHostReader{ctx: cctx, r: &eofThen{eofs: 1}}).Read(make([]byte, 1)); err == nil {
+		t.Fatal("cancelled wait: want an error")
+	}
+}
+
+type eofThen struct {
+	eofs int
+	data string
+}
+
+func (e *eofThen) Read(p []byte) (int, error) {
+	if e.eofs > 0 {
+		e.eofs--
+		return 0, io.EOF
+	}
+	return copy(p, e.data), nil
+}
+
+func TestStartDocker(t *testing.T) {
+	s, fos := newTestServer(t)
+	sock := filepath.Join(t.TempDir(), "docker.sock")
+	s.DockerSocket = sock
+	s.hostAccessIP = "10.254.254.254"
+	must(t, os.MkdirAll(filepath.Join(s.Root, "etc/docker"), 0o755))
+	must(t, os.WriteFile(filepath.Join(s.Root, daemonJSON), []byte(`{"log-driver":"local"}`), 0o644))
+	go func() {
+		// dockerd comes up a little after systemctl returns.
+		time.Sleep(300 * time.Millisecond)
+		l, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		t.Cleanup(func() { l.Close() })
+		http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/_ping" {
+				io.WriteString(w, "OK")
+				return
+			}
+			http.NotFound(w, r)
+		}))
+	}()
+	c, _ := connect(t, s)
+	must(t, c.StartDocker(ctx(t)))
+	if !strings.Contains(fos.ran(), "systemctl start containerd docker") {
+		t.Fatalf("commands: %s", fos.ran())
+	}
+	b, _ := os.ReadFile(filepath.Join(s.Root, daemonJSON))
+	if !strings.Contains(string(b), `"host-gateway-ip": "10.254.254.254"`) || !strings.Contains(string(b), `"log-driver": "local"`) {
+		t.Fatalf("daemon.json = %s", b)
+	}
+}
