@@ -26,4 +26,5 @@ require (
 	github.com/mattn/go-runewidth v0.0.31 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	golang.org/x/mod v0.22.0 // indirect
+	golang.org/x/net v0.63.0 // indirect
 )

@@ -11,10 +11,13 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/vmdock/vmdock/network/loopback"
 )
 
 // StartOptions tune `vmdock start`.
@@ -54,6 +57,15 @@ func Start(ctx context.Context, inst *Instance, cfg Config, opts StartOptions) e
 	}
 	if err := followStart(ctx, inst, pid, progress); err != nil {
 		return err
+	}
+	if cfg.Network.LoopbackAlias {
+		// The alias outlives the instance: the IDE setting that uses it
+		// should not break on every stop. `vmdock loopback-alias remove`
+		// takes it away.
+		m := loopback.NewManager(filepath.Dir(inst.Dir), progress)
+		if err := m.Add(ctx, cfg.Network.LoopbackAliasIP, false); err != nil {
+			return fmt.Errorf("loopback alias %s: %w", cfg.Network.LoopbackAliasIP, err)
+		}
 	}
 	return activateContext(inst, cfg)
 }

@@ -63,7 +63,8 @@ func pingDocker(ctx context.Context, sock string) error {
 }
 
 // writeDaemonJSON keeps whatever the image ships and only sets what vmdock
-// owns: host-gateway-ip, so `--add-host x:host-gateway` reaches the host.
+// owns: host-gateway-ip, so `--add-host x:host-gateway` reaches the host,
+// and dns, so containers resolve host.docker.internal.
 func (s *Server) writeDaemonJSON() error {
 	p := s.path(daemonJSON)
 	cfg := map[string]any{}
@@ -84,6 +85,14 @@ func (s *Server) writeDaemonJSON() error {
 	} else {
 		delete(cfg, "host-gateway-ip")
 	}
+	// Containers resolve through the agent's DNS server, which knows
+	// host.docker.internal; user networks' embedded DNS forwards to it too.
+	if d := s.dnsIP(); d != "" {
+		cfg["dns"] = []string{d}
+	} else if isOnlyDNS(cfg["dns"], ip) {
+		// Written on an earlier boot, but no server answers there now.
+		delete(cfg, "dns")
+	}
 	out, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
 		return err
@@ -92,6 +101,12 @@ func (s *Server) writeDaemonJSON() error {
 		return fmt.Errorf("write %s: %w", daemonJSON, err)
 	}
 	return writeFileAtomic(p, append(out, '\n'), 0o644)
+}
+
+// isOnlyDNS reports whether v, a daemon.json "dns" value, is exactly [ip].
+func isOnlyDNS(v any, ip string) bool {
+	l, ok := v.([]any)
+	return ok && ip != "" && len(l) == 1 && l[0] == ip
 }
 
 func writeFileAtomic(p string, b []byte, mode os.FileMode) error {

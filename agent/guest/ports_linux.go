@@ -34,6 +34,8 @@ const (
 // parseProcNet reads one /proc/net/{tcp,tcp6,udp,udp6} table and returns the
 // forwardable sockets: listening tcp, bound udp, on the any or loopback
 // address.
+var localhost4 = netip.AddrFrom4([4]byte{127, 0, 0, 1})
+
 func parseProcNet(r io.Reader, proto string) ([]portKey, error) {
 	var out []portKey
 	sc := bufio.NewScanner(r)
@@ -58,7 +60,11 @@ func parseProcNet(r io.Reader, proto string) ([]portKey, error) {
 		if err != nil {
 			return nil, fmt.Errorf("parse %s address %q: %w", proto, local, err)
 		}
-		if port == 0 || !(ip.IsUnspecified() || ip.IsLoopback()) {
+		// Only what a user means to publish: all addresses, or exactly
+		// localhost. 127.0.0.53 (systemd-resolved's stub) and other
+		// loopback aliases are the guest's private business, and forwarding
+		// them would take ports like 53 on the host.
+		if port == 0 || !(ip.IsUnspecified() || ip == localhost4 || ip == netip.IPv6Loopback()) {
 			continue
 		}
 		out = append(out, portKey{Proto: proto, IP: ip.String(), Port: port})

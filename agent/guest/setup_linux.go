@@ -64,7 +64,12 @@ func (s *Server) setup(ctx context.Context, st agent.Setup) error {
 		step("rosetta", s.rosetta(ctx))
 	}
 	if st.HostAccessIP != "" {
-		step("host access", s.setupHostAccess(ctx, st.HostAccessIP))
+		err := s.setupHostAccess(ctx, st.HostAccessIP)
+		step("host access", err)
+		// The DNS server binds the host access IP, so it needs it on lo.
+		if err == nil {
+			s.setupDNS(ctx, st.HostAccessIP, st.DNS)
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -17,6 +17,7 @@ func TestParseProcNet(t *testing.T) {
 		want              []portKey
 	}{
 		{"tcp listen loopback", "tcp", "   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1234", []portKey{{"tcp", "127.0.0.1", 8080}}},
+		{"resolved stub 127.0.0.53 skipped", "tcp", "   3: 3500007F:0035 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1234", nil},
 		{"tcp listen any", "tcp", "   1: 00000000:0016 00000000:0000 0A 0 0 0 0 0 1", []portKey{{"tcp", "0.0.0.0", 22}}},
 		{"tcp established skipped", "tcp", "   2: 0100007F:1F90 0100007F:C350 01 0 0 0 0 0 1", nil},
 		{"tcp on eth0 skipped", "tcp", "   3: 0F02000A:1F90 00000000:0000 0A 0 0 0 0 0 1", nil},

@@ -91,6 +91,8 @@ func newRootCmd() *cobra.Command {
 		newVersionCmd(),
 		newHostAgentCmd(g),
 		newImageCmd(),
+		newLoopbackAliasCmd(),
+		newDockerEnvCmd(g),
 	)
 	return root
 }

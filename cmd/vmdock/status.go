@@ -91,7 +91,11 @@ func writeStatusText(w io.Writer, s statusJSON, st vm.InstanceStatus) error {
 			if m.Writable {
 				mode = "rw"
 			}
-			fmt.Fprintf(tw, "mount:\t%s -> %s (%s, %s)\n", m.Location, m.GuestPath, c.MountType, mode)
+			mtype := c.MountType
+			if m.Type != "" {
+				mtype = m.Type
+			}
+			fmt.Fprintf(tw, "mount:\t%s -> %s (%s, %s)\n", m.Location, m.GuestPath, mtype, mode)
 		}
 	} else {
 		fmt.Fprintf(tw, "config:\t%s\n", s.ConfigError)

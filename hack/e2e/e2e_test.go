@@ -13,6 +13,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -176,6 +179,12 @@ mounts:
 		}
 	}()
 
+	// A context of the user's own is current before start; stop must
+	// bring it back and leave its files alone.
+	e.run(time.Minute, "docker", "context", "create", "dummy", "--docker", "host=unix:///nonexistent/docker.sock")
+	e.run(time.Minute, "docker", "context", "use", "dummy")
+	dummyBefore := snapshotContexts(t, e.dockerCfg)
+
 	startArgs := []string{"start", "--cpus", "2", "--memory", "2", "--network-mode", "isolated", "--image", "vmdock"}
 	e.timed("vmdock start (cold boot)", func(t *testing.T) {
 		e.run(15*time.Minute, e.vmdock, startArgs...)
@@ -206,6 +215,13 @@ mounts:
 			t.Fatalf("output %q", out)
 		}
 	})
+	e.timed("docker context switched to vmdock", func(t *testing.T) {
+		if cur := strings.TrimSpace(e.run(time.Minute, "docker", "context", "show")); cur != "vmdock" {
+			t.Fatalf("current context after start = %q, want vmdock", cur)
+		}
+	})
+	checkPorts(t, e)
+	checkHostAccess(t, e)
 	for _, sh := range []struct{ name, dir string }{{"9p", share9p}, {"virtiofs", shareVFS}, {"workdir", e.work}} {
 		sh := sh
 		e.timed("bind mount round trip ("+sh.name+")", func(t *testing.T) {
@@ -222,6 +238,15 @@ mounts:
 		e.run(5*time.Minute, e.vmdock, "stop")
 		stopped = true
 		checkNothingLeft(t, e)
+		if cur := strings.TrimSpace(e.run(time.Minute, "docker", "context", "show")); cur != "dummy" {
+			t.Fatalf("current context after stop = %q, want the user's dummy back", cur)
+		}
+		after := snapshotContexts(t, e.dockerCfg)
+		for path, b := range dummyBefore {
+			if after[path] != b {
+				t.Errorf("context file %s changed across start/stop", path)
+			}
+		}
 	})
 	e.timed("vmdock start (second boot, data disk kept)", func(t *testing.T) {
 		e.run(15*time.Minute, e.vmdock, startArgs...)
@@ -304,4 +329,149 @@ func checkNothingLeft(t *testing.T, e *env) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
+
+// snapshotContexts reads every context meta file except vmdock's own.
+func snapshotContexts(t *testing.T, dockerCfg string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	filepath.Walk(filepath.Join(dockerCfg, "contexts"), func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return nil
+		}
+		b, _ := os.ReadFile(p)
+		if !strings.Contains(string(b), `"Name":"vmdock"`) {
+			out[p] = string(b)
+		}
+		return nil
+	})
+	if len(out) == 0 {
+		t.Fatal("no context files found for the dummy context")
+	}
+	return out
+}
+
+// checkPorts publishes TCP and UDP ports from a container and checks the
+// host sees them open, then closed after the container goes.
+func checkPorts(t *testing.T, e *env) {
+	e.docker(3*time.Minute, "run", "-d", "--name", "web", "-p", "18080:80", "-p", "18081:81/udp", "vmdock-test:latest")
+	runReturned := time.Now()
+	var visible time.Duration
+	e.timed("port visible on host after docker run -p", func(t *testing.T) {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			body, err := httpGet("http://127.0.0.1:18080/")
+			if err == nil && body == "vmdock-test-ok\n" {
+				visible = time.Since(runReturned)
+				t.Logf("GET 127.0.0.1:18080 answered %.2fs after docker run returned", visible.Seconds())
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("127.0.0.1:18080 never answered: %v (body %q)", err, body)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	e.timings[len(e.timings)-1].d = visible
+	e.timed("UDP echo through published port", func(t *testing.T) {
+		c, err := net.Dial("udp", "127.0.0.1:18081")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		buf := make([]byte, 64)
+		for i := 0; i < 20; i++ {
+			c.Write([]byte("udp-ping"))
+			c.SetReadDeadline(time.Now().Add(time.Second))
+			n, err := c.Read(buf)
+			if err == nil && string(buf[:n]) == "udp-ping" {
+				return
+			}
+		}
+		t.Fatal("no UDP echo from the container through 127.0.0.1:18081")
+	})
+	e.docker(3*time.Minute, "rm", "-f", "web")
+	rmReturned := time.Now()
+	var closed time.Duration
+	e.timed("port closed on host after docker rm", func(t *testing.T) {
+		for {
+			c, err := net.DialTimeout("tcp", "127.0.0.1:18080", time.Second)
+			if err != nil {
+				closed = time.Since(rmReturned)
+				t.Logf("127.0.0.1:18080 closed %.2fs after docker rm returned", closed.Seconds())
+				break
+			}
+			c.Close()
+			if time.Since(rmReturned) > 5*time.Second {
+				t.Fatalf("127.0.0.1:18080 still open %s after docker rm", time.Since(rmReturned))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	e.timings[len(e.timings)-1].d = closed
+}
+
+// checkHostAccess plays xdebug: an "IDE" listens on the host's loopback and
+// a container connects to 10.254.254.254 and host.docker.internal.
+func checkHostAccess(t *testing.T, e *env) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	// A DBGp init packet: decimal length, NUL, XML, NUL.
+	xml := `<?xml version="1.0" encoding="iso-8859-1"?><init xmlns="urn:debugger_protocol_v1" appid="42" idekey="PHPSTORM" language="PHP" protocol_version="1.0" fileuri="file:///app/index.php"/>`
+	packet := fmt.Sprintf("%d\x00%s\x00", len(xml), xml)
+	for _, target := range []struct {
+		name, host string
+		args       []string
+	}{
+		{"10.254.254.254", "10.254.254.254", nil},
+		{"host.docker.internal", "host.docker.internal", []string{"--add-host", "host.docker.internal:host-gateway"}},
+	} {
+		e.timed("container reaches host loopback via "+target.name, func(t *testing.T) {
+			got := make(chan string, 1)
+			go func() {
+				c, err := ln.Accept()
+				if err != nil {
+					got <- "accept: " + err.Error()
+					return
+				}
+				defer c.Close()
+				c.SetReadDeadline(time.Now().Add(2 * time.Minute))
+				buf := make([]byte, len(packet))
+				_, err = io.ReadFull(c, buf)
+				if err != nil {
+					got <- "read: " + err.Error()
+					return
+				}
+				got <- string(buf)
+			}()
+			printf := strings.ReplaceAll(strings.ReplaceAll(packet, "\x00", `\000`), "%", "%%")
+			args := append([]string{"run", "--rm"}, target.args...)
+			args = append(args, "vmdock-test:latest", "/bin/busybox", "sh", "-c",
+				fmt.Sprintf("printf '%s' | nc -w 30 %s %d", printf, target.host, port))
+			e.docker(3*time.Minute, args...)
+			select {
+			case g := <-got:
+				if g != packet {
+					t.Fatalf("host received %q, want the DBGp init packet %q", g, packet)
+				}
+			case <-time.After(2 * time.Minute):
+				t.Fatal("no connection arrived on the host listener")
+			}
+		})
+	}
+}
+
+func httpGet(url string) (string, error) {
+	c := &http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
 }

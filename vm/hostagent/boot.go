@@ -225,14 +225,19 @@ func (ha *hostAgent) dialAgentOnce(ctx context.Context) (*agent.Client, error) {
 func (ha *hostAgent) serveGuestStream(req agent.Request, conn net.Conn) {
 	defer conn.Close()
 	if req.Op != agent.OpHostDial {
+		agent.Reply(conn, fmt.Errorf("op %q is not served by the host", req.Op))
 		return
 	}
 	target, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", fmt.Sprint(req.Port)), 5*time.Second)
 	if err != nil {
 		slog.Debug("host access dial", "port", req.Port, "err", err)
+		agent.Reply(conn, err)
 		return
 	}
 	defer target.Close()
+	if err := agent.Reply(conn, nil); err != nil {
+		return
+	}
 	network.Pipe(conn, target)
 }
 

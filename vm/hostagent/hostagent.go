@@ -163,6 +163,9 @@ func (ha *hostAgent) status() vm.HostAgentStatus {
 		Errors: append([]string(nil), ha.errs...),
 		Ports:  []vm.ForwardedPort{},
 	}
+	if ha.phase == "running" {
+		st.Step = "" // the boot steps are history once the instance is up
+	}
 	if ha.machine != nil {
 		st.Machine = ha.machine.Info()
 	}

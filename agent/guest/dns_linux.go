@@ -1,0 +1,556 @@
+package guest
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/net/dns/dnsmessage"
+)
+
+// Containers cannot read the guest's /etc/hosts, so host.docker.internal
+// only resolves for them through DNS. The agent answers those names on the
+// host access IP (on lo, so reachable from every bridge) and relays the
+// rest to the guest's own resolvers; dockerd's "dns" points containers here.
+
+const (
+	// dnsMaxInFlight bounds the goroutines answering queries; beyond it
+	// UDP queries are dropped (clients retry) and TCP connections closed.
+	dnsMaxInFlight = 64
+	// dnsUpstreamTimeout is one upstream's share; dnsQueryBudget is the
+	// whole query's, below the 5s resolvers in containers wait for us.
+	dnsUpstreamTimeout = 2 * time.Second
+	dnsQueryBudget     = 4 * time.Second
+	dnsTCPIdle         = 10 * time.Second
+	dnsLocalTTL        = 60
+	dnsMaxUpstreams    = 3
+)
+
+// dnsLocalNames are answered with the host access IP.
+var dnsLocalNames = []string{"host.docker.internal.", "gateway.docker.internal."}
+
+// dnsServer answers the local names and forwards every other query.
+type dnsServer struct {
+	log   *slog.Logger
+	local [4]byte
+	// self is the listen address, never used as an upstream (a loop).
+	self string
+
+	sem chan struct{}
+
+	mu        sync.Mutex
+	upstreams []string // host:port
+}
+
+func newDNSServer(log *slog.Logger, local net.IP, self string) (*dnsServer, error) {
+	ip4 := local.To4()
+	if ip4 == nil {
+		return nil, fmt.Errorf("DNS answer address %q is not IPv4", local)
+	}
+	d := &dnsServer{log: log, self: self, sem: make(chan struct{}, dnsMaxInFlight)}
+	copy(d.local[:], ip4)
+	return d, nil
+}
+
+// setUpstreams takes IPs ("10.0.2.3") or IP:port pairs; the listen address
+// itself and duplicates are skipped.
+func (d *dnsServer) setUpstreams(addrs []string) error {
+	var out []string
+	seen := map[string]bool{}
+	for _, a := range addrs {
+		hp := a
+		if net.ParseIP(a) != nil {
+			hp = net.JoinHostPort(a, "53")
+		}
+		host, _, err := net.SplitHostPort(hp)
+		if err != nil || net.ParseIP(host) == nil {
+			return fmt.Errorf("DNS upstream %q: want an IP address or IP:port", a)
+		}
+		if hp == d.self || seen[hp] {
+			continue
+		}
+		seen[hp] = true
+		out = append(out, hp)
+	}
+	if len(out) > dnsMaxUpstreams {
+		out = out[:dnsMaxUpstreams]
+	}
+	d.mu.Lock()
+	d.upstreams = out
+	d.mu.Unlock()
+	return nil
+}
+
+func (d *dnsServer) currentUpstreams() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.upstreams
+}
+
+// serve answers on pc and l until ctx ends, then closes both and waits for
+// the queries in flight.
+func (d *dnsServer) serve(ctx context.Context, pc net.PacketConn, l net.Listener) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		defer cancel()
+		d.serveUDP(ctx, pc, &wg)
+	}()
+	go func() {
+		defer wg.Done()
+		defer cancel()
+		d.serveTCP(ctx, l, &wg)
+	}()
+	<-ctx.Done()
+	pc.Close()
+	l.Close()
+	wg.Wait()
+}
+
+func (d *dnsServer) acquire() bool {
+	select {
+	case d.sem <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (d *dnsServer) release() { <-d.sem }
+
+func (d *dnsServer) serveUDP(ctx context.Context, pc net.PacketConn, wg *sync.WaitGroup) {
+	buf := make([]byte, 65535)
+	for {
+		n, from, err := pc.ReadFrom(buf)
+		if err != nil {
+			if ctx.Err() == nil {
+				d.log.Warn("dns: udp read", "err", err)
+			}
+			return
+		}
+		if !d.acquire() {
+			d.log.Debug("dns: busy, dropping query", "from", from)
+			continue
+		}
+		msg := append([]byte(nil), buf[:n]...)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer d.release()
+			if resp := d.answer(ctx, msg, false); resp != nil {
+				_, _ = pc.WriteTo(resp, from)
+			}
+		}()
+	}
+}
+
+func (d *dnsServer) serveTCP(ctx context.Context, l net.Listener, wg *sync.WaitGroup) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			if ctx.Err() == nil {
+				d.log.Warn("dns: tcp accept", "err", err)
+			}
+			return
+		}
+		if !d.acquire() {
+			c.Close()
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer d.release()
+			defer c.Close()
+			stop := context.AfterFunc(ctx, func() { c.Close() })
+			defer stop()
+			d.serveTCPConn(ctx, c)
+		}()
+	}
+}
+
+// serveTCPConn answers length-prefixed queries one after the other until
+// the client goes quiet or sends something that is not DNS.
+func (d *dnsServer) serveTCPConn(ctx context.Context, c net.Conn) {
+	r := bufio.NewReader(c)
+	for {
+		_ = c.SetReadDeadline(time.Now().Add(dnsTCPIdle))
+		msg, err := readTCPMsg(r)
+		if err != nil {
+			return
+		}
+		resp := d.answer(ctx, msg, true)
+		if resp == nil {
+			return
+		}
+		_ = c.SetWriteDeadline(time.Now().Add(dnsTCPIdle))
+		if err := writeTCPMsg(c, resp); err != nil {
+			return
+		}
+	}
+}
+
+func readTCPMsg(r io.Reader) ([]byte, error) {
+	var n [2]byte
+	if _, err := io.ReadFull(r, n[:]); err != nil {
+		return nil, err
+	}
+	msg := make([]byte, binary.BigEndian.Uint16(n[:]))
+	if _, err := io.ReadFull(r, msg); err != nil {
+		return nil, err
+	}
+	return msg, nil
+}
+
+func writeTCPMsg(w io.Writer, msg []byte) error {
+	if len(msg) > 0xffff {
+		return fmt.Errorf("DNS message of %d bytes is too long for TCP", len(msg))
+	}
+	b := make([]byte, 2+len(msg))
+	binary.BigEndian.PutUint16(b, uint16(len(msg)))
+	copy(b[2:], msg)
+	_, err := w.Write(b)
+	return err
+}
+
+// answer returns the reply to msg, or nil when msg deserves none (not a
+// query, or too broken to echo its ID).
+func (d *dnsServer) answer(ctx context.Context, msg []byte, tcp bool) []byte {
+	var p dnsmessage.Parser
+	h, err := p.Start(msg)
+	if err != nil || h.Response {
+		return nil
+	}
+	q, err := p.Question()
+	if err != nil {
+		return d.reply(h, nil, dnsmessage.RCodeFormatError)
+	}
+	if h.OpCode == 0 && q.Class == dnsmessage.ClassINET && d.isLocal(q.Name) {
+		return d.localAnswer(h, q)
+	}
+	if resp, err := d.forward(ctx, msg, h.ID, tcp); err == nil {
+		return resp
+	} else if ctx.Err() == nil {
+		d.log.Debug("dns: forward failed", "name", q.Name.String(), "err", err)
+	}
+	return d.reply(h, &q, dnsmessage.RCodeServerFailure)
+}
+
+func (d *dnsServer) isLocal(n dnsmessage.Name) bool {
+	name := n.String()
+	for _, l := range dnsLocalNames {
+		if strings.EqualFold(name, l) {
+			return true
+		}
+	}
+	return false
+}
+
+// localAnswer gives A the host access IP; every other type gets an empty
+// NOERROR, so resolvers asking AAAA first do not give up on the name.
+func (d *dnsServer) localAnswer(h dnsmessage.Header, q dnsmessage.Question) []byte {
+	b, ok := d.builder(h, &q, dnsmessage.RCodeSuccess)
+	if !ok {
+		return nil
+	}
+	if q.Type == dnsmessage.TypeA || q.Type == dnsmessage.TypeALL {
+		if err := b.StartAnswers(); err != nil {
+			return nil
+		}
+		rh := dnsmessage.ResourceHeader{Name: q.Name, Type: dnsmessage.TypeA, Class: dnsmessage.ClassINET, TTL: dnsLocalTTL}
+		if err := b.AResource(rh, dnsmessage.AResource{A: d.local}); err != nil {
+			return nil
+		}
+	}
+	out, err := b.Finish()
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
+// reply is an answerless response with rcode, echoing the question.
+func (d *dnsServer) reply(h dnsmessage.Header, q *dnsmessage.Question, rcode dnsmessage.RCode) []byte {
+	b, ok := d.builder(h, q, rcode)
+	if !ok {
+		return nil
+	}
+	out, err := b.Finish()
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
+func (d *dnsServer) builder(h dnsmessage.Header, q *dnsmessage.Question, rcode dnsmessage.RCode) (*dnsmessage.Builder, bool) {
+	b := dnsmessage.NewBuilder(make([]byte, 0, 512), dnsmessage.Header{
+		ID:                 h.ID,
+		Response:           true,
+		OpCode:             h.OpCode,
+		Authoritative:      rcode == dnsmessage.RCodeSuccess,
+		RecursionDesired:   h.RecursionDesired,
+		RecursionAvailable: true,
+		RCode:              rcode,
+	})
+	b.EnableCompression()
+	if q == nil {
+		return &b, true
+	}
+	if err := b.StartQuestions(); err != nil {
+		return nil, false
+	}
+	if err := b.Question(*q); err != nil {
+		return nil, false
+	}
+	return &b, true
+}
+
+// forward tries the upstreams in order within the query budget, over the
+// transport the client used (a truncated UDP answer makes it retry on TCP).
+func (d *dnsServer) forward(ctx context.Context, msg []byte, id uint16, tcp bool) ([]byte, error) {
+	ups := d.currentUpstreams()
+	if len(ups) == 0 {
+		return nil, errors.New("no upstream DNS servers")
+	}
+	ctx, cancel := context.WithTimeout(ctx, dnsQueryBudget)
+	defer cancel()
+	var errs []error
+	for _, up := range ups {
+		resp, err := exchange(ctx, up, msg, id, tcp)
+		if err == nil {
+			return resp, nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, errors.Join(errs...)
+}
+
+func exchange(ctx context.Context, up string, msg []byte, id uint16, tcp bool) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, dnsUpstreamTimeout)
+	defer cancel()
+	network := "udp"
+	if tcp {
+		network = "tcp"
+	}
+	var dl net.Dialer
+	c, err := dl.DialContext(ctx, network, up)
+	if err != nil {
+		return nil, fmt.Errorf("dns upstream %s: %w", up, err)
+	}
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = c.SetDeadline(dl)
+	}
+	if tcp {
+		if err := writeTCPMsg(c, msg); err != nil {
+			return nil, fmt.Errorf("dns upstream %s: %w", up, err)
+		}
+		resp, err := readTCPMsg(c)
+		if err != nil {
+			return nil, fmt.Errorf("dns upstream %s: %w", up, err)
+		}
+		if !isReplyTo(resp, id) {
+			return nil, fmt.Errorf("dns upstream %s: answer does not match the query", up)
+		}
+		return resp, nil
+	}
+	if _, err := c.Write(msg); err != nil {
+		return nil, fmt.Errorf("dns upstream %s: %w", up, err)
+	}
+	buf := make([]byte, 65535)
+	for {
+		n, err := c.Read(buf)
+		if err != nil {
+			return nil, fmt.Errorf("dns upstream %s: %w", up, err)
+		}
+		// A stray datagram (a late answer to someone else) is skipped.
+		if isReplyTo(buf[:n], id) {
+			return append([]byte(nil), buf[:n]...), nil
+		}
+	}
+}
+
+func isReplyTo(msg []byte, id uint16) bool {
+	var p dnsmessage.Parser
+	h, err := p.Start(msg)
+	return err == nil && h.Response && h.ID == id
+}
+
+// dnsUpstreams picks the resolvers the guest itself uses: the configured
+// ones, else DHCP's, else systemd-resolved's upstream list, else
+// resolv.conf. Resolved's stub (127.0.0.53) is fine: the agent shares the
+// guest's network namespace.
+func (s *Server) dnsUpstreams(given []string) []string {
+	if len(given) > 0 {
+		return given
+	}
+	if l := s.leaseDNS(); len(l) > 0 {
+		return l
+	}
+	for _, f := range []string{"/run/systemd/resolve/resolv.conf", "/etc/resolv.conf"} {
+		if l := readNameservers(s.path(f)); len(l) > 0 {
+			return l
+		}
+	}
+	return nil
+}
+
+func readNameservers(p string) []string {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		// A scoped IPv6 address (fe80::1%eth0) does not parse and is skipped.
+		if len(f) >= 2 && f[0] == "nameserver" && net.ParseIP(f[1]) != nil {
+			out = append(out, f[1])
+		}
+	}
+	return out
+}
+
+// dnsRunner is one running DNS server.
+type dnsRunner struct {
+	listen string
+	ip     string
+	srv    *dnsServer
+	stop   context.CancelFunc
+	done   chan struct{}
+}
+
+// dnsRunners maps each Server to its DNS server. It lives outside Server
+// only because server_linux.go was another change's file; it belongs in a
+// Server field.
+var dnsRunners = struct {
+	sync.Mutex
+	m map[*Server]*dnsRunner
+}{m: map[*Server]*dnsRunner{}}
+
+// startDNS serves DNS on ip:53 for the agent's lifetime; a second setup
+// only refreshes the upstreams.
+func (s *Server) startDNS(ip string, given []string) error {
+	return s.startDNSOn(net.JoinHostPort(ip, "53"), ip, given)
+}
+
+// startDNSOn listens on listen (UDP and TCP on the same port) and answers
+// the local names with ip.
+func (s *Server) startDNSOn(listen, ip string, given []string) error {
+	dnsRunners.Lock()
+	defer dnsRunners.Unlock()
+	ups := s.dnsUpstreams(given)
+	if r := dnsRunners.m[s]; r != nil {
+		if r.listen == listen && r.ip == ip {
+			return r.srv.setUpstreams(ups)
+		}
+		r.stop()
+		<-r.done
+		delete(dnsRunners.m, s)
+	}
+	pc, err := net.ListenPacket("udp4", listen)
+	if err != nil {
+		return fmt.Errorf("dns server: %w", err)
+	}
+	// With port 0 (tests) TCP must take the port UDP got.
+	l, err := net.Listen("tcp4", pc.LocalAddr().String())
+	if err != nil {
+		pc.Close()
+		return fmt.Errorf("dns server: %w", err)
+	}
+	srv, err := newDNSServer(s.log(), net.ParseIP(ip), pc.LocalAddr().String())
+	if err == nil {
+		err = srv.setUpstreams(ups)
+	}
+	if err != nil {
+		pc.Close()
+		l.Close()
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &dnsRunner{listen: listen, ip: ip, srv: srv, stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		srv.serve(ctx, pc, l)
+	}()
+	dnsRunners.m[s] = r
+	s.log().Info("dns server listening", "addr", srv.self, "upstreams", srv.currentUpstreams())
+	return nil
+}
+
+// stopDNS ends the server's DNS server, if any, and waits for it.
+func (s *Server) stopDNS() {
+	dnsRunners.Lock()
+	r := dnsRunners.m[s]
+	delete(dnsRunners.m, s)
+	dnsRunners.Unlock()
+	if r != nil {
+		r.stop()
+		<-r.done
+	}
+}
+
+// dnsIP is the address containers should use as their resolver, or "" when
+// no DNS server runs.
+func (s *Server) dnsIP() string {
+	dnsRunners.Lock()
+	defer dnsRunners.Unlock()
+	if r := dnsRunners.m[s]; r != nil {
+		return r.ip
+	}
+	return ""
+}
+
+// dnsAddr is where the DNS server listens, or "".
+func (s *Server) dnsAddr() string {
+	dnsRunners.Lock()
+	defer dnsRunners.Unlock()
+	if r := dnsRunners.m[s]; r != nil {
+		return r.srv.self
+	}
+	return ""
+}
+
+// setupDNS starts the DNS server on the host access IP and keeps its port
+// out of the host access redirect. Failing here is not fatal to setup:
+// containers then keep the guest's resolvers (dockerd's "dns" is only set
+// while the server runs) and lose only host.docker.internal.
+func (s *Server) setupDNS(ctx context.Context, ip string, given []string) {
+	if err := s.startDNS(ip, given); err != nil {
+		s.log().Warn("no DNS server for containers; host.docker.internal resolves only with --add-host", "err", err)
+		return
+	}
+	if err := s.exemptDNSFromRedirect(ctx, ip); err != nil {
+		s.log().Warn("dns over tcp to the host access IP goes to the host", "err", err)
+	}
+}
+
+// exemptDNSFromRedirect puts ACCEPT rules for port 53 ahead of the REDIRECT
+// in the host access chain, which setupHostAccess has just refilled; in the
+// nat table ACCEPT also keeps Docker's DNAT rules off these packets.
+func (s *Server) exemptDNSFromRedirect(ctx context.Context, ip string) error {
+	for _, proto := range []string{"udp", "tcp"} {
+		args := []string{"-t", "nat", "-I", hostAccessChain, "1", "-d", ip, "-p", proto, "--dport", "53", "-j", "ACCEPT"}
+		if _, err := s.OS.Run(ctx, "iptables", args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,137 @@
+package probe
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func echoServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go ServeEcho(ln)
+	return ln.Addr().String()
+}
+
+func TestEchoLatency(t *testing.T) {
+	addr := echoServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, tc := range []struct{ conns, rounds, size, want int }{
+		{1, 5, 1, 5},
+		{8, 3, 4096, 24},
+	} {
+		got, err := EchoLatency(ctx, TCPDialer(addr), tc.conns, tc.rounds, tc.size)
+		if err != nil {
+			t.Fatalf("%+v: %v", tc, err)
+		}
+		if len(got) != tc.want {
+			t.Errorf("%+v: %d samples, want %d", tc, len(got), tc.want)
+		}
+	}
+	if _, err := EchoLatency(ctx, TCPDialer(addr), 0, 1, 1); err == nil {
+		t.Error("conns=0 accepted")
+	}
+}
+
+func TestEchoLatencyDialError(t *testing.T) {
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := ln.Addr().String()
+	ln.Close()
+	if _, err := EchoLatency(context.Background(), TCPDialer(addr), 2, 2, 8); err == nil {
+		t.Fatal("closed port: want an error")
+	}
+}
+
+func TestEchoThroughput(t *testing.T) {
+	addr := echoServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	d, err := EchoThroughput(ctx, TCPDialer(addr), 3<<20+7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d <= 0 {
+		t.Errorf("duration %v", d)
+	}
+}
+
+func TestEchoThroughputShortServer(t *testing.T) {
+	// A server that closes early must be an error, not a fast result.
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			buf := make([]byte, 10)
+			c.Read(buf)
+			c.Write(buf)
+			c.Close()
+		}
+	}()
+	if _, err := EchoThroughput(context.Background(), TCPDialer(ln.Addr().String()), 1<<20); err == nil {
+		t.Fatal("want an error")
+	}
+}
+
+func TestHTTPLatencyUnix(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "d.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/_ping" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write([]byte("OK"))
+	}))
+	srv.Listener = ln
+	srv.Start()
+	defer srv.Close()
+	c := UnixHTTPClient(sock)
+	got, err := HTTPLatency(context.Background(), c, "http://docker/_ping", 4)
+	if err != nil || len(got) != 4 {
+		t.Fatalf("got %d samples, err %v", len(got), err)
+	}
+	if _, err := HTTPLatency(context.Background(), c, "http://docker/nope", 1); err == nil {
+		t.Error("404 accepted")
+	}
+}
+
+func TestTree(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tree")
+	got, err := Tree(dir, 55, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Files != 55 || got.Bytes < 55*100 || got.Bytes > 55*20<<10 {
+		t.Errorf("files %d bytes %d", got.Files, got.Bytes)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("tree not deleted: %v", err)
+	}
+	again, _ := Tree(dir, 55, 1)
+	if again.Bytes != got.Bytes {
+		t.Errorf("same seed, different sizes: %d vs %d", again.Bytes, got.Bytes)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Tree(dir, 5, 1); err == nil {
+		t.Error("existing dir accepted")
+	}
+	if _, err := Tree(filepath.Join(t.TempDir(), "x"), 0, 1); err == nil {
+		t.Error("n=0 accepted")
+	}
+}

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+// newDockerEnvCmd serves tools that read DOCKER_HOST and ignore contexts
+// (some IDE plugins, testcontainers on old versions).
+func newDockerEnvCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "docker-env",
+		Short: "Print `export DOCKER_HOST=...` for tools that ignore docker contexts",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			inst, err := g.existing()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "export DOCKER_HOST=%s\n", shellQuote("unix://"+inst.DockerSocketPath()))
+			return nil
+		},
+	}
+}
+
+// shellQuote makes s one word for sh, whatever characters the path has.
+func shellQuote(s string) string {
+	out := "'"
+	for _, r := range s {
+		if r == '\'' {
+			out += `'\''`
+			continue
+		}
+		out += string(r)
+	}
+	return out + "'"
+}
