@@ -53,8 +53,10 @@ image-arm64:
 e2e: build image
 	VMDOCK_E2E=1 $(GO) test -tags e2e -v -timeout 60m ./hack/e2e/
 
-bench:
-	@echo "bench: not implemented yet"
+# Boots a throwaway isolated instance, runs `vmdock bench`, stops it.
+# BENCH_FULL=1 for full-size workloads.
+bench: build
+	bash hack/bench/run.sh
 
 demo:
 	bash hack/demo.sh

@@ -188,9 +188,9 @@ func (c *Client) Dial(ctx context.Context, network, addr string) (net.Conn, erro
 	if err != nil {
 		return nil, fmt.Errorf("dial guest %s %s: %w", network, addr, err)
 	}
-	if network[:3] == "udp" {
-		return NewDatagramConn(st), nil
-	}
+	// udp streams carry length-prefixed datagrams; the caller frames them
+	// (NewDatagramConn, or the port forwarder's own packet stream), so
+	// nothing frames twice.
 	return st, nil
 }
 

@@ -42,25 +42,25 @@ type Result struct {
 
 // Machine describes where the numbers came from; every report carries it.
 type Machine struct {
-	HostOS      string `json:"hostOS"`
-	HostArch    string `json:"hostArch"`
-	HostCores   int    `json:"hostCores"`
-	HostKernel  string `json:"hostKernel"`
-	Driver      string `json:"driver"`
-	Accel       string `json:"accel"`
-	QEMUVersion string `json:"qemuVersion,omitempty"`
-	GuestKernel string `json:"guestKernel,omitempty"`
-	GuestCPUs   int    `json:"guestCPUs"`
+	HostOS      string  `json:"hostOS"`
+	HostArch    string  `json:"hostArch"`
+	HostCores   int     `json:"hostCores"`
+	HostKernel  string  `json:"hostKernel"`
+	Driver      string  `json:"driver"`
+	Accel       string  `json:"accel"`
+	QEMUVersion string  `json:"qemuVersion,omitempty"`
+	GuestKernel string  `json:"guestKernel,omitempty"`
+	GuestCPUs   int     `json:"guestCPUs"`
 	GuestMemGiB float64 `json:"guestMemoryGiB"`
-	DiskSync    string `json:"diskSync"`
+	DiskSync    string  `json:"diskSync"`
 }
 
 // Report is one bench run.
 type Report struct {
-	Time     string   `json:"time"`
-	Machine  Machine  `json:"machine"`
-	Results  []Result `json:"results"`
-	Skipped  []string `json:"skipped,omitempty"` // "section: why"
+	Time    string   `json:"time"`
+	Machine Machine  `json:"machine"`
+	Results []Result `json:"results"`
+	Skipped []string `json:"skipped,omitempty"` // "section: why"
 }
 
 // Add appends a result.

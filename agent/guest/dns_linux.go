@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -71,8 +72,8 @@ func (d *dnsServer) setUpstreams(addrs []string) error {
 		if net.ParseIP(a) != nil {
 			hp = net.JoinHostPort(a, "53")
 		}
-		host, _, err := net.SplitHostPort(hp)
-		if err != nil || net.ParseIP(host) == nil {
+		host, port, err := net.SplitHostPort(hp)
+		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 || net.ParseIP(host) == nil {
 			return fmt.Errorf("DNS upstream %q: want an IP address or IP:port", a)
 		}
 		if hp == d.self || seen[hp] {

@@ -160,8 +160,9 @@ func TestDialTCPUnixUDP(t *testing.T) {
 			pc.WriteTo(append([]byte("re:"), buf[:n]...), a)
 		}
 	}()
-	uc, err := c.Dial(ctx(t), "udp", pc.LocalAddr().String())
+	st, err := c.Dial(ctx(t), "udp", pc.LocalAddr().String())
 	must(t, err)
+	uc := agent.NewDatagramConn(st) // udp streams carry framed datagrams
 	defer uc.Close()
 	for _, m := range []string{"a", "bb"} {
 		uc.Write([]byte(m))

@@ -48,10 +48,10 @@ func EchoLatency(ctx context.Context, dial DialFunc, conns, rounds, size int) ([
 		return nil, fmt.Errorf("echo latency: conns, rounds and size must be >= 1 (got %d, %d, %d)", conns, rounds, size)
 	}
 	var (
-		mu      sync.Mutex
-		samples = make([]time.Duration, 0, conns*rounds)
+		mu       sync.Mutex
+		samples  = make([]time.Duration, 0, conns*rounds)
 		firstErr error
-		wg      sync.WaitGroup
+		wg       sync.WaitGroup
 	)
 	payload := make([]byte, size)
 	for i := range payload {

@@ -93,6 +93,7 @@ func newRootCmd() *cobra.Command {
 		newImageCmd(),
 		newLoopbackAliasCmd(),
 		newDockerEnvCmd(g),
+		newBenchCmd(g),
 	)
 	return root
 }

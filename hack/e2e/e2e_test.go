@@ -423,12 +423,15 @@ func checkHostAccess(t *testing.T, e *env) {
 	// A DBGp init packet: decimal length, NUL, XML, NUL.
 	xml := `<?xml version="1.0" encoding="iso-8859-1"?><init xmlns="urn:debugger_protocol_v1" appid="42" idekey="PHPSTORM" language="PHP" protocol_version="1.0" fileuri="file:///app/index.php"/>`
 	packet := fmt.Sprintf("%d\x00%s\x00", len(xml), xml)
+	e.docker(time.Minute, "network", "create", "e2enet")
 	for _, target := range []struct {
 		name, host string
 		args       []string
 	}{
 		{"10.254.254.254", "10.254.254.254", nil},
-		{"host.docker.internal", "host.docker.internal", []string{"--add-host", "host.docker.internal:host-gateway"}},
+		{"host.docker.internal (--add-host host-gateway)", "host.docker.internal", []string{"--add-host", "host.docker.internal:host-gateway"}},
+		{"host.docker.internal (guest DNS)", "host.docker.internal", nil},
+		{"host.docker.internal (user network)", "host.docker.internal", []string{"--network", "e2enet"}},
 	} {
 		e.timed("container reaches host loopback via "+target.name, func(t *testing.T) {
 			got := make(chan string, 1)

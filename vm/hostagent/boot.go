@@ -189,6 +189,7 @@ func (ha *hostAgent) connectAgent(ctx context.Context) error {
 			ha.client = c
 			ha.mu.Unlock()
 			c.HandleGuestStreams(ha.serveGuestStream)
+			go ha.followGuestLog(c)
 			return nil
 		}
 		lastErr = err
@@ -326,4 +327,22 @@ func withConsole(cmdline, vmType string) string {
 		}
 	}
 	return strings.Join(append(out, console), " ")
+}
+
+// followGuestLog copies the guest agent's journal into guestagent.log for
+// `vmdock logs guest`, for as long as the agent session lives.
+func (ha *hostAgent) followGuestLog(c *agent.Client) {
+	f, err := os.OpenFile(ha.inst.GuestAgentLogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		slog.Warn("guest agent log", "err", err)
+		return
+	}
+	defer f.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { <-c.Done(); cancel() }()
+	req := agent.ExecRequest{Argv: []string{"journalctl", "-b", "-u", "vmdock-agent", "-f", "-o", "short-iso", "--no-pager"}}
+	if _, err := c.Exec(ctx, req, nil, f, f, nil); err != nil && ctx.Err() == nil {
+		slog.Debug("guest agent log follower ended", "err", err)
+	}
 }

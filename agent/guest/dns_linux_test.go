@@ -1,0 +1,467 @@
+package guest
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"math/rand"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/net/dns/dnsmessage"
+)
+
+var upstreamIP = [4]byte{192, 0, 2, 7}
+
+// fakeUpstream answers every A query with upstreamIP on UDP and TCP on one
+// loopback port, counting the queries it saw.
+type fakeUpstream struct {
+	addr  string
+	count atomic.Int32
+}
+
+func startFakeUpstream(t *testing.T) *fakeUpstream {
+	t.Helper()
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	must(t, err)
+	l, err := net.Listen("tcp4", pc.LocalAddr().String())
+	must(t, err)
+	t.Cleanup(func() { pc.Close(); l.Close() })
+	u := &fakeUpstream{addr: pc.LocalAddr().String()}
+	go func() {
+		buf := make([]byte, 65535)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			if resp := u.reply(buf[:n]); resp != nil {
+				pc.WriteTo(resp, from)
+			}
+		}
+	}()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				msg, err := readTCPMsg(c)
+				if err != nil {
+					return
+				}
+				if resp := u.reply(msg); resp != nil {
+					writeTCPMsg(c, resp)
+				}
+			}()
+		}
+	}()
+	return u
+}
+
+func (u *fakeUpstream) reply(msg []byte) []byte {
+	u.count.Add(1)
+	var p dnsmessage.Parser
+	h, err := p.Start(msg)
+	if err != nil {
+		return nil
+	}
+	q, err := p.Question()
+	if err != nil {
+		return nil
+	}
+	b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: h.ID, Response: true, RecursionAvailable: true})
+	b.StartQuestions()
+	b.Question(q)
+	b.StartAnswers()
+	b.AResource(dnsmessage.ResourceHeader{Name: q.Name, Type: dnsmessage.TypeA, Class: dnsmessage.ClassINET, TTL: 5}, dnsmessage.AResource{A: upstreamIP})
+	out, _ := b.Finish()
+	return out
+}
+
+func query(t *testing.T, name string, typ dnsmessage.Type, id uint16) []byte {
+	t.Helper()
+	b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: id, RecursionDesired: true})
+	must(t, b.StartQuestions())
+	must(t, b.Question(dnsmessage.Question{Name: dnsmessage.MustNewName(name), Type: typ, Class: dnsmessage.ClassINET}))
+	out, err := b.Finish()
+	must(t, err)
+	return out
+}
+
+// ask sends q to addr over network and parses the answer.
+func ask(t *testing.T, network, addr string, q []byte) (dnsmessage.Message, time.Duration) {
+	t.Helper()
+	start := time.Now()
+	c, err := net.DialTimeout(network, addr, 2*time.Second)
+	must(t, err)
+	defer c.Close()
+	must(t, c.SetDeadline(time.Now().Add(8*time.Second)))
+	var resp []byte
+	if network == "tcp" {
+		must(t, writeTCPMsg(c, q))
+		resp, err = readTCPMsg(c)
+		must(t, err)
+	} else {
+		_, err = c.Write(q)
+		must(t, err)
+		buf := make([]byte, 65535)
+		n, err := c.Read(buf)
+		must(t, err)
+		resp = buf[:n]
+	}
+	var m dnsmessage.Message
+	must(t, m.Unpack(resp))
+	return m, time.Since(start)
+}
+
+func answerIPs(m dnsmessage.Message) [][4]byte {
+	var out [][4]byte
+	for _, a := range m.Answers {
+		if r, ok := a.Body.(*dnsmessage.AResource); ok {
+			out = append(out, r.A)
+		}
+	}
+	return out
+}
+
+// startTestDNS runs s's DNS server on a loopback port with the given
+// upstreams, answering the local names with 10.254.254.254.
+func startTestDNS(t *testing.T, s *Server, upstreams []string) string {
+	t.Helper()
+	must(t, s.startDNSOn("127.0.0.1:0", "10.254.254.254", upstreams))
+	t.Cleanup(s.stopDNS)
+	return s.dnsAddr()
+}
+
+func TestDNSServer(t *testing.T) {
+	up := startFakeUpstream(t)
+	s, _ := newTestServer(t)
+	addr := startTestDNS(t, s, []string{up.addr})
+	local := [4]byte{10, 254, 254, 254}
+	tests := []struct {
+		name      string
+		qname     string
+		typ       dnsmessage.Type
+		want      [][4]byte
+		forwarded bool
+	}{
+		{"host A", "host.docker.internal.", dnsmessage.TypeA, [][4]byte{local}, false},
+		{"any case", "HOST.Docker.Internal.", dnsmessage.TypeA, [][4]byte{local}, false},
+		{"gateway A", "gateway.docker.internal.", dnsmessage.TypeA, [][4]byte{local}, false},
+		{"host AAAA is empty", "host.docker.internal.", dnsmessage.TypeAAAA, nil, false},
+		{"other name forwarded", "example.com.", dnsmessage.TypeA, [][4]byte{upstreamIP}, true},
+		{"suffix is not local", "x.host.docker.internal.", dnsmessage.TypeA, [][4]byte{upstreamIP}, true},
+	}
+	for _, network := range []string{"udp", "tcp"} {
+		for i, tt := range tests {
+			t.Run(network+" "+tt.name, func(t *testing.T) {
+				before := up.count.Load()
+				id := uint16(1000 + i)
+				m, _ := ask(t, network, addr, query(t, tt.qname, tt.typ, id))
+				if m.ID != id || !m.Response || m.RCode != dnsmessage.RCodeSuccess {
+					t.Fatalf("header = %+v, want a NOERROR response with ID %d", m.Header, id)
+				}
+				if len(m.Questions) != 1 || !strings.EqualFold(m.Questions[0].Name.String(), tt.qname) {
+					t.Fatalf("questions = %+v", m.Questions)
+				}
+				if got := answerIPs(m); !slices.Equal(got, tt.want) || len(m.Answers) != len(tt.want) {
+					t.Fatalf("answers = %+v, want A %v", m.Answers, tt.want)
+				}
+				if got := up.count.Load() != before; got != tt.forwarded {
+					t.Fatalf("forwarded = %v, want %v", got, tt.forwarded)
+				}
+			})
+		}
+	}
+}
+
+func TestDNSServerFailures(t *testing.T) {
+	// A port with nothing behind it: loopback refuses at once.
+	dead, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	must(t, err)
+	deadAddr := dead.LocalAddr().String()
+	dead.Close()
+	// A resolver that never answers.
+	silent, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	must(t, err)
+	t.Cleanup(func() { silent.Close() })
+	up := startFakeUpstream(t)
+
+	tests := []struct {
+		name      string
+		upstreams []string
+		rcode     dnsmessage.RCode
+		within    time.Duration
+	}{
+		{"no upstream", nil, dnsmessage.RCodeServerFailure, 500 * time.Millisecond},
+		{"refused upstream", []string{deadAddr}, dnsmessage.RCodeServerFailure, time.Second},
+		{"silent upstream times out", []string{silent.LocalAddr().String()}, dnsmessage.RCodeServerFailure, dnsUpstreamTimeout + time.Second},
+		{"falls through to the next", []string{deadAddr, up.addr}, dnsmessage.RCodeSuccess, time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _ := newTestServer(t)
+			addr := startTestDNS(t, s, tt.upstreams)
+			m, took := ask(t, "udp", addr, query(t, "example.com.", dnsmessage.TypeA, 7))
+			if m.RCode != tt.rcode || m.ID != 7 {
+				t.Fatalf("rcode %v id %d, want %v id 7", m.RCode, m.ID, tt.rcode)
+			}
+			if took > tt.within {
+				t.Fatalf("took %v, want under %v", took, tt.within)
+			}
+			// The local names never need an upstream.
+			m, _ = ask(t, "udp", addr, query(t, "host.docker.internal.", dnsmessage.TypeA, 8))
+			if m.RCode != dnsmessage.RCodeSuccess || len(m.Answers) != 1 {
+				t.Fatalf("host.docker.internal: %+v", m)
+			}
+		})
+	}
+}
+
+func TestDNSAnswerGarbage(t *testing.T) {
+	d, err := newDNSServer(discardLog(), net.IPv4(10, 254, 254, 254), "127.0.0.1:53")
+	must(t, err)
+	valid := query(t, "host.docker.internal.", dnsmessage.TypeA, 9)
+	resp := slices.Clone(valid)
+	resp[2] |= 0x80 // QR: a response, not a query
+	tests := []struct {
+		name string
+		msg  []byte
+		// rcode is the expected answer; -1 means no answer at all.
+		rcode int
+	}{
+		{"empty", nil, -1},
+		{"one byte", []byte{1}, -1},
+		{"short header", make([]byte, 11), -1},
+		{"response is not answered", resp, -1},
+		{"header claims a question it lacks", []byte{0, 5, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0}, int(dnsmessage.RCodeFormatError)},
+		{"name cut short", valid[:len(valid)-6], int(dnsmessage.RCodeFormatError)},
+		{"compression pointer loop", []byte{0, 6, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0xc0, 12, 0, 1, 0, 1}, int(dnsmessage.RCodeFormatError)},
+		{"label runs past the end", []byte{0, 7, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 63, 'a'}, int(dnsmessage.RCodeFormatError)},
+		{"no question at all", []byte{0, 8, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0}, int(dnsmessage.RCodeFormatError)},
+		{"valid still works", valid, int(dnsmessage.RCodeSuccess)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := d.answer(context.Background(), tt.msg, false)
+			if tt.rcode < 0 {
+				if out != nil {
+					t.Fatalf("answered %x, want silence", out)
+				}
+				return
+			}
+			var m dnsmessage.Message
+			if err := m.Unpack(out); err != nil {
+				t.Fatalf("answer %x does not parse: %v", out, err)
+			}
+			if int(m.RCode) != tt.rcode || !m.Response || m.ID != uint16(tt.msg[0])<<8|uint16(tt.msg[1]) {
+				t.Fatalf("header = %+v, want rcode %d", m.Header, tt.rcode)
+			}
+		})
+	}
+	// Random bytes and mutated queries: never a panic, and any answer is
+	// a well-formed response to the same ID.
+	rng := rand.New(rand.NewSource(1))
+	for i := 0; i < 5000; i++ {
+		var msg []byte
+		if i%2 == 0 {
+			msg = make([]byte, rng.Intn(80))
+			rng.Read(msg)
+		} else {
+			msg = slices.Clone(valid)
+			for j := 0; j < 1+rng.Intn(4); j++ {
+				msg[rng.Intn(len(msg))] = byte(rng.Intn(256))
+			}
+		}
+		out := d.answer(context.Background(), msg, false)
+		if out == nil {
+			continue
+		}
+		var m dnsmessage.Message
+		if err := m.Unpack(out); err != nil || !m.Response || m.ID != uint16(msg[0])<<8|uint16(msg[1]) {
+			t.Fatalf("query %x: bad answer %x (%v)", msg, out, err)
+		}
+	}
+}
+
+func TestDNSServerSurvivesGarbage(t *testing.T) {
+	s, _ := newTestServer(t)
+	addr := startTestDNS(t, s, nil)
+	u, err := net.Dial("udp", addr)
+	must(t, err)
+	defer u.Close()
+	for _, g := range [][]byte{{}, {0xff}, make([]byte, 3000), []byte("GET / HTTP/1.1\r\n\r\n")} {
+		_, err := u.Write(g)
+		must(t, err)
+	}
+	c, err := net.Dial("tcp", addr)
+	must(t, err)
+	_, err = c.Write([]byte{0x00, 0x03, 0xff, 0xff, 0xff})
+	must(t, err)
+	// A broken TCP query ends the connection rather than hanging it.
+	must(t, c.SetReadDeadline(time.Now().Add(2*time.Second)))
+	if n, err := c.Read(make([]byte, 10)); n != 0 || err == nil {
+		t.Fatalf("read %d, %v after garbage; want the connection closed", n, err)
+	}
+	c.Close()
+	for _, network := range []string{"udp", "tcp"} {
+		m, _ := ask(t, network, addr, query(t, "host.docker.internal.", dnsmessage.TypeA, 3))
+		if len(answerIPs(m)) != 1 {
+			t.Fatalf("%s after garbage: %+v", network, m)
+		}
+	}
+}
+
+func TestDNSServerStops(t *testing.T) {
+	s, _ := newTestServer(t)
+	must(t, s.startDNSOn("127.0.0.1:0", "10.254.254.254", nil))
+	addr := s.dnsAddr()
+	// An idle TCP client must not keep the server from stopping.
+	c, err := net.Dial("tcp", addr)
+	must(t, err)
+	defer c.Close()
+	done := make(chan struct{})
+	go func() { s.stopDNS(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(3 * time.Second):
+		t.Fatal("stopDNS did not return")
+	}
+	if s.dnsIP() != "" || s.dnsAddr() != "" {
+		t.Fatal("server still registered after stop")
+	}
+	if l, err := net.Listen("tcp4", addr); err != nil {
+		t.Fatalf("port still taken after stop: %v", err)
+	} else {
+		l.Close()
+	}
+}
+
+func TestDNSRestartUpdatesUpstreams(t *testing.T) {
+	up := startFakeUpstream(t)
+	s, _ := newTestServer(t)
+	addr := startTestDNS(t, s, nil)
+	m, _ := ask(t, "udp", addr, query(t, "example.com.", dnsmessage.TypeA, 1))
+	if m.RCode != dnsmessage.RCodeServerFailure {
+		t.Fatalf("rcode %v without upstream", m.RCode)
+	}
+	// A second setup keeps the listener and takes the new upstreams.
+	must(t, s.startDNSOn("127.0.0.1:0", "10.254.254.254", []string{up.addr}))
+	if s.dnsAddr() != addr {
+		t.Fatalf("listener moved from %s to %s", addr, s.dnsAddr())
+	}
+	m, _ = ask(t, "udp", addr, query(t, "example.com.", dnsmessage.TypeA, 2))
+	if got := answerIPs(m); len(got) != 1 || got[0] != upstreamIP {
+		t.Fatalf("after new upstreams: %+v", m)
+	}
+	if err := s.startDNSOn("127.0.0.1:0", "10.254.254.254", []string{"resolver.example"}); err == nil {
+		t.Fatal("upstream name: want an error")
+	}
+}
+
+func TestDNSUpstreams(t *testing.T) {
+	tests := []struct {
+		name  string
+		given []string
+		files map[string]string
+		want  []string
+	}{
+		{"given wins", []string{"1.1.1.1"}, map[string]string{leasesDir + "/2": "DNS=10.0.2.3\n"}, []string{"1.1.1.1"}},
+		{"dhcp lease", nil, map[string]string{leasesDir + "/2": "DNS=10.0.2.3 10.0.2.4\n", "etc/resolv.conf": "nameserver 9.9.9.9\n"}, []string{"10.0.2.3", "10.0.2.4"}},
+		{"resolved upstreams", nil, map[string]string{"run/systemd/resolve/resolv.conf": "# x\nnameserver 10.0.2.3\nnameserver fe80::1%eth0\nsearch lan\n", "etc/resolv.conf": "nameserver 127.0.0.53\n"}, []string{"10.0.2.3"}},
+		{"resolv.conf", nil, map[string]string{"etc/resolv.conf": "nameserver 127.0.0.53\noptions edns0\n"}, []string{"127.0.0.53"}},
+		{"isolated", nil, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _ := newTestServer(t)
+			for f, body := range tt.files {
+				p := filepath.Join(s.Root, f)
+				must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+				must(t, os.WriteFile(p, []byte(body), 0o644))
+			}
+			if got := s.dnsUpstreams(tt.given); !slices.Equal(got, tt.want) {
+				t.Fatalf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSetUpstreams(t *testing.T) {
+	d, err := newDNSServer(discardLog(), net.IPv4(10, 254, 254, 254), "10.254.254.254:53")
+	must(t, err)
+	must(t, d.setUpstreams([]string{"10.0.2.3", "10.254.254.254", "10.0.2.3:53", "::1", "127.0.0.1:5353", "8.8.8.8"}))
+	want := []string{"10.0.2.3:53", "[::1]:53", "127.0.0.1:5353"}
+	if got := d.currentUpstreams(); !slices.Equal(got, want) {
+		t.Fatalf("got %q, want %q (self and duplicates dropped, at most %d)", got, want, dnsMaxUpstreams)
+	}
+	for _, bad := range []string{"dns.example", "10.0.2.3:", ":53", "10.0.2"} {
+		if err := d.setUpstreams([]string{bad}); err == nil {
+			t.Errorf("upstream %q: want an error", bad)
+		}
+	}
+	if _, err := newDNSServer(discardLog(), net.ParseIP("::1"), ""); err == nil {
+		t.Error("IPv6 answer address: want an error")
+	}
+}
+
+func TestExemptDNSFromRedirect(t *testing.T) {
+	s, fos := newTestServer(t)
+	must(t, s.exemptDNSFromRedirect(context.Background(), "10.254.254.254"))
+	for _, want := range []string{
+		"iptables -t nat -I VMDOCK-HOST 1 -d 10.254.254.254 -p udp --dport 53 -j ACCEPT",
+		"iptables -t nat -I VMDOCK-HOST 1 -d 10.254.254.254 -p tcp --dport 53 -j ACCEPT",
+	} {
+		if !strings.Contains(fos.ran(), want) {
+			t.Errorf("missing %q in:\n%s", want, fos.ran())
+		}
+	}
+	fos.results = map[string]error{"iptables": exitErr(4)}
+	if err := s.exemptDNSFromRedirect(context.Background(), "10.254.254.254"); err == nil {
+		t.Error("failing iptables: want an error")
+	}
+}
+
+func TestDaemonJSONDNS(t *testing.T) {
+	readDNS := func(t *testing.T, s *Server) any {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(s.Root, daemonJSON))
+		must(t, err)
+		var cfg map[string]any
+		must(t, json.Unmarshal(b, &cfg))
+		return cfg["dns"]
+	}
+	s, _ := newTestServer(t)
+	s.hostAccessIP = "10.254.254.254"
+	must(t, os.MkdirAll(filepath.Join(s.Root, "etc/docker"), 0o755))
+
+	// No server: a user's own dns is kept.
+	must(t, os.WriteFile(filepath.Join(s.Root, daemonJSON), []byte(`{"dns":["9.9.9.9"]}`), 0o644))
+	must(t, s.writeDaemonJSON())
+	if got := readDNS(t, s); !slices.Equal(got.([]any), []any{"9.9.9.9"}) {
+		t.Fatalf("user dns = %v, want kept", got)
+	}
+	// Server running: containers use it.
+	startTestDNS(t, s, nil)
+	must(t, s.writeDaemonJSON())
+	if got := readDNS(t, s); !slices.Equal(got.([]any), []any{"10.254.254.254"}) {
+		t.Fatalf("dns = %v, want [10.254.254.254]", got)
+	}
+	// Server gone (say, port 53 was taken this boot): our stale entry goes.
+	s.stopDNS()
+	must(t, s.writeDaemonJSON())
+	if got := readDNS(t, s); got != nil {
+		t.Fatalf("dns = %v, want it removed", got)
+	}
+}
+
+func discardLog() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -1,0 +1,595 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vmdock/vmdock/bench/probe"
+)
+
+// Sections, in run order. sync is last: run.sh repeats it per disk-sync mode.
+var Sections = []string{"disk", "tree", "ports", "api", "boot", "memory", "sync"}
+
+// ExecFunc runs argv in the guest (vm.Exec without the instance).
+type ExecFunc func(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) (int, error)
+
+// Share is one mounted host folder, visible in the guest at the same path.
+type Share struct {
+	Path     string
+	Type     string // 9p | virtiofs
+	Writable bool
+}
+
+// Env is the running instance as the runner sees it; the CLI fills it.
+type Env struct {
+	Exec         ExecFunc
+	Shares       []Share
+	DockerSocket string // host side of the docker.sock tunnel
+	HostAgentLog string
+	HostAgentPID int
+	VMPID        int    // qemu; 0 when the VM runs in-process (vz)
+	HostAccessIP string // guest address that reaches the host's loopback
+}
+
+// Options choose what to run.
+type Options struct {
+	Sections []string
+	Quick    bool
+	Helper   string // host path of the linux helper binary; "" skips helper sections
+	Progress io.Writer
+}
+
+// ParseSections checks a --sections value; empty means all.
+func ParseSections(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return slices.Clone(Sections), nil
+	}
+	var out []string
+	for _, name := range strings.Split(s, ",") {
+		name = strings.TrimSpace(name)
+		if !slices.Contains(Sections, name) {
+			return nil, fmt.Errorf("section %q: accepted: %s", name, strings.Join(Sections, ", "))
+		}
+		if !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out, nil
+}
+
+type runner struct {
+	env    Env
+	opt    Options
+	rep    *Report
+	helper string // guest path of the helper, "" when unavailable
+	native string // guest-native scratch folder
+}
+
+// nativeDir is on the guest's data disk, where container volumes live.
+const nativeDir = "/var/lib/docker/vmdock-bench"
+
+// Run measures the sections of opt on env and adds the results to rep.
+func Run(ctx context.Context, env Env, opt Options, rep *Report) error {
+	r := &runner{env: env, opt: opt, rep: rep, native: nativeDir}
+	if opt.Progress == nil {
+		r.opt.Progress = io.Discard
+	}
+	if err := r.installHelper(); err != nil {
+		rep.Skipped = append(rep.Skipped, "helper: "+err.Error())
+	}
+	defer r.cleanup()
+	funcs := map[string]func(context.Context) error{
+		"disk": r.disk, "tree": r.tree, "ports": r.ports, "api": r.api,
+		"boot": r.boot, "memory": r.memory, "sync": r.sync,
+	}
+	for _, s := range opt.Sections {
+		fmt.Fprintf(r.opt.Progress, "bench: %s...\n", s)
+		start := time.Now()
+		if err := funcs[s](ctx); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			slog.Warn("bench section failed", "section", s, "err", err)
+			rep.Skipped = append(rep.Skipped, s+": "+err.Error())
+		}
+		slog.Debug("bench section done", "section", s, "took", time.Since(start))
+	}
+	rep.ComputeRatios()
+	return nil
+}
+
+// installHelper copies the helper into the first writable share: the
+// guest sees that folder at the same path, so no copy protocol is needed.
+func (r *runner) installHelper() error {
+	if r.opt.Helper == "" {
+		return fmt.Errorf("no helper binary (`make bench` builds it into bin/, or pass --helper); tree, ports, api need it")
+	}
+	for _, s := range r.env.Shares {
+		if !s.Writable {
+			continue
+		}
+		dir := filepath.Join(s.Path, ".vmdock-bench")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("helper dir: %w", err)
+		}
+		dst := filepath.Join(dir, "vmdock-bench-helper")
+		b, err := os.ReadFile(r.opt.Helper)
+		if err != nil {
+			return fmt.Errorf("read helper: %w", err)
+		}
+		if err := os.WriteFile(dst, b, 0o755); err != nil {
+			return fmt.Errorf("copy helper: %w", err)
+		}
+		r.helper = dst
+		return nil
+	}
+	return fmt.Errorf("no writable shared folder to put the helper in (start with -V <dir>:w)")
+}
+
+func (r *runner) cleanup() {
+	if r.helper != "" {
+		os.RemoveAll(filepath.Dir(r.helper))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, _ = r.sh(ctx, "rm -rf "+shq(r.native))
+}
+
+func (r *runner) needHelper() error {
+	if r.helper == "" {
+		return fmt.Errorf("needs the guest helper (see the helper line)")
+	}
+	return nil
+}
+
+// sh runs a shell command in the guest and returns its combined output;
+// a non-zero exit is an error that carries the output.
+func (r *runner) sh(ctx context.Context, script string) (string, error) {
+	return r.run(ctx, []string{"/bin/sh", "-c", script})
+}
+
+func (r *runner) run(ctx context.Context, argv []string) (string, error) {
+	var out bytes.Buffer
+	code, err := r.env.Exec(ctx, argv, nil, &out, &out)
+	if err != nil {
+		return out.String(), fmt.Errorf("guest exec %s: %w", argv[0], err)
+	}
+	if code != 0 {
+		return out.String(), fmt.Errorf("guest %q exited %d: %s", strings.Join(argv, " "), code, strings.TrimSpace(lastLines(out.String(), 3)))
+	}
+	return out.String(), nil
+}
+
+// helperJSON runs the helper in the guest and decodes its JSON answer.
+func (r *runner) helperJSON(ctx context.Context, v any, args ...string) error {
+	var out, errb bytes.Buffer
+	argv := append([]string{r.helper}, args...)
+	code, err := r.env.Exec(ctx, argv, nil, &out, &errb)
+	if err != nil {
+		return fmt.Errorf("guest helper %s: %w", args[0], err)
+	}
+	if code != 0 {
+		return fmt.Errorf("guest helper %s exited %d: %s", args[0], code, strings.TrimSpace(errb.String()))
+	}
+	if err := json.Unmarshal(out.Bytes(), v); err != nil {
+		return fmt.Errorf("guest helper %s: bad answer %q: %w", args[0], out.String(), err)
+	}
+	return nil
+}
+
+// target is one place the file benchmarks run: native disk or a share.
+type target struct {
+	name string
+	dir  string
+}
+
+func (r *runner) targets() []target {
+	ts := []target{{"native (data disk)", r.native}}
+	for _, s := range r.env.Shares {
+		if s.Writable {
+			ts = append(ts, target{s.Type + " share", filepath.Join(s.Path, ".vmdock-bench", "scratch")})
+		}
+	}
+	return ts
+}
+
+func (r *runner) disk(ctx context.Context) error {
+	for _, t := range r.targets() {
+		f := filepath.Join(t.dir, "seq.bin")
+		out, err := r.sh(ctx, fmt.Sprintf("mkdir -p %s && dd if=/dev/zero of=%s bs=1M count=100 conv=fsync 2>&1; rc=$?; rm -f %s; exit $rc", shq(t.dir), shq(f), shq(f)))
+		if err != nil {
+			r.rep.Skipped = append(r.rep.Skipped, fmt.Sprintf("disk %s: %v", t.name, err))
+			continue
+		}
+		n, secs, err := parseDD(out)
+		if err != nil {
+			return err
+		}
+		r.rep.Add(Result{Section: "disk", Metric: "seq write 100MB +fsync", Variant: t.name, Value: float64(n) / 1e6 / secs, Unit: "MB/s", Better: Higher})
+	}
+	return nil
+}
+
+func (r *runner) tree(ctx context.Context) error {
+	if err := r.needHelper(); err != nil {
+		return err
+	}
+	n := 20000
+	if r.opt.Quick {
+		n = 2000
+	}
+	var rows [4][]Result
+	for _, t := range r.targets() {
+		if _, err := r.sh(ctx, "mkdir -p "+shq(t.dir)); err != nil {
+			return err
+		}
+		var tt probe.TreeTimes
+		dir := filepath.Join(t.dir, "tree")
+		if err := r.helperJSON(ctx, &tt, "tree", "-dir", dir, "-n", strconv.Itoa(n)); err != nil {
+			r.rep.Skipped = append(r.rep.Skipped, fmt.Sprintf("tree %s: %v", t.name, err))
+			_, _ = r.sh(ctx, "rm -rf "+shq(dir))
+			continue
+		}
+		for i, p := range []struct {
+			phase string
+			secs  float64
+		}{{"create", tt.Create}, {"stat walk", tt.Walk}, {"read all", tt.Read}, {"delete", tt.Delete}} {
+			rows[i] = append(rows[i], Result{Section: "tree", Metric: fmt.Sprintf("%s %d files", p.phase, n), Variant: t.name, Value: p.secs, Unit: "s", Better: Lower})
+		}
+	}
+	// Phase-major order keeps native and shares of one phase together.
+	for _, rs := range rows {
+		for _, res := range rs {
+			r.rep.Add(res)
+		}
+	}
+	return nil
+}
+
+// guestServer runs the helper's echo server in the guest on port until
+// the returned stop is called.
+func (r *runner) guestServer(ctx context.Context, port int) (stop func(), err error) {
+	pr, pw := io.Pipe()
+	outR, outW := io.Pipe()
+	var errb bytes.Buffer
+	done := make(chan error, 1)
+	go func() {
+		code, err := r.env.Exec(ctx, []string{r.helper, "serve", "-addr", fmt.Sprintf("0.0.0.0:%d", port), "-max", "15m"}, pr, outW, &errb)
+		if err == nil && code != 0 {
+			err = fmt.Errorf("exited %d: %s", code, strings.TrimSpace(errb.String()))
+		}
+		outW.CloseWithError(io.EOF)
+		done <- err
+	}()
+	stop = func() {
+		pw.Close()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+		}
+	}
+	line, err := bufio.NewReader(outR).ReadString('\n')
+	go io.Copy(io.Discard, outR)
+	if err != nil {
+		stop()
+		return nil, fmt.Errorf("guest echo server: %v %v", err, <-done)
+	}
+	slog.Debug("guest echo server", "ready", strings.TrimSpace(line))
+	return stop, nil
+}
+
+// waitForwarded waits until the host agent forwards the guest port: the
+// port watcher polls, so a fresh listener takes a moment to appear.
+func waitForwarded(ctx context.Context, addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		_, err := probe.EchoLatency(cctx, probe.TCPDialer(addr), 1, 1, 8)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("guest port not forwarded to %s within %s: %w", addr, timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func (r *runner) streamBytes() int64 {
+	if r.opt.Quick {
+		return 16 << 20
+	}
+	return 64 << 20
+}
+
+func (r *runner) ports(ctx context.Context) error {
+	if err := r.needHelper(); err != nil {
+		return err
+	}
+	port, err := freePort()
+	if err != nil {
+		return fmt.Errorf("pick a port: %w", err)
+	}
+	stop, err := r.guestServer(ctx, port)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	hostAddr := fmt.Sprintf("127.0.0.1:%d", port)
+	if err := waitForwarded(ctx, hostAddr, 60*time.Second); err != nil {
+		return err
+	}
+	guestAddr := hostAddr // the guest loopback has the same address
+
+	n := r.streamBytes()
+	metric := fmt.Sprintf("echo stream %dMB", n>>20)
+	var gs struct{ Seconds float64 }
+	if err := r.helperJSON(ctx, &gs, "stream", "-addr", guestAddr, "-bytes", strconv.FormatInt(n, 10)); err != nil {
+		return err
+	}
+	r.rep.Add(Result{Section: "ports", Metric: metric, Variant: "guest loopback", Value: float64(n) / 1e6 / gs.Seconds, Unit: "MB/s", Better: Higher})
+	d, err := probe.EchoThroughput(ctx, probe.TCPDialer(hostAddr), n)
+	if err != nil {
+		return err
+	}
+	r.rep.Add(Result{Section: "ports", Metric: metric, Variant: "host->guest forward", Value: float64(n) / 1e6 / d.Seconds(), Unit: "MB/s", Better: Higher})
+	if err := r.guestToHost(ctx, metric, n); err != nil {
+		r.rep.Skipped = append(r.rep.Skipped, "ports guest->host: "+err.Error())
+	}
+
+	rounds1, rounds50 := 100, 10
+	if r.opt.Quick {
+		rounds1, rounds50 = 40, 4
+	}
+	for _, c := range []struct{ conns, rounds int }{{1, rounds1}, {50, rounds50}} {
+		var g struct{ US []int64 }
+		if err := r.helperJSON(ctx, &g, "echo", "-addr", guestAddr, "-conns", strconv.Itoa(c.conns), "-rounds", strconv.Itoa(c.rounds), "-size", "64"); err != nil {
+			return err
+		}
+		h, err := probe.EchoLatency(ctx, probe.TCPDialer(hostAddr), c.conns, c.rounds, 64)
+		if err != nil {
+			return err
+		}
+		for _, p := range []float64{50, 99} {
+			m := fmt.Sprintf("connect+echo p%.0f, %d conn", p, c.conns)
+			r.rep.Add(Result{Section: "ports", Metric: m, Variant: "guest loopback", Value: ms(Percentile(micros(g.US), p)), Unit: "ms", Better: Lower})
+			r.rep.Add(Result{Section: "ports", Metric: m, Variant: "host->guest forward", Value: ms(Percentile(h, p)), Unit: "ms", Better: Lower})
+		}
+	}
+	return nil
+}
+
+// guestToHost streams from the guest to an echo server on the host's
+// loopback through the host-access address.
+func (r *runner) guestToHost(ctx context.Context, metric string, n int64) error {
+	if r.env.HostAccessIP == "" {
+		return fmt.Errorf("no host access address configured")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	go probe.ServeEcho(ln)
+	port := ln.Addr().(*net.TCPAddr).Port
+	var gs struct{ Seconds float64 }
+	addr := net.JoinHostPort(r.env.HostAccessIP, strconv.Itoa(port))
+	if err := r.helperJSON(ctx, &gs, "stream", "-addr", addr, "-bytes", strconv.FormatInt(n, 10)); err != nil {
+		return err
+	}
+	r.rep.Add(Result{Section: "ports", Metric: metric, Variant: "guest->host (" + r.env.HostAccessIP + ")", Value: float64(n) / 1e6 / gs.Seconds, Unit: "MB/s", Better: Higher})
+	return nil
+}
+
+func (r *runner) api(ctx context.Context) error {
+	if err := r.needHelper(); err != nil {
+		return err
+	}
+	n := 50
+	if r.opt.Quick {
+		n = 20
+	}
+	host := probe.UnixHTTPClient(r.env.DockerSocket)
+	for _, path := range []string{"/_ping", "/containers/json"} {
+		var g struct{ US []int64 }
+		if err := r.helperJSON(ctx, &g, "http", "-sock", "/var/run/docker.sock", "-path", path, "-n", strconv.Itoa(n)); err != nil {
+			return err
+		}
+		h, err := probe.HTTPLatency(ctx, host, "http://docker"+path, n)
+		if err != nil {
+			return fmt.Errorf("host docker socket: %w", err)
+		}
+		gp50, hp50 := Percentile(micros(g.US), 50), Percentile(h, 50)
+		m := "GET " + path + " p50"
+		r.rep.Add(Result{Section: "api", Metric: m, Variant: "in guest", Value: ms(gp50), Unit: "ms", Better: Lower})
+		r.rep.Add(Result{Section: "api", Metric: m, Variant: "host socket", Value: ms(hp50), Unit: "ms", Better: Lower,
+			Note: fmt.Sprintf("+%.2f ms", ms(hp50-gp50))})
+	}
+	return nil
+}
+
+func (r *runner) boot(context.Context) error {
+	f, err := os.Open(r.env.HostAgentLog)
+	if err != nil {
+		return fmt.Errorf("host agent log: %w", err)
+	}
+	defer f.Close()
+	b, err := ParseBootLog(f)
+	if err != nil {
+		return err
+	}
+	total := 0.0
+	for _, s := range b.Steps {
+		total += s.Seconds
+		r.rep.Add(Result{Section: "boot", Metric: "step " + s.Step, Variant: "vmdock", Value: s.Seconds, Unit: "s", Better: Info})
+	}
+	if b.HelloUptime > 0 {
+		r.rep.Add(Result{Section: "boot", Metric: "guest kernel+init to agent hello", Variant: "guest uptime", Value: b.HelloUptime, Unit: "s", Better: Info})
+	}
+	r.rep.Add(Result{Section: "boot", Metric: "total to ready", Variant: "vmdock", Value: total, Unit: "s", Better: Info})
+	return nil
+}
+
+func (r *runner) rssRows(ctx context.Context, variant string) []Result {
+	var out []Result
+	add := func(who string, mib float64, err error) {
+		if err != nil {
+			r.rep.Skipped = append(r.rep.Skipped, fmt.Sprintf("memory %s (%s): %v", who, variant, err))
+			return
+		}
+		out = append(out, Result{Section: "memory", Metric: "RSS " + who, Variant: variant, Value: mib, Unit: "MiB", Better: Info})
+	}
+	if r.env.HostAgentPID > 0 {
+		v, err := hostRSS(r.env.HostAgentPID)
+		add("host agent", v, err)
+	}
+	if r.env.VMPID > 0 {
+		v, err := hostRSS(r.env.VMPID)
+		add("VM process", v, err)
+	}
+	st, err := r.sh(ctx, `cat /proc/$(pgrep -xo vmdock-agent)/status`)
+	if err == nil {
+		v, perr := parseVmRSS(st)
+		add("guest agent", v, perr)
+	} else {
+		add("guest agent", 0, err)
+	}
+	return out
+}
+
+func (r *runner) memory(ctx context.Context) error {
+	idle := r.rssRows(ctx, "idle")
+	var load []Result
+	if r.helper != "" {
+		var err error
+		if load, err = r.rssUnderLoad(ctx); err != nil {
+			r.rep.Skipped = append(r.rep.Skipped, "memory under load: "+err.Error())
+		}
+	}
+	for _, res := range idle {
+		r.rep.Add(res)
+		for _, l := range load {
+			if l.Metric == res.Metric {
+				r.rep.Add(l)
+			}
+		}
+	}
+	return nil
+}
+
+// rssUnderLoad samples RSS while the host pushes streams and 50 parallel
+// connections through the port forwarder; it keeps the peak per process.
+func (r *runner) rssUnderLoad(ctx context.Context) ([]Result, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	stop, err := r.guestServer(ctx, port)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	if err := waitForwarded(ctx, addr, 60*time.Second); err != nil {
+		return nil, err
+	}
+	loadCtx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var loadErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer cancel()
+		if _, err := probe.EchoThroughput(loadCtx, probe.TCPDialer(addr), r.streamBytes()); err != nil {
+			loadErr = err
+			return
+		}
+		if _, err := probe.EchoLatency(loadCtx, probe.TCPDialer(addr), 50, 4, 4096); err != nil {
+			loadErr = err
+		}
+	}()
+	peak := map[string]Result{}
+	var order []string
+	for loadCtx.Err() == nil {
+		for _, res := range r.rssRows(loadCtx, "port-forward load (peak)") {
+			if old, ok := peak[res.Metric]; !ok || res.Value > old.Value {
+				if !ok {
+					order = append(order, res.Metric)
+				}
+				peak[res.Metric] = res
+			}
+		}
+		select {
+		case <-loadCtx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	wg.Wait()
+	if loadErr != nil {
+		return nil, loadErr
+	}
+	var out []Result
+	for _, m := range order {
+		out = append(out, peak[m])
+	}
+	return out, nil
+}
+
+// sync measures small synchronous writes: each 4 KiB write is followed by
+// a flush, so the number is what --disk-sync changes.
+func (r *runner) sync(ctx context.Context) error {
+	count := 1000
+	if r.opt.Quick {
+		count = 300
+	}
+	f := filepath.Join(r.native, "sync.bin")
+	out, err := r.sh(ctx, fmt.Sprintf("mkdir -p %s && dd if=/dev/zero of=%s bs=4k count=%d oflag=dsync 2>&1; rc=$?; rm -f %s; exit $rc", shq(r.native), shq(f), count, shq(f)))
+	if err != nil {
+		return err
+	}
+	n, secs, err := parseDD(out)
+	if err != nil {
+		return err
+	}
+	ops := float64(n) / 4096 / secs
+	r.rep.Add(Result{Section: "sync", Metric: "4k write+fsync", Variant: "disk-sync " + orDash(r.rep.Machine.DiskSync), Value: ops, Unit: "ops/s", Better: Higher})
+	return nil
+}
+
+// shq quotes s for /bin/sh.
+func shq(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

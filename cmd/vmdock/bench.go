@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vmdock/vmdock/bench"
+	"github.com/vmdock/vmdock/vm"
+)
+
+func newBenchCmd(g *globals) *cobra.Command {
+	var (
+		sections, jsonPath, svgPath, helper, appendPath string
+		quick                                           bool
+	)
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure the running instance: shares vs native disk, port forwarding, Docker API, boot, memory",
+		Long: "bench measures a running instance and prints each metric next to its baseline from the same run\n" +
+			"(native disk for shares, guest loopback for forwarded ports, in-guest socket for the Docker API).\n" +
+			"Sections: " + fmt.Sprint(bench.Sections) + ". tree, ports and api need the guest helper\n" +
+			"(`make bench` builds it into bin/), found next to the vmdock binary or given with --helper.",
+		Example: `  vmdock bench --quick
+  vmdock bench --sections disk,tree --json bench.json --svg bench.svg`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			secs, err := bench.ParseSections(sections)
+			if err != nil {
+				return err
+			}
+			inst, err := g.existing()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			if st := inst.Status(ctx); st.State != vm.StateRunning {
+				return fmt.Errorf("profile %q is not running (%s); start it with `vmdock start -p %s`", inst.Name, st, inst.Name)
+			}
+			cfg, err := vm.LoadConfig(inst)
+			if err != nil {
+				return err
+			}
+			env, m, err := benchEnv(cmd, inst, cfg)
+			if err != nil {
+				return err
+			}
+			if helper == "" {
+				helper = defaultHelper(cfg.Arch)
+			}
+			rep := &bench.Report{}
+			if appendPath != "" {
+				if rep, err = loadReport(appendPath); err != nil {
+					return err
+				}
+			}
+			if rep.Time == "" {
+				rep.Time = time.Now().UTC().Format(time.RFC3339)
+				rep.Machine = m
+			}
+			// The sync variant is named after this run's mode, even when
+			// appending to an earlier run's report.
+			saved := rep.Machine.DiskSync
+			rep.Machine.DiskSync = m.DiskSync
+			out := cmd.OutOrStdout()
+			if err := bench.WriteMachine(out, m); err != nil {
+				return err
+			}
+			err = bench.Run(ctx, env, bench.Options{Sections: secs, Quick: quick, Helper: helper, Progress: cmd.ErrOrStderr()}, rep)
+			if saved != "" {
+				rep.Machine.DiskSync = saved
+			}
+			if err != nil {
+				return err
+			}
+			if err := bench.WriteTable(out, rep); err != nil {
+				return err
+			}
+			for _, p := range []string{jsonPath, appendPath} {
+				if p != "" {
+					if err := bench.WriteJSON(p, rep); err != nil {
+						return err
+					}
+				}
+			}
+			if svgPath != "" {
+				f, err := os.Create(svgPath)
+				if err != nil {
+					return fmt.Errorf("write chart: %w", err)
+				}
+				werr := bench.WriteSVG(f, rep, "vmdock bench — "+m.Driver+"/"+m.Accel)
+				if cerr := f.Close(); werr == nil {
+					werr = cerr
+				}
+				if werr != nil {
+					return fmt.Errorf("write chart %s: %w", svgPath, werr)
+				}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&sections, "sections", "", "comma-separated sections to run (default all)")
+	f.StringVar(&jsonPath, "json", "", "write the report as JSON to this file")
+	f.StringVar(&svgPath, "svg", "", "write a bar chart of the ratios to this SVG file")
+	f.StringVar(&appendPath, "append", "", "add this run's results to the JSON report in this file (created if missing)")
+	f.StringVar(&helper, "helper", "", "guest helper binary (linux, static); default: vmdock-bench-helper-linux-<arch> next to vmdock")
+	f.BoolVar(&quick, "quick", false, "smaller workloads (2000 files instead of 20000, 16 MB streams)")
+	return cmd
+}
+
+// benchEnv gathers what the runner needs from the instance.
+func benchEnv(cmd *cobra.Command, inst *vm.Instance, cfg vm.Config) (bench.Env, bench.Machine, error) {
+	ctx := cmd.Context()
+	env := bench.Env{
+		Exec: func(ctx2 context.Context, argv []string, in io.Reader, out, errw io.Writer) (int, error) {
+			return execVM(ctx2, inst, argv, in, out, errw)
+		},
+		DockerSocket: inst.DockerSocketPath(),
+		HostAgentLog: inst.HostAgentLogPath(),
+		HostAccessIP: cfg.Network.HostAccessIP,
+	}
+	for _, mt := range cfg.Mounts {
+		// The helper and scratch paths assume the guest sees the share at
+		// the host path.
+		if mt.GuestPath != "" && mt.GuestPath != mt.Location {
+			continue
+		}
+		typ := mt.Type
+		if typ == "" {
+			typ = cfg.MountType
+		}
+		env.Shares = append(env.Shares, bench.Share{Path: mt.Location, Type: typ, Writable: mt.Writable})
+	}
+	m := bench.HostMachine()
+	m.Driver, m.GuestCPUs, m.GuestMemGiB, m.DiskSync = cfg.VMType, cfg.CPUs, cfg.MemoryGiB, cfg.DiskSync
+	st, err := vm.HostAgentState(ctx, inst)
+	if err != nil {
+		return env, m, fmt.Errorf("ask the host agent: %w", err)
+	}
+	env.HostAgentPID, env.VMPID = st.PID, st.Machine.PID
+	if st.Machine.Driver != "" {
+		m.Driver = st.Machine.Driver
+	}
+	m.Accel = st.Machine.Accel
+	if f, err := os.Open(inst.HostAgentLogPath()); err == nil {
+		if b, err := bench.ParseBootLog(f); err == nil {
+			m.FillFromBootLog(b)
+		}
+		f.Close()
+	}
+	return env, m, nil
+}
+
+// defaultHelper is where `make bench` (hack/bench/run.sh) puts the guest helper: beside
+// the vmdock binary.
+func defaultHelper(arch string) string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	p := filepath.Join(filepath.Dir(exe), "vmdock-bench-helper-linux-"+arch)
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return p
+}
+
+func loadReport(path string) (*bench.Report, error) {
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return &bench.Report{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read bench report: %w", err)
+	}
+	var r bench.Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("bench report %s: not a vmdock bench JSON file: %w", path, err)
+	}
+	return &r, nil
+}

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# make bench: boot a throwaway instance (isolated network, one 9p and one
+# virtiofs share), run every `vmdock bench` section, then re-run the sync
+# section under each --disk-sync mode (that needs restarts, which
+# `vmdock bench` itself never does), stop, and print the merged table.
+#
+# Env: BENCH_FULL=1 for the full workloads (20000 files; slow under TCG),
+#      BENCH_OUT (default bin/bench), VMDOCK_HOME, DOCKER_CONFIG.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+export VMDOCK_HOME=${VMDOCK_HOME:-/tmp/vmdock-bench}   # short: unix socket paths
+export DOCKER_CONFIG=${DOCKER_CONFIG:-/tmp/vmdock-bench-docker}
+out=${BENCH_OUT:-bin/bench}
+quick=--quick
+[[ ${BENCH_FULL:-0} == 1 ]] && quick=
+arch=$(go env GOARCH)
+vmdock=./bin/vmdock
+share9p=$VMDOCK_HOME-9p
+sharevfs=$VMDOCK_HOME-virtiofs
+
+stamp() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
+
+# Two VMs on two cores would measure each other.
+if pgrep -f "qemu-system-$(uname -m) " >/dev/null; then
+	echo "bench: another qemu VM is running; stop it first (numbers would be meaningless)" >&2
+	exit 1
+fi
+
+stamp "building the guest helper"
+CGO_ENABLED=0 GOOS=linux GOARCH="$arch" go build -trimpath -ldflags "-s -w" \
+	-o "bin/vmdock-bench-helper-linux-$arch" ./hack/bench/helper
+
+mkdir -p "$VMDOCK_HOME" "$DOCKER_CONFIG" "$share9p" "$sharevfs" "$out"
+rm -f "$out/bench.json"
+# New instances start from the template; decoded over the defaults.
+cat >"$VMDOCK_HOME/template.yaml" <<YAML
+network:
+  mode: isolated
+diskSync: fsync
+mounts:
+  - {location: $share9p, writable: true, type: 9p}
+  - {location: $sharevfs, writable: true, type: virtiofs}
+YAML
+
+started=0
+cleanup() {
+	if [[ $started == 1 ]]; then
+		stamp "stopping the instance"
+		"$vmdock" stop || "$vmdock" stop --force || true
+	fi
+}
+trap cleanup EXIT
+
+start() {
+	stamp "starting the instance (disk-sync $1)"
+	started=1
+	"$vmdock" start --network-mode isolated --disk-sync "$1"
+}
+
+start fsync
+# Docker contexts talk to the instance's socket directly.
+if [[ -f /tmp/vmdock-test.tar ]] || go run ./hack/testimage --arch "$arch" --out /tmp/vmdock-test.tar; then
+	docker --context vmdock load -i /tmp/vmdock-test.tar >/dev/null 2>&1 || stamp "test image load failed (not needed by bench)"
+fi
+
+stamp "bench: all sections"
+"$vmdock" bench $quick --append "$out/bench.json"
+for mode in full none; do
+	"$vmdock" stop
+	started=0
+	start "$mode"
+	stamp "bench: sync under disk-sync $mode"
+	# Each run prints the merged report so far; the last one is the table.
+	"$vmdock" bench $quick --sections sync --append "$out/bench.json" --svg "$out/bench.svg" >"$out/table.txt"
+done
+"$vmdock" stop
+started=0
+stamp "done: $out/bench.json, $out/bench.svg, $out/table.txt"
+echo
+cat "$out/table.txt"
