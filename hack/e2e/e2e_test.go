@@ -93,13 +93,13 @@ func (e *env) timed(name string, f func(t *testing.T)) {
 
 func (e *env) printTimings() {
 	var b strings.Builder
-	fmt.Fprintf(&b, "\n%-48s %10s\n", "e2e step", "seconds")
+	fmt.Fprintf(&b, "\n%-80s %8s\n", "e2e step", "seconds")
 	var total time.Duration
 	for _, tm := range e.timings {
-		fmt.Fprintf(&b, "%-48s %10.1f\n", tm.name, tm.d.Seconds())
+		fmt.Fprintf(&b, "%-80s %8.1f\n", tm.name, tm.d.Seconds())
 		total += tm.d
 	}
-	fmt.Fprintf(&b, "%-48s %10.1f\n", "total", total.Seconds())
+	fmt.Fprintf(&b, "%-80s %8.1f\n", "total", total.Seconds())
 	fmt.Print(b.String())
 }
 
