@@ -13,6 +13,11 @@ all: build
 
 build: agents
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/vmdock ./cmd/vmdock
+ifeq ($(shell uname -s),Darwin)
+	# Virtualization.framework refuses processes without this entitlement;
+	# an ad-hoc signature is enough for a local build.
+	codesign --entitlements hack/vz.entitlements --force -s - bin/vmdock
+endif
 
 # The guest agents are static linux binaries, zstd-compressed, embedded by
 # package agentbin. Always rebuilt: go build is incremental and cheap.

@@ -42,7 +42,7 @@ func (ha *hostAgent) bootSteps() []step {
 			return err
 		}},
 		{name: "boot-disk", run: func(ctx context.Context) error {
-			return ha.writeBootDisk()
+			return ha.writeBootDisk(img)
 		}},
 		{name: "vm", run: func(ctx context.Context) error {
 			var err error
@@ -150,7 +150,7 @@ func (ha *hostAgent) prepareDisks(ctx context.Context) (*images.Image, error) {
 	return img, nil
 }
 
-func (ha *hostAgent) writeBootDisk() error {
+func (ha *hostAgent) writeBootDisk(img *images.Image) error {
 	bin, err := agentbin.Binary(ha.cfg.Arch)
 	if err != nil {
 		return err
@@ -163,6 +163,11 @@ func (ha *hostAgent) writeBootDisk() error {
 	files := map[string][]byte{
 		"vmdock-agent": bin,
 		"agent.json":   conf,
+	}
+	if img.Kernel == "" {
+		// A stock cloud image: cloud-init installs docker and the agent.
+		ha.cloudImage = true
+		files["user-data"], files["meta-data"] = cidata.CloudInit("vmdock-"+ha.inst.Name, ha.hostname())
 	}
 	return cidata.Write(ha.inst.BootDiskPath(), files)
 }
@@ -243,16 +248,12 @@ func (ha *hostAgent) serveGuestStream(req agent.Request, conn net.Conn) {
 }
 
 func (ha *hostAgent) guestSetup() agent.Setup {
-	hostname := "vmdock"
-	if ha.inst.Name != "default" {
-		hostname = "vmdock-" + ha.inst.Name
-	}
 	return agent.Setup{
-		Hostname:     hostname,
+		Hostname:     ha.hostname(),
 		DNS:          ha.cfg.Network.DNS,
 		Env:          ha.cfg.Env,
 		TimeUnixNs:   time.Now().UnixNano(),
-		GrowRoot:     true,
+		GrowRoot:     !ha.cloudImage, // cloud-init grows its partitioned disk itself
 		DataDisk:     guestDataDisk,
 		Binfmt:       ha.cfg.Binfmt,
 		Rosetta:      ha.cfg.VZRosetta,
@@ -345,4 +346,11 @@ func (ha *hostAgent) followGuestLog(c *agent.Client) {
 	if _, err := c.Exec(ctx, req, nil, f, f, nil); err != nil && ctx.Err() == nil {
 		slog.Debug("guest agent log follower ended", "err", err)
 	}
+}
+
+func (ha *hostAgent) hostname() string {
+	if ha.inst.Name == "default" {
+		return "vmdock"
+	}
+	return "vmdock-" + ha.inst.Name
 }

@@ -48,6 +48,9 @@ type hostAgent struct {
 	opts   Options
 	events *eventLog
 	seq    *sequence
+	// cloudImage: a stock cloud image provisioned by cloud-init, not our
+	// own image booted directly.
+	cloudImage bool
 
 	mu      sync.Mutex
 	phase   string
