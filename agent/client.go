@@ -231,84 +231,10 @@ func (c *Client) WatchPorts(ctx context.Context) (<-chan PortEvent, error) {
 // (and stderr without TTY). resize may be nil. Cancelling ctx closes the
 // stream, which kills the process in the guest.
 func (c *Client) Exec(ctx context.Context, req ExecRequest, stdin io.Reader, stdout, stderr io.Writer, resize <-chan [2]uint16) (int, error) {
-	if len(req.Argv) == 0 {
-		return -1, errors.New("exec: empty command")
-	}
-	st, _, err := c.open(ctx, Request{Op: OpExec, Exec: &req})
+	st, err := c.OpenRaw(ctx)
 	if err != nil {
 		return -1, err
 	}
 	defer st.Close()
-	stop := context.AfterFunc(ctx, func() { st.Close() })
-	defer stop()
-	fw := NewFrameWriter(st)
-	done := make(chan struct{})
-	defer close(done)
-	if stdin != nil {
-		go func() {
-			// Copy errors only mean the stream is gone; the frame loop
-			// below reports that.
-			_, err := io.Copy(fw.Writer(FrameStdin), stdin)
-			if err == nil {
-				_ = fw.WriteFrame(FrameStdinEOF, nil)
-			}
-		}()
-	} else {
-		_ = fw.WriteFrame(FrameStdinEOF, nil)
-	}
-	if resize != nil {
-		go func() {
-			for {
-				select {
-				case sz, ok := <-resize:
-					if !ok {
-						return
-					}
-					if fw.WriteFrame(FrameResize, ResizePayload(sz[0], sz[1])) != nil {
-						return
-					}
-				case <-done:
-					return
-				}
-			}
-		}()
-	}
-	if stderr == nil {
-		stderr = io.Discard
-	}
-	if stdout == nil {
-		stdout = io.Discard
-	}
-	for {
-		kind, payload, err := ReadFrame(st)
-		if err != nil {
-			if ctx.Err() != nil {
-				return -1, fmt.Errorf("exec %s: %w", req.Argv[0], context.Cause(ctx))
-			}
-			return -1, fmt.Errorf("exec %s: stream ended before the exit code: %w", req.Argv[0], err)
-		}
-		switch kind {
-		case FrameStdout:
-			if _, err := stdout.Write(payload); err != nil {
-				return -1, fmt.Errorf("exec %s: write stdout: %w", req.Argv[0], err)
-			}
-		case FrameStderr:
-			if _, err := stderr.Write(payload); err != nil {
-				return -1, fmt.Errorf("exec %s: write stderr: %w", req.Argv[0], err)
-			}
-		case FrameExit:
-			if ctx.Err() != nil {
-				// Our half-close made the guest kill the process.
-				return -1, fmt.Errorf("exec %s: %w", req.Argv[0], context.Cause(ctx))
-			}
-			var ex ExecExit
-			if err := json.Unmarshal(payload, &ex); err != nil {
-				return -1, fmt.Errorf("exec %s: bad exit frame: %w", req.Argv[0], err)
-			}
-			if ex.Error != "" {
-				return -1, fmt.Errorf("exec %s: %s", req.Argv[0], ex.Error)
-			}
-			return ex.Code, nil
-		}
-	}
+	return ExecStream(ctx, st, req, stdin, stdout, stderr, resize)
 }

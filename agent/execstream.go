@@ -94,6 +94,11 @@ func ExecStream(ctx context.Context, st net.Conn, req ExecRequest, stdin io.Read
 				return -1, fmt.Errorf("exec %s: write stderr: %w", req.Argv[0], err)
 			}
 		case FrameExit:
+			// A yamux Close only half-closes, so the guest still reports
+			// the exit of the process it killed for us: that is a cancel.
+			if ctx.Err() != nil {
+				return -1, fmt.Errorf("exec %s: %w", req.Argv[0], context.Cause(ctx))
+			}
 			var ex ExecExit
 			if err := json.Unmarshal(payload, &ex); err != nil {
 				return -1, fmt.Errorf("exec %s: bad exit frame: %w", req.Argv[0], err)

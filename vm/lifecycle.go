@@ -7,12 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -107,7 +105,7 @@ func followStart(ctx context.Context, inst *Instance, pid int, progress io.Write
 		if err == nil {
 			break
 		}
-		if !pidAlive(pid) || time.Now().After(deadline) {
+		if !processAlive(pid) || time.Now().After(deadline) {
 			return startFailure(inst, "host agent", fmt.Errorf("host agent (pid %d) did not come up: %v", pid, err))
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -230,25 +228,15 @@ func Delete(ctx context.Context, inst *Instance, opts DeleteOptions) error {
 // liveHostAgent reports the host agent's pid when it is alive and answers
 // on its control socket.
 func liveHostAgent(ctx context.Context, inst *Instance) (int, bool) {
-	pid := readPID(inst.PIDPath())
-	if pid == 0 || !pidAlive(pid) {
-		return 0, false
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	resp, err := controlRequest(ctx, inst, http.MethodGet, ControlStatusPath, 0)
-	if err != nil {
-		return pid, false
-	}
-	resp.Body.Close()
-	return pid, resp.StatusCode == http.StatusOK
+	st := inst.Status(ctx)
+	return st.PID, st.State == StateRunning
 }
 
 // cleanupStale removes what a dead host agent left behind so a plain
 // `start` recovers without --force. A live host agent that no longer
 // answers is ended first.
 func cleanupStale(inst *Instance) error {
-	if pid := readPID(inst.PIDPath()); pid != 0 && pidAlive(pid) && isHostAgent(pid) {
+	if pid, err := readPIDFile(inst.PIDPath()); err == nil && processAlive(pid) && isHostAgent(pid) {
 		syscall.Kill(pid, syscall.SIGKILL)
 		waitPIDExit(pid, 10*time.Second)
 	}
@@ -262,12 +250,6 @@ func cleanupStale(inst *Instance) error {
 }
 
 func controlRequest(ctx context.Context, inst *Instance, method, path string, force int) (*http.Response, error) {
-	client := &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", inst.ControlSocketPath())
-		},
-	}}
 	url := "http://hostagent" + path
 	if force == 1 {
 		url += "?force=1"
@@ -276,51 +258,23 @@ func controlRequest(ctx context.Context, inst *Instance, method, path string, fo
 	if err != nil {
 		return nil, err
 	}
-	return client.Do(req)
+	return ControlClient(inst.ControlSocketPath()).Do(req)
 }
 
 // HostAgentState asks a live host agent for its status.
 func HostAgentState(ctx context.Context, inst *Instance) (*HostAgentStatus, error) {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	resp, err := controlRequest(ctx, inst, http.MethodGet, ControlStatusPath, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	var st HostAgentStatus
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		return nil, fmt.Errorf("decode host agent status: %w", err)
-	}
-	return &st, nil
-}
-
-func readPID(path string) int {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	return pid
-}
-
-func pidAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	return QueryHostAgent(ctx, inst.ControlSocketPath())
 }
 
 func waitPIDExit(pid int, timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		if !pidAlive(pid) {
+		if !processAlive(pid) {
 			return true
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return !pidAlive(pid)
+	return !processAlive(pid)
 }
 
 func tailFile(path string, n int) string {
