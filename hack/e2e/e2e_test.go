@@ -228,6 +228,18 @@ mounts:
 			checkBindMount(t, e, sh.dir)
 		})
 	}
+	e.timed("logs, status --json and docker-env", func(t *testing.T) {
+		if out := e.run(time.Minute, e.vmdock, "logs", "guest"); !strings.Contains(out, "host connected") {
+			t.Errorf("vmdock logs guest lacks the agent's journal:\n%s", out)
+		}
+		if out := e.run(time.Minute, e.vmdock, "logs", "serial"); !strings.Contains(out, "Linux version") {
+			t.Errorf("vmdock logs serial lacks the kernel banner")
+		}
+		env := e.run(time.Minute, e.vmdock, "docker-env")
+		if !strings.Contains(env, "export DOCKER_HOST='unix://"+filepath.Join(e.home, "default", "docker.sock")+"'") {
+			t.Errorf("docker-env = %q", env)
+		}
+	})
 	e.timed("vmdock ssh -- uname -a", func(t *testing.T) {
 		out := e.run(2*time.Minute, e.vmdock, "ssh", "--", "uname", "-a")
 		if !strings.Contains(out, "Linux vmdock") {
