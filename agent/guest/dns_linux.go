@@ -438,14 +438,6 @@ type dnsRunner struct {
 	done   chan struct{}
 }
 
-// dnsRunners maps each Server to its DNS server. It lives outside Server
-// only because server_linux.go was another change's file; it belongs in a
-// Server field.
-var dnsRunners = struct {
-	sync.Mutex
-	m map[*Server]*dnsRunner
-}{m: map[*Server]*dnsRunner{}}
-
 // startDNS serves DNS on ip:53 for the agent's lifetime; a second setup
 // only refreshes the upstreams.
 func (s *Server) startDNS(ip string, given []string) error {
@@ -455,16 +447,16 @@ func (s *Server) startDNS(ip string, given []string) error {
 // startDNSOn listens on listen (UDP and TCP on the same port) and answers
 // the local names with ip.
 func (s *Server) startDNSOn(listen, ip string, given []string) error {
-	dnsRunners.Lock()
-	defer dnsRunners.Unlock()
+	s.dnsMu.Lock()
+	defer s.dnsMu.Unlock()
 	ups := s.dnsUpstreams(given)
-	if r := dnsRunners.m[s]; r != nil {
+	if r := s.dns; r != nil {
 		if r.listen == listen && r.ip == ip {
 			return r.srv.setUpstreams(ups)
 		}
 		r.stop()
 		<-r.done
-		delete(dnsRunners.m, s)
+		s.dns = nil
 	}
 	pc, err := net.ListenPacket("udp4", listen)
 	if err != nil {
@@ -491,17 +483,17 @@ func (s *Server) startDNSOn(listen, ip string, given []string) error {
 		defer close(r.done)
 		srv.serve(ctx, pc, l)
 	}()
-	dnsRunners.m[s] = r
+	s.dns = r
 	s.log().Info("dns server listening", "addr", srv.self, "upstreams", srv.currentUpstreams())
 	return nil
 }
 
 // stopDNS ends the server's DNS server, if any, and waits for it.
 func (s *Server) stopDNS() {
-	dnsRunners.Lock()
-	r := dnsRunners.m[s]
-	delete(dnsRunners.m, s)
-	dnsRunners.Unlock()
+	s.dnsMu.Lock()
+	r := s.dns
+	s.dns = nil
+	s.dnsMu.Unlock()
 	if r != nil {
 		r.stop()
 		<-r.done
@@ -511,9 +503,9 @@ func (s *Server) stopDNS() {
 // dnsIP is the address containers should use as their resolver, or "" when
 // no DNS server runs.
 func (s *Server) dnsIP() string {
-	dnsRunners.Lock()
-	defer dnsRunners.Unlock()
-	if r := dnsRunners.m[s]; r != nil {
+	s.dnsMu.Lock()
+	defer s.dnsMu.Unlock()
+	if r := s.dns; r != nil {
 		return r.ip
 	}
 	return ""
@@ -521,9 +513,9 @@ func (s *Server) dnsIP() string {
 
 // dnsAddr is where the DNS server listens, or "".
 func (s *Server) dnsAddr() string {
-	dnsRunners.Lock()
-	defer dnsRunners.Unlock()
-	if r := dnsRunners.m[s]; r != nil {
+	s.dnsMu.Lock()
+	defer s.dnsMu.Unlock()
+	if r := s.dns; r != nil {
 		return r.srv.self
 	}
 	return ""

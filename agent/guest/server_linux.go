@@ -41,6 +41,9 @@ type Server struct {
 	ownPorts     map[portKey]bool
 	hostAccess   net.Listener
 	hostAccessIP string
+
+	dnsMu sync.Mutex // guards dns; separate so DNS restarts never wait on sessions
+	dns   *dnsRunner
 }
 
 // NewServer returns a server on the real system.
