@@ -2,7 +2,7 @@
 # Installs the Debian packages vmdock needs on a Linux host to build its guest
 # image and run VMs. Skips apt entirely when everything is already there.
 set -euo pipefail
-pkgs=(qemu-system-x86 qemu-utils mmdebstrap e2fsprogs busybox-static zstd socat iproute2 xorriso)
+pkgs=(qemu-system-x86 qemu-utils ovmf mmdebstrap e2fsprogs busybox-static zstd socat iproute2 xorriso)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
