@@ -137,7 +137,7 @@ func TestConvertQCOW2RefusesUnsafeImages(t *testing.T) {
 		{
 			name: "encrypted",
 			args: []string{"create", "-q", "-f", "qcow2", "--object", "secret,id=sec0,data=pw",
-				"-o", "encrypt.format=luks,encrypt.key-secret=sec0,encrypt.iter-time=10", "IMG", "1M"},
+				"-o", "encrypt.format=luks,encrypt.key-secret=sec0,encrypt.iter-time=200", "IMG", "1M"},
 			wantMsg: "encrypted",
 		},
 	}
@@ -150,7 +150,17 @@ func TestConvertQCOW2RefusesUnsafeImages(t *testing.T) {
 					args[j] = img
 				}
 			}
-			run(t, "qemu-img", args...)
+			// LUKS creation times its key derivation; on a loaded machine
+			// qemu-img sometimes cannot measure it and fails, so retry.
+			for try := 1; ; try++ {
+				out, err := exec.Command("qemu-img", args...).CombinedOutput()
+				if err == nil {
+					break
+				}
+				if try == 3 {
+					t.Fatalf("qemu-img %v: %v\n%s", args, err, out)
+				}
+			}
 			dst := filepath.Join(dir, tt.name+".raw")
 			err := ConvertQCOW2(img, dst)
 			if err == nil {
