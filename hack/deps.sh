@@ -3,6 +3,8 @@
 # image and run VMs. Skips apt entirely when everything is already there.
 set -euo pipefail
 pkgs=(qemu-system-x86 qemu-utils ovmf mmdebstrap e2fsprogs busybox-static zstd socat iproute2 xorriso)
+# `deps.sh arm64`: also what booting the arm64 guest on this machine needs.
+if [ "${1:-}" = arm64 ]; then pkgs+=(qemu-system-arm); fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -408,3 +408,39 @@ func TestExitCode(t *testing.T) {
 		t.Errorf("joined: %d %q", c, buf.String())
 	}
 }
+
+// TestDeleteKeepsDataDisk runs the real vm.Delete on a stopped instance: a
+// plain delete keeps data.raw and says where; `delete --data` then removes
+// the leftover even though the profile no longer has a config.
+func TestDeleteKeepsDataDisk(t *testing.T) {
+	home, _ := env(t)
+	installFake(t)
+	deleteVM = vm.Delete
+	if _, err := run("start"); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(home, "default")
+	data := filepath.Join(dir, "data.raw")
+	if err := os.WriteFile(data, []byte("docker images"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run("delete")
+	if err != nil || !strings.Contains(out, data) {
+		t.Fatalf("delete: %q %v", out, err)
+	}
+	if b, err := os.ReadFile(data); err != nil || string(b) != "docker images" {
+		t.Fatalf("data disk after delete: %q %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "vmdock.yaml")); err == nil {
+		t.Errorf("config survived delete")
+	}
+	if _, err := run("delete"); err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("second plain delete: %v", err)
+	}
+	if _, err := run("delete", "--data"); err != nil {
+		t.Fatalf("delete --data of the leftover: %v", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("instance folder still there after delete --data: %v", err)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -75,7 +76,13 @@ func newDeleteCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			inst, err := g.existing()
 			if err != nil {
-				return err
+				// A plain delete leaves the data disk behind on purpose;
+				// `delete --data` must still be able to remove it.
+				leftover, lerr := g.instance()
+				if lerr != nil || !opts.Data || !fileExists(leftover.DataDiskPath()) {
+					return err
+				}
+				inst = leftover
 			}
 			lock, err := inst.Lock()
 			if err != nil {
@@ -85,7 +92,11 @@ func newDeleteCmd(g *globals) *cobra.Command {
 			if err := deleteVM(cmd.Context(), inst, opts); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "profile %q deleted\n", inst.Name)
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "profile %q deleted\n", inst.Name)
+			if !opts.Data && fileExists(inst.DataDiskPath()) {
+				fmt.Fprintf(out, "its data disk stays at %s for the next start; `vmdock delete --data -p %s` removes it\n", inst.DataDiskPath(), inst.Name)
+			}
 			return nil
 		},
 	}
@@ -111,4 +122,9 @@ func newHostAgentCmd(g *globals) *cobra.Command {
 			return runHostAgent(cmd.Context(), inst)
 		},
 	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

@@ -124,33 +124,8 @@ func TestE2E(t *testing.T) {
 	if os.Getenv("VMDOCK_E2E") != "1" {
 		t.Skip("set VMDOCK_E2E=1 to boot a real VM")
 	}
-	e := &env{t: t, repo: repoRoot(t)}
+	e, base := newEnv(t, "amd64")
 	defer e.printTimings()
-
-	base := t.TempDir()
-	e.home = filepath.Join(base, "vmdock home")
-	e.dockerCfg = filepath.Join(base, "docker-config")
-	e.work = filepath.Join(base, "work dir") // a space, on purpose (Colima #1471)
-	for _, d := range []string{e.home, e.dockerCfg, e.work} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	e.vmdock = filepath.Join(e.repo, "bin", "vmdock")
-	if _, err := os.Stat(e.vmdock); err != nil {
-		t.Fatalf("%s missing: run `make build` first", e.vmdock)
-	}
-	if _, err := os.Stat(filepath.Join(e.repo, "hack", "image", "out", "vmdock-amd64.tar.zst")); err != nil {
-		t.Fatalf("guest image missing: run `make image` first (%v)", err)
-	}
-	e.testTar = filepath.Join(base, "vmdock-test.tar")
-	e.timed("build test image tarball", func(t *testing.T) {
-		cmd := exec.Command("go", "run", "./hack/testimage", "--arch", "amd64", "--out", e.testTar)
-		cmd.Dir = e.repo
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("testimage: %v\n%s", err, out)
-		}
-	})
 
 	share9p := filepath.Join(base, "share 9p")
 	shareVFS := filepath.Join(base, "share virtiofs")
@@ -287,11 +262,68 @@ mounts:
 		e.run(15*time.Minute, e.vmdock, startArgs...)
 		e.docker(2*time.Minute, "version")
 	})
+	e.timed("vmdock restart", func(t *testing.T) {
+		e.run(15*time.Minute, e.vmdock, "restart")
+		e.docker(2*time.Minute, "version")
+	})
 	e.timed("final vmdock stop", func(t *testing.T) {
 		e.run(5*time.Minute, e.vmdock, "stop")
 		stopped = true
 		checkNothingLeft(t, e)
 	})
+	e.timed("vmdock delete keeps the data disk", func(t *testing.T) {
+		e.run(time.Minute, e.vmdock, "delete")
+		dir := filepath.Join(e.home, "default")
+		if _, err := os.Stat(filepath.Join(dir, "data.raw")); err != nil {
+			t.Fatalf("data disk gone after delete without --data: %v", err)
+		}
+		for _, f := range []string{"disk.raw", "vmdock.yaml", "boot.iso"} {
+			if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+				t.Errorf("%s still there after delete", f)
+			}
+		}
+		e.run(time.Minute, e.vmdock, "delete", "--data")
+		if _, err := os.Stat(dir); err == nil {
+			t.Errorf("instance folder still there after delete --data")
+		}
+	})
+}
+
+// newEnv gives a test its own vmdock home, docker config and work folder
+// (with a space in its name, on purpose: Colima #1471), checks that the
+// binary and the arch's guest image exist, and builds the arch's test
+// image tarball.
+func newEnv(t *testing.T, arch string) (*env, string) {
+	e := &env{t: t, repo: repoRoot(t)}
+	base := t.TempDir()
+	e.home = filepath.Join(base, "vmdock home")
+	e.dockerCfg = filepath.Join(base, "docker-config")
+	e.work = filepath.Join(base, "work dir")
+	for _, d := range []string{e.home, e.dockerCfg, e.work} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.vmdock = filepath.Join(e.repo, "bin", "vmdock")
+	if _, err := os.Stat(e.vmdock); err != nil {
+		t.Fatalf("%s missing: run `make build` first", e.vmdock)
+	}
+	target := "image"
+	if arch != "amd64" {
+		target = "image-" + arch
+	}
+	if _, err := os.Stat(filepath.Join(e.repo, "hack", "image", "out", "vmdock-"+arch+".tar.zst")); err != nil {
+		t.Fatalf("%s guest image missing: run `make %s` first (%v)", arch, target, err)
+	}
+	e.testTar = filepath.Join(base, "vmdock-test.tar")
+	e.timed("build test image tarball", func(t *testing.T) {
+		cmd := exec.Command("go", "run", "./hack/testimage", "--arch", arch, "--out", e.testTar)
+		cmd.Dir = e.repo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("testimage: %v\n%s", err, out)
+		}
+	})
+	return e, base
 }
 
 // checkBindMount proves `docker run -v "$dir":/w` works both ways and that

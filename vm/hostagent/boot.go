@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
@@ -286,7 +285,7 @@ func (ha *hostAgent) spec(img *images.Image) (driver.Spec, error) {
 		MemoryMiB: int(ha.cfg.MemoryGiB * 1024),
 		Kernel:    img.Kernel,
 		Initrd:    img.Initrd,
-		Cmdline:   withConsole(img.Cmdline, ha.cfg.VMType),
+		Cmdline:   img.Cmdline,
 		Disks: []driver.Disk{
 			{Path: ha.inst.DiskPath(), Format: "raw"},
 			{Path: ha.inst.DataDiskPath(), Format: "raw"},
@@ -310,24 +309,6 @@ func channelFor(vmType string) string {
 		return agent.ChannelVsock
 	}
 	return agent.ChannelVirtioSerial
-}
-
-// withConsole keeps only the console the hypervisor really has as the
-// kernel's /dev/console (the last console= wins): a serial port on QEMU, a
-// virtio console on vz. Otherwise the guest agent's console output goes to
-// a device that does not exist.
-func withConsole(cmdline, vmType string) string {
-	console := "console=ttyS0"
-	if vmType == "vz" {
-		console = "console=hvc0"
-	}
-	var out []string
-	for _, f := range strings.Fields(cmdline) {
-		if !strings.HasPrefix(f, "console=") {
-			out = append(out, f)
-		}
-	}
-	return strings.Join(append(out, console), " ")
 }
 
 // followGuestLog copies the guest agent's journal into guestagent.log for

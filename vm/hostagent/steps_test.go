@@ -56,13 +56,3 @@ func TestUnwindKeepsGoingAfterAFailedUndo(t *testing.T) {
 		t.Fatalf("undone = %v", undone)
 	}
 }
-
-func TestWithConsole(t *testing.T) {
-	in := "root=/dev/vda rw console=ttyS0 console=hvc0 apparmor=0"
-	if got := withConsole(in, "qemu"); got != "root=/dev/vda rw apparmor=0 console=ttyS0" {
-		t.Errorf("qemu: %q", got)
-	}
-	if got := withConsole(in, "vz"); got != "root=/dev/vda rw apparmor=0 console=hvc0" {
-		t.Errorf("vz: %q", got)
-	}
-}

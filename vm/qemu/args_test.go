@@ -111,10 +111,10 @@ func TestArgs(t *testing.T) {
 			absent: []string{"-vga", "-kernel", "-initrd", "-append"},
 		},
 		{
-			name:   "foreign arm64 under TCG uses virt and -cpu max",
+			name:   "foreign arm64 under TCG uses virt and -cpu max with the cheap pauth",
 			mutate: func(s *driver.Spec) { s.Arch = driver.ArchARM64 },
 			env:    tcgEnv,
-			want:   map[string][]string{"-machine": {"virt"}, "-accel": {"tcg,thread=single"}, "-cpu": {"max"}},
+			want:   map[string][]string{"-machine": {"virt"}, "-accel": {"tcg,thread=single"}, "-cpu": {"max,pauth-impdef=on"}, "-append": {"root=/dev/vda console=ttyAMA0"}},
 			absent: []string{"-vga"},
 		},
 		{
@@ -306,5 +306,17 @@ func TestDetectAccelForeignArchIsTCG(t *testing.T) {
 	}
 	if got := detectAccel(hostArch()); got != nativeAccel() {
 		t.Errorf("detectAccel(host) = %s, want %s", got, nativeAccel())
+	}
+}
+
+func TestSerialConsolePerArch(t *testing.T) {
+	in := "root=/dev/vda rw console=ttyAMA0 console=hvc0 apparmor=0"
+	for arch, want := range map[string]string{
+		"x86_64":  "root=/dev/vda rw apparmor=0 console=ttyS0",
+		"aarch64": "root=/dev/vda rw apparmor=0 console=ttyAMA0",
+	} {
+		if got := withSerialConsole(in, arch); got != want {
+			t.Errorf("%s: %q, want %q", arch, got, want)
+		}
 	}
 }

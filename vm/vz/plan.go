@@ -260,14 +260,16 @@ func planBoot(spec driver.Spec, ver macOSVersion) (BootPlan, error) {
 }
 
 // withConsole routes the kernel console to the virtio console, the only
-// serial device vz offers; without it early boot output is lost.
+// serial device vz offers; without it early boot output is lost. Other
+// console= entries go: the last one wins, and images name several.
 func withConsole(cmdline string) string {
+	var out []string
 	for _, f := range strings.Fields(cmdline) {
-		if strings.HasPrefix(f, "console=hvc") {
-			return cmdline
+		if !strings.HasPrefix(f, "console=") {
+			out = append(out, f)
 		}
 	}
-	return strings.TrimSpace(cmdline + " console=hvc0")
+	return strings.Join(append(out, "console=hvc0"), " ")
 }
 
 // Kernel header magics. VZLinuxBootLoader on arm64 only boots a raw arm64

@@ -114,9 +114,9 @@ func TestPlanDecisions(t *testing.T) {
 					t.Errorf("boot = %+v, want %+v", p.Boot, want)
 				}
 			}},
-		{"console kept", armHost, func(s *driver.Spec) { s.Cmdline = "console=hvc0 quiet" },
+		{"only the virtio console stays", armHost, func(s *driver.Spec) { s.Cmdline = "console=ttyAMA0 console=hvc0 quiet" },
 			func(t *testing.T, p *VMPlan) {
-				if p.Boot.Cmdline != "console=hvc0 quiet" {
+				if p.Boot.Cmdline != "quiet console=hvc0" {
 					t.Errorf("cmdline = %q", p.Boot.Cmdline)
 				}
 			}},
