@@ -10,38 +10,6 @@ import (
 	"github.com/vmdock/vmdock/agent"
 )
 
-func TestParseProcNet(t *testing.T) {
-	const hdr = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
-	tests := []struct {
-		name, proto, line string
-		want              []portKey
-	}{
-		{"tcp listen loopback", "tcp", "   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1234", []portKey{{"tcp", "127.0.0.1", 8080}}},
-		{"resolved stub 127.0.0.53 skipped", "tcp", "   3: 3500007F:0035 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1234", nil},
-		{"tcp listen any", "tcp", "   1: 00000000:0016 00000000:0000 0A 0 0 0 0 0 1", []portKey{{"tcp", "0.0.0.0", 22}}},
-		{"tcp established skipped", "tcp", "   2: 0100007F:1F90 0100007F:C350 01 0 0 0 0 0 1", nil},
-		{"tcp on eth0 skipped", "tcp", "   3: 0F02000A:1F90 00000000:0000 0A 0 0 0 0 0 1", nil},
-		{"tcp6 any", "tcp", "   0: 00000000000000000000000000000000:0050 00000000000000000000000000000000:0000 0A 0 0 0 0 0 1", []portKey{{"tcp", "::", 80}}},
-		{"tcp6 loopback", "tcp", "   0: 00000000000000000000000001000000:0050 00000000000000000000000000000000:0000 0A 0 0 0 0 0 1", []portKey{{"tcp", "::1", 80}}},
-		{"udp bound", "udp", "  10: 00000000:0035 00000000:0000 07 0 0 0 0 0 1", []portKey{{"udp", "0.0.0.0", 53}}},
-		{"udp connected skipped", "udp", "  10: 0100007F:0035 0100007F:0035 01 0 0 0 0 0 1", nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseProcNet(strings.NewReader(hdr+tt.line+"\n"), tt.proto)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(got) != len(tt.want) || (len(got) == 1 && got[0] != tt.want[0]) {
-				t.Fatalf("got %+v, want %+v", got, tt.want)
-			}
-		})
-	}
-	if _, err := parseProcNet(strings.NewReader(hdr+"0: XYZ:0050 00000000:0000 0A\n"), "tcp"); err == nil {
-		t.Fatal("bad hex: want an error")
-	}
-}
-
 func TestMount(t *testing.T) {
 	s, fos := newTestServer(t)
 	mi := filepath.Join(s.Root, "proc/self/mountinfo")

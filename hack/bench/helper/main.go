@@ -8,6 +8,7 @@
 //	echo   -addr A -conns C -rounds R -size B    connect+echo latencies (µs)
 //	stream -addr A -bytes N                      echo throughput (seconds)
 //	http   -sock S -path P -n N                  GET latencies over a unix socket (µs)
+//	portscan -conns C -n N                       CPU per port listing, /proc/net vs sock_diag
 package main
 
 import (
@@ -32,7 +33,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("missing subcommand; accepted: tree, serve, echo, stream, http")
+		return fmt.Errorf("missing subcommand; accepted: tree, serve, echo, stream, http, portscan")
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	dir := fs.String("dir", "", "tree root (must not exist)")
@@ -95,8 +96,14 @@ func run(args []string) error {
 			return err
 		}
 		return out.Encode(map[string][]int64{"us": micros(lat)})
+	case "portscan":
+		cost, err := portScan(*conns, *n)
+		if err != nil {
+			return err
+		}
+		return out.Encode(cost)
 	}
-	return fmt.Errorf("subcommand %q; accepted: tree, serve, echo, stream, http", args[0])
+	return fmt.Errorf("subcommand %q; accepted: tree, serve, echo, stream, http, portscan", args[0])
 }
 
 func micros(ds []time.Duration) []int64 {
