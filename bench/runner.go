@@ -484,6 +484,9 @@ func (r *runner) boot(context.Context) error {
 func (r *runner) rssRows(ctx context.Context, variant string) []Result {
 	var out []Result
 	add := func(who string, mib float64, err error) {
+		if err != nil && ctx.Err() != nil {
+			return // the load ended during this sample: nothing to report
+		}
 		if err != nil {
 			r.rep.Skipped = append(r.rep.Skipped, fmt.Sprintf("memory %s (%s): %v", who, variant, err))
 			return
