@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net/netip"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -23,7 +24,11 @@ func SockDiag() ([]Port, error) {
 		return nil, fmt.Errorf("bind netlink socket: %w", err)
 	}
 	var out []Port
-	buf := make([]byte, 32<<10)
+	// The watch lists four times a second; a fresh 32 KiB buffer each
+	// time would be most of what the guest agent allocates when idle.
+	bufp := recvBufs.Get().(*[]byte)
+	defer recvBufs.Put(bufp)
+	buf := *bufp
 	seq := uint32(0)
 	for _, q := range []struct {
 		proto  string
@@ -42,6 +47,8 @@ func SockDiag() ([]Port, error) {
 	sortPorts(out)
 	return out, nil
 }
+
+var recvBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 // Sizes of the kernel's structs (include/uapi/linux/inet_diag.h).
 const (
