@@ -5,7 +5,6 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,16 +22,7 @@ func TestE2EArm64(t *testing.T) {
 	defer e.printTimings()
 
 	cfgYAML := fmt.Sprintf("arch: arm64\nmountType: 9p\nmounts:\n  - location: %q\n    writable: true\n", e.work)
-	os.MkdirAll(filepath.Join(e.home, "default"), 0o700)
-	if err := os.WriteFile(filepath.Join(e.home, "default", "vmdock.yaml"), []byte(cfgYAML), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	defer func() {
-		if !stopped {
-			e.try(3*time.Minute, e.vmdock, "stop", "--force")
-		}
-	}()
+	e.configure(cfgYAML)
 
 	e.timed("vmdock start --arch arm64 (cold boot to docker ready)", func(t *testing.T) {
 		e.run(30*time.Minute, e.vmdock, "start", "--arch", "arm64", "--cpus", "2", "--memory", "2",
@@ -82,7 +72,6 @@ func TestE2EArm64(t *testing.T) {
 	})
 	e.timed("vmdock stop", func(t *testing.T) {
 		e.run(5*time.Minute, e.vmdock, "stop")
-		stopped = true
 		checkNothingLeft(t, e)
 	})
 }

@@ -143,16 +143,7 @@ mounts:
   - location: %q
     writable: true
 `, share9p, shareVFS, e.work)
-	os.MkdirAll(filepath.Join(e.home, "default"), 0o700)
-	if err := os.WriteFile(filepath.Join(e.home, "default", "vmdock.yaml"), []byte(cfgYAML), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	defer func() {
-		if !stopped {
-			e.try(3*time.Minute, e.vmdock, "stop", "--force")
-		}
-	}()
+	e.configure(cfgYAML)
 
 	// A context of the user's own is current before start; stop must
 	// bring it back and leave its files alone.
@@ -223,7 +214,6 @@ mounts:
 	})
 	e.timed("vmdock stop", func(t *testing.T) {
 		e.run(5*time.Minute, e.vmdock, "stop")
-		stopped = true
 		checkNothingLeft(t, e)
 		if cur := strings.TrimSpace(e.run(time.Minute, "docker", "context", "show")); cur != "dummy" {
 			t.Fatalf("current context after stop = %q, want the user's dummy back", cur)
@@ -237,7 +227,6 @@ mounts:
 	})
 	e.timed("vmdock start (second boot, data disk kept)", func(t *testing.T) {
 		e.run(15*time.Minute, e.vmdock, startArgs...)
-		stopped = false
 		out := e.docker(2*time.Minute, "image", "ls", "--format", "{{.Repository}}:{{.Tag}}")
 		if !strings.Contains(out, "vmdock-test:latest") {
 			t.Fatalf("image lost across restart; images: %q", out)
@@ -268,7 +257,6 @@ mounts:
 	})
 	e.timed("final vmdock stop", func(t *testing.T) {
 		e.run(5*time.Minute, e.vmdock, "stop")
-		stopped = true
 		checkNothingLeft(t, e)
 	})
 	e.timed("vmdock delete keeps the data disk", func(t *testing.T) {
@@ -324,6 +312,19 @@ func newEnv(t *testing.T, arch string) (*env, string) {
 		}
 	})
 	return e, base
+}
+
+// configure writes the default profile's vmdock.yaml and makes sure no VM
+// outlives the test, whichever check fails.
+func (e *env) configure(yaml string) {
+	dir := filepath.Join(e.home, "default")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "vmdock.yaml"), []byte(yaml), 0o600); err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { e.try(3*time.Minute, e.vmdock, "stop", "--force") })
 }
 
 // checkBindMount proves `docker run -v "$dir":/w` works both ways and that
