@@ -18,35 +18,31 @@ type portKey struct {
 	Port  int
 }
 
-// scanPorts lists the forwardable sockets minus the agent's own. It asks
-// the kernel through sock_diag, whose cost does not grow with established
-// connections; a kernel without inet_diag (or a test's fake ProcNet
-// folder) gets the /proc/net parser.
-func (s *Server) scanPorts() (map[portKey]bool, error) {
-	var (
-		ports []portlist.Port
-		err   error
-	)
-	s.mu.Lock()
-	useProc := s.ProcNet != "" || s.noSockDiag
-	s.mu.Unlock()
-	if !useProc {
-		ports, err = portlist.SockDiag()
-		if errors.Is(err, portlist.ErrUnsupported) {
+// portLister returns how this watch lists sockets: through sock_diag,
+// whose cost does not grow with established connections, falling back for
+// good to the /proc/net parser on a kernel without inet_diag. A test's fake
+// ProcNet folder always gets the parser.
+func (s *Server) portLister() func() ([]portlist.Port, error) {
+	if s.ProcNet != "" {
+		return func() ([]portlist.Port, error) { return portlist.ProcNet(s.ProcNet) }
+	}
+	procNet := false
+	return func() ([]portlist.Port, error) {
+		if !procNet {
+			ports, err := portlist.SockDiag()
+			if !errors.Is(err, portlist.ErrUnsupported) {
+				return ports, err
+			}
 			s.log().Info("listing ports from /proc/net", "reason", err)
-			s.mu.Lock()
-			s.noSockDiag = true
-			s.mu.Unlock()
-			useProc = true
+			procNet = true
 		}
+		return portlist.ProcNet("/proc/net")
 	}
-	if useProc {
-		dir := s.ProcNet
-		if dir == "" {
-			dir = "/proc/net"
-		}
-		ports, err = portlist.ProcNet(dir)
-	}
+}
+
+// scanPorts lists the forwardable sockets minus the agent's own.
+func (s *Server) scanPorts(list func() ([]portlist.Port, error)) (map[portKey]bool, error) {
+	ports, err := list()
 	if err != nil {
 		return nil, err
 	}
@@ -116,9 +112,10 @@ func (s *Server) watchPorts(ctx context.Context, st net.Conn) {
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
+	list := s.portLister()
 	old := map[portKey]bool{}
 	for {
-		cur, err := s.scanPorts()
+		cur, err := s.scanPorts(list)
 		if err != nil {
 			s.log().Warn("scan listening ports", "err", err)
 		} else {

@@ -35,8 +35,6 @@ type Server struct {
 	PortPoll time.Duration
 	// ProcNet is the folder with tcp, tcp6, udp, udp6; default /proc/net.
 	ProcNet string
-	// noSockDiag is set once sock_diag turned out to be unsupported.
-	noSockDiag bool
 
 	mu           sync.Mutex
 	sess         *yamux.Session
