@@ -106,32 +106,75 @@ func (s *Server) watchPorts(ctx context.Context, st net.Conn) {
 		_, _ = io.Copy(io.Discard, st)
 		close(gone)
 	}()
-	every := s.PortPoll
-	if every <= 0 {
-		every = 250 * time.Millisecond
-	}
-	t := time.NewTicker(every)
-	defer t.Stop()
+	poll := pollTimes{fast: s.PortPoll, busy: s.PortPollBusy, idle: s.PortPollIdle}.withDefaults()
+	activity := s.activity()
 	list := s.portLister()
 	old := map[portKey]bool{}
+	busyUntil := time.Now().Add(poll.busy)
+	due := time.Now() // of the next scan
+	timer := time.NewTimer(0)
+	defer timer.Stop()
 	for {
-		cur, err := s.scanPorts(list)
-		if err != nil {
-			s.log().Warn("scan listening ports", "err", err)
-		} else {
-			for _, ev := range diffPorts(old, cur) {
-				if err := agent.WriteJSONLine(st, ev); err != nil {
-					return
-				}
-			}
-			old = cur
-		}
 		select {
-		case <-t.C:
+		case <-timer.C:
+		case <-activity:
+			// Look soon when the watch was idling, without postponing a
+			// scan already due: streams may arrive faster than poll.fast.
+			now := time.Now()
+			busyUntil = now.Add(poll.busy)
+			if due.Sub(now) > poll.fast {
+				due = now.Add(poll.fast)
+				timer.Reset(poll.fast)
+			}
+			continue
 		case <-gone:
 			return
 		case <-ctx.Done():
 			return
 		}
+		cur, err := s.scanPorts(list)
+		if err != nil {
+			s.log().Warn("scan listening ports", "err", err)
+		} else {
+			ev := diffPorts(old, cur)
+			for _, e := range ev {
+				if err := agent.WriteJSONLine(st, e); err != nil {
+					return
+				}
+			}
+			old = cur
+			if len(ev) > 0 {
+				busyUntil = time.Now().Add(poll.busy)
+			}
+		}
+		now := time.Now()
+		wait := poll.next(now, busyUntil)
+		due = now.Add(wait)
+		timer.Reset(wait)
 	}
+}
+
+// pollTimes are the port watch's periods; see Server.PortPoll.
+type pollTimes struct{ fast, busy, idle time.Duration }
+
+func (p pollTimes) withDefaults() pollTimes {
+	if p.fast <= 0 {
+		p.fast = 250 * time.Millisecond
+	}
+	if p.busy <= 0 {
+		p.busy = 10 * time.Second
+	}
+	if p.idle <= 0 {
+		p.idle = time.Second
+	}
+	p.idle = max(p.idle, p.fast)
+	return p
+}
+
+// next is the wait before the following scan.
+func (p pollTimes) next(now, busyUntil time.Time) time.Duration {
+	if now.Before(busyUntil) {
+		return p.fast
+	}
+	return p.idle
 }

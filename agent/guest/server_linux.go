@@ -31,10 +31,20 @@ type Server struct {
 	Root string
 	// DockerSocket is where dockerd answers; default /var/run/docker.sock.
 	DockerSocket string
-	// PortPoll is how often listening sockets are scanned; default 250ms.
-	PortPoll time.Duration
+	// The port watch scans listening sockets every PortPoll (default
+	// 250ms) while the host is busy with the guest, that is for PortPollBusy
+	// (default 10s) after the host opened a stream (a docker API call, an
+	// exec, a forwarded connection), and every PortPollIdle (default 1s)
+	// otherwise. A `docker run -p` is an API call, so its port shows up
+	// within PortPoll; an idle guest wakes the agent once a second instead
+	// of four times, which under TCG is most of the agent's idle CPU.
+	PortPoll, PortPollBusy, PortPollIdle time.Duration
 	// ProcNet is the folder with tcp, tcp6, udp, udp6; default /proc/net.
 	ProcNet string
+
+	// hostActivity has a token when the host opened a stream since the
+	// port watch last looked.
+	hostActivity chan struct{}
 
 	mu           sync.Mutex
 	sess         *yamux.Session
@@ -49,6 +59,23 @@ type Server struct {
 // NewServer returns a server on the real system.
 func NewServer(log *slog.Logger) *Server {
 	return &Server{Log: log, OS: RealOS{}}
+}
+
+func (s *Server) activity() chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hostActivity == nil {
+		s.hostActivity = make(chan struct{}, 1)
+	}
+	return s.hostActivity
+}
+
+// noteHostActivity tells the port watch the host is busy with the guest.
+func (s *Server) noteHostActivity() {
+	select {
+	case s.activity() <- struct{}{}:
+	default:
+	}
 }
 
 func (s *Server) path(p string) string {
@@ -108,6 +135,7 @@ func (s *Server) serve(ctx context.Context, hello io.Reader, rwc io.ReadWriteClo
 			s.log().Info("host session ended", "err", err)
 			return nil
 		}
+		s.noteHostActivity()
 		go s.handle(ctx, st)
 	}
 }

@@ -408,3 +408,62 @@ func TestStartDocker(t *testing.T) {
 		t.Fatalf("daemon.json = %s", b)
 	}
 }
+
+// TestWatchPortsIdlesUntilHostActivity: once the host has been quiet for
+// PortPollBusy the watch scans only every PortPollIdle, and the next stream
+// the host opens (here an info call, in life a docker API call) makes it
+// look again at once.
+func TestWatchPortsIdlesUntilHostActivity(t *testing.T) {
+	s, _ := newTestServer(t)
+	s.PortPollBusy, s.PortPollIdle = 150*time.Millisecond, time.Hour
+	c, _ := connect(t, s)
+	wctx, cancel := context.WithCancel(ctx(t))
+	defer cancel()
+	ch, err := c.WatchPorts(wctx)
+	must(t, err)
+	time.Sleep(500 * time.Millisecond) // past the busy window: idling now
+
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	must(t, err)
+	defer ln.Close()
+	want := agent.PortEvent{Added: true, Proto: "tcp", IP: "127.0.0.1", Port: ln.Addr().(*net.TCPAddr).Port}
+	seen := func(within time.Duration) bool {
+		timeout := time.After(within)
+		for {
+			select {
+			case ev := <-ch:
+				if ev == want {
+					return true
+				}
+			case <-timeout:
+				return false
+			}
+		}
+	}
+	if seen(400 * time.Millisecond) {
+		t.Fatal("an idle watch scanned on the fast period")
+	}
+	if _, err := c.Info(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if !seen(5 * time.Second) {
+		t.Fatal("host activity did not wake the idle watch")
+	}
+}
+
+func TestPollTimes(t *testing.T) {
+	p := pollTimes{}.withDefaults()
+	now := time.Now()
+	if p.fast != 250*time.Millisecond || p.busy != 10*time.Second || p.idle != time.Second {
+		t.Fatalf("defaults %+v", p)
+	}
+	if got := p.next(now, now.Add(time.Second)); got != p.fast {
+		t.Errorf("busy: %v", got)
+	}
+	if got := p.next(now, now.Add(-time.Second)); got != p.idle {
+		t.Errorf("idle: %v", got)
+	}
+	if q := (pollTimes{fast: 2 * time.Second, idle: time.Second}).withDefaults(); q.idle != 2*time.Second {
+		t.Errorf("idle shorter than fast: %+v", q)
+	}
+}
