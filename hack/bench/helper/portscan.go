@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -16,10 +19,18 @@ type scanCost struct {
 	WallMs float64 `json:"wallMs"` // elapsed per scan
 }
 
+// portScanResult is both sources' cost and how many sockets the guest had
+// (/proc/net prints every one, TIME_WAIT included, on every scan).
+type portScanResult struct {
+	Sockets  int      `json:"sockets"`
+	ProcNet  scanCost `json:"procnet"`
+	SockDiag scanCost `json:"sockdiag"`
+}
+
 // portScan measures both port-list sources side by side, with conns
 // established loopback connections open (a dev stack's database pools and
-// keep-alives: /proc/net prints every one of them on every scan).
-func portScan(conns, scans int) (map[string]scanCost, error) {
+// keep-alives).
+func portScan(conns, scans int) (*portScanResult, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -43,13 +54,22 @@ func portScan(conns, scans int) (map[string]scanCost, error) {
 		}
 		open = append(open, c, s)
 	}
-	sources := map[string]func() ([]portlist.Port, error){
-		"procnet":  func() ([]portlist.Port, error) { return portlist.ProcNet("/proc/net") },
-		"sockdiag": portlist.SockDiag,
+	out := &portScanResult{}
+	for _, f := range []string{"tcp", "tcp6", "udp", "udp6"} {
+		b, err := os.ReadFile(filepath.Join("/proc/net", f))
+		if err == nil && bytes.Count(b, []byte("\n")) > 0 {
+			out.Sockets += bytes.Count(b, []byte("\n")) - 1 // minus the header
+		}
 	}
-	out := map[string]scanCost{}
-	for _, name := range []string{"procnet", "sockdiag"} {
-		list := sources[name]
+	for _, src := range []struct {
+		name string
+		list func() ([]portlist.Port, error)
+		cost *scanCost
+	}{
+		{"procnet", func() ([]portlist.Port, error) { return portlist.ProcNet("/proc/net") }, &out.ProcNet},
+		{"sockdiag", portlist.SockDiag, &out.SockDiag},
+	} {
+		name, list := src.name, src.list
 		// Warm up: the first calls pay for module autoload and, under
 		// TCG, for translating the code path; the watch runs it for hours.
 		for i := 0; i < 20; i++ {
@@ -72,7 +92,7 @@ func portScan(conns, scans int) (map[string]scanCost, error) {
 		if err != nil {
 			return nil, err
 		}
-		out[name] = scanCost{
+		*src.cost = scanCost{
 			CPUms:  float64((cpu1 - cpu0).Microseconds()) / 1000 / float64(scans),
 			WallMs: float64(wall.Microseconds()) / 1000 / float64(scans),
 		}
