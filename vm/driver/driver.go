@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 )
 
 // Arch values follow GOARCH names; drivers translate them (x86_64, aarch64).
@@ -129,4 +130,18 @@ type MachineInfo struct {
 	Driver string `json:"driver"`
 	Accel  string `json:"accel"` // kvm, hvf, tcg, vz
 	PID    int    `json:"pid,omitempty"`
+}
+
+// WithConsole makes console the kernel's /dev/console. Images name every
+// console they might meet and the last console= wins, so the others are
+// dropped: each hypervisor has exactly one, and output sent to a console
+// that does not exist (early boot, the guest agent's) is lost.
+func WithConsole(cmdline, console string) string {
+	var out []string
+	for _, f := range strings.Fields(cmdline) {
+		if !strings.HasPrefix(f, "console=") {
+			out = append(out, f)
+		}
+	}
+	return strings.Join(append(out, "console="+console), " ")
 }

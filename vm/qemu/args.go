@@ -391,21 +391,11 @@ func Args(spec driver.Spec, env HostEnv) ([]string, error) {
 	return a, nil
 }
 
-// withSerialConsole makes the machine's serial port (the one -serial feeds
-// to serial.log) the kernel's /dev/console: ttyS0 on q35, the PL011 ttyAMA0
-// on virt. Images name every console they might meet and the last one
-// wins, so the others are dropped; otherwise early output and the guest
-// agent's console go to a device that does not exist.
+// withSerialConsole makes the port -serial feeds to serial.log the
+// kernel's console: ttyS0 on q35, the PL011 ttyAMA0 on virt.
 func withSerialConsole(cmdline, arch string) string {
-	console := "console=ttyS0"
 	if arch == "aarch64" {
-		console = "console=ttyAMA0"
+		return driver.WithConsole(cmdline, "ttyAMA0")
 	}
-	var out []string
-	for _, f := range strings.Fields(cmdline) {
-		if !strings.HasPrefix(f, "console=") {
-			out = append(out, f)
-		}
-	}
-	return strings.Join(append(out, console), " ")
+	return driver.WithConsole(cmdline, "ttyS0")
 }

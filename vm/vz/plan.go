@@ -255,21 +255,8 @@ func planBoot(spec driver.Spec, ver macOSVersion) (BootPlan, error) {
 		Kind:    BootLinux,
 		Kernel:  spec.Kernel,
 		Initrd:  spec.Initrd,
-		Cmdline: withConsole(spec.Cmdline),
+		Cmdline: driver.WithConsole(spec.Cmdline, "hvc0"), // vz's only serial device
 	}, nil
-}
-
-// withConsole routes the kernel console to the virtio console, the only
-// serial device vz offers; without it early boot output is lost. Other
-// console= entries go: the last one wins, and images name several.
-func withConsole(cmdline string) string {
-	var out []string
-	for _, f := range strings.Fields(cmdline) {
-		if !strings.HasPrefix(f, "console=") {
-			out = append(out, f)
-		}
-	}
-	return strings.Join(append(out, "console=hvc0"), " ")
 }
 
 // Kernel header magics. VZLinuxBootLoader on arm64 only boots a raw arm64
