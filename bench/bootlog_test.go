@@ -1,6 +1,10 @@
 package bench
 
 import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -42,5 +46,37 @@ func TestParseBootLogErrors(t *testing.T) {
 		if _, err := ParseBootLog(strings.NewReader(log)); err == nil {
 			t.Errorf("%s: want an error", name)
 		}
+	}
+}
+
+// TestBootSectionAgainstRawBoot: vmdock's time to the agent's hello is the
+// sum of its steps up to and including "agent", and it is compared with a
+// raw-boot baseline already in the report.
+func TestBootSectionAgainstRawBoot(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "hostagent.log")
+	if err := os.WriteFile(log, []byte(sampleLog), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rep := &Report{}
+	rep.Add(Result{Section: "boot", Metric: MetricToHello, Variant: "qemu alone (raw boot)", Value: 30, Unit: "s", Better: Lower})
+	r := &runner{env: Env{HostAgentLog: log}, rep: rep}
+	if err := r.boot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rep.ComputeRatios()
+	var got *Result
+	for i := range rep.Results {
+		if res := &rep.Results[i]; res.Metric == MetricToHello && res.Variant == "vmdock start" {
+			got = res
+		}
+	}
+	if got == nil {
+		t.Fatalf("no vmdock row: %+v", rep.Results)
+	}
+	if want := 0.560282847 + 36.943053961; math.Abs(got.Value-want) > 1e-9 {
+		t.Errorf("to hello = %v, want %v (steps through agent, not docker)", got.Value, want)
+	}
+	if math.Abs(got.Ratio-30/got.Value) > 1e-9 {
+		t.Errorf("ratio %v, want %v", got.Ratio, 30/got.Value)
 	}
 }

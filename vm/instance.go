@@ -26,6 +26,10 @@ func (i *Instance) HostAgentLogPath() string  { return i.path("hostagent.log") }
 func (i *Instance) GuestAgentLogPath() string { return i.path("guestagent.log") }
 func (i *Instance) StatePath() string         { return i.path("state.json") }
 
+// SpecPath holds the driver.Spec the host agent last booted: what exactly
+// ran, for debugging and for the bench's raw-boot baseline.
+func (i *Instance) SpecPath() string { return i.path("spec.json") }
+
 // BrokenPath records why the last host agent ended abnormally (the VM died
 // under it); `status` reports it until the next start.
 func (i *Instance) BrokenPath() string { return i.path("broken") }

@@ -56,6 +56,9 @@ func (ha *hostAgent) bootSteps() []step {
 			if err := drv.Validate(spec); err != nil {
 				return err
 			}
+			if err := writeSpec(ha.inst.SpecPath(), spec); err != nil {
+				return err
+			}
 			m, err := drv.Start(ctx, spec)
 			if err != nil {
 				return err
@@ -334,4 +337,15 @@ func (ha *hostAgent) hostname() string {
 		return "vmdock"
 	}
 	return "vmdock-" + ha.inst.Name
+}
+
+func writeSpec(path string, spec driver.Spec) error {
+	b, err := json.MarshalIndent(spec, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode VM spec: %w", err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o600); err != nil {
+		return fmt.Errorf("write VM spec: %w", err)
+	}
+	return nil
 }
