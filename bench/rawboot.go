@@ -13,20 +13,24 @@ import (
 // share: from starting the VM (or vmdock's first step) to the agent's hello.
 const MetricToHello = "to agent hello"
 
-// RawBoot is the boot section's baseline: it boots spec with the driver
-// alone (no host agent, no image or boot-disk step, no shares) and returns
-// the time from starting the VM process to the guest agent's hello, then
-// powers the guest off. Compared with `vmdock start`'s own steps up to
-// the same hello, the difference is what vmdock adds.
-func RawBoot(ctx context.Context, drv driver.Driver, spec driver.Spec) (time.Duration, error) {
-	spec.Shares = nil // mounting is a later step; shares need daemons
+// MetricGuestToHello is the guest's own share of it: its uptime when the
+// agent answered (kernel, initramfs, systemd up to the agent unit).
+const MetricGuestToHello = "guest kernel+init to agent hello"
+
+// RawBoot is the boot section's baseline: it boots spec (the same devices,
+// disks and shares) with the driver alone, with no host agent and no image
+// or boot-disk step, and returns the time from starting the VM process to
+// the guest agent's hello and the guest's uptime then; then it powers the
+// guest off. Compared with `vmdock start`'s own steps up to the same hello,
+// the difference is what vmdock adds.
+func RawBoot(ctx context.Context, drv driver.Driver, spec driver.Spec) (time.Duration, float64, error) {
 	if err := drv.Validate(spec); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	start := time.Now()
 	m, err := drv.Start(ctx, spec)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- m.Wait() }()
@@ -40,31 +44,31 @@ func RawBoot(ctx context.Context, drv driver.Driver, spec driver.Spec) (time.Dur
 		defer cancel()
 		_ = m.Stop(sctx, true)
 	}
-	c, err := helloWhenUp(ctx, m, exited)
+	c, info, err := helloWhenUp(ctx, m, exited)
 	took := time.Since(start)
 	if err != nil {
 		_ = m.Stop(context.Background(), true)
-		return 0, err
+		return 0, 0, err
 	}
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	_ = c.PowerOff(pctx)
 	cancel()
 	c.Close()
 	stop()
-	return took, nil
+	return took, info.Uptime, nil
 }
 
 // helloWhenUp dials the agent channel until the guest agent completes the
 // handshake and answers info, retrying quickly: the baseline is the best
 // the machine can do.
-func helloWhenUp(ctx context.Context, m driver.Machine, exited <-chan error) (*agent.Client, error) {
+func helloWhenUp(ctx context.Context, m driver.Machine, exited <-chan error) (*agent.Client, agent.Info, error) {
 	var last error
 	for {
 		select {
 		case err := <-exited:
-			return nil, fmt.Errorf("raw boot: the VM exited before its agent answered: %v", err)
+			return nil, agent.Info{}, fmt.Errorf("raw boot: the VM exited before its agent answered: %v", err)
 		case <-ctx.Done():
-			return nil, fmt.Errorf("raw boot: no agent hello (last error: %v): %w", last, ctx.Err())
+			return nil, agent.Info{}, fmt.Errorf("raw boot: no agent hello (last error: %v): %w", last, ctx.Err())
 		default:
 		}
 		actx, cancel := context.WithTimeout(ctx, 20*time.Second)
@@ -72,9 +76,10 @@ func helloWhenUp(ctx context.Context, m driver.Machine, exited <-chan error) (*a
 		if err == nil {
 			var c *agent.Client
 			if c, err = agent.Connect(actx, conn); err == nil {
-				if _, err = c.Info(actx); err == nil {
+				var info agent.Info
+				if info, err = c.Info(actx); err == nil {
 					cancel()
-					return c, nil
+					return c, info, nil
 				}
 				c.Close()
 			} else {

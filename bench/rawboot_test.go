@@ -62,7 +62,7 @@ func (m *bootingMachine) serveGuest(conn net.Conn) {
 		}
 		switch req.Op {
 		case agent.OpInfo:
-			agent.WriteJSONLine(st, agent.Response{OK: true, Info: &agent.Info{Version: "test"}})
+			agent.WriteJSONLine(st, agent.Response{OK: true, Info: &agent.Info{Version: "test", Uptime: 12.5}})
 		case agent.OpPowerOff:
 			agent.Reply(st, nil)
 			m.offOnce.Do(func() { close(m.off) })
@@ -95,7 +95,7 @@ func TestRawBoot(t *testing.T) {
 	spec := driver.Spec{Name: "x", Shares: []driver.Share{{Tag: "home", HostPath: "/home"}}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	took, err := RawBoot(ctx, fakeDriver{m}, spec)
+	took, uptime, err := RawBoot(ctx, fakeDriver{m}, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,8 +105,11 @@ func TestRawBoot(t *testing.T) {
 	if m.dials < 2 {
 		t.Errorf("%d dials: the baseline must retry while the guest boots", m.dials)
 	}
-	if len(m.gotSpec.Shares) != 0 {
-		t.Errorf("shares %v were booted: the baseline stops at the agent's hello", m.gotSpec.Shares)
+	if len(m.gotSpec.Shares) != 1 {
+		t.Errorf("booted shares %v: the baseline boots the same VM", m.gotSpec.Shares)
+	}
+	if uptime != 12.5 {
+		t.Errorf("guest uptime %v, want the agent's 12.5", uptime)
 	}
 	if m.stopped {
 		t.Errorf("the guest powered off by itself; no force stop was needed")
@@ -119,7 +122,7 @@ func TestRawBootVMExits(t *testing.T) {
 	m.offOnce.Do(func() {})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := RawBoot(ctx, fakeDriver{m}, driver.Spec{}); err == nil {
+	if _, _, err := RawBoot(ctx, fakeDriver{m}, driver.Spec{}); err == nil {
 		t.Fatal("want an error when the VM exits before its agent answers")
 	}
 }

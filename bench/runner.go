@@ -478,7 +478,7 @@ func (r *runner) boot(context.Context) error {
 		r.rep.Add(Result{Section: "boot", Metric: "step " + s.Step, Variant: "vmdock", Value: s.Seconds, Unit: "s", Better: Info})
 	}
 	if b.HelloUptime > 0 {
-		r.rep.Add(Result{Section: "boot", Metric: "guest kernel+init to agent hello", Variant: "guest uptime", Value: b.HelloUptime, Unit: "s", Better: Info})
+		r.rep.Add(Result{Section: "boot", Metric: MetricGuestToHello, Variant: "vmdock start", Value: b.HelloUptime, Unit: "s", Better: Info})
 	}
 	// Against the raw-boot baseline (`vmdock bench --raw-boot`, run by
 	// `make bench` on the stopped instance before this start) when the
