@@ -444,3 +444,25 @@ func TestDeleteKeepsDataDisk(t *testing.T) {
 		t.Errorf("instance folder still there after delete --data: %v", err)
 	}
 }
+
+func TestBenchRawBootNeedsAnEarlierBoot(t *testing.T) {
+	home, _ := env(t)
+	installFake(t)
+	if _, err := run("start", "--vm-type", "qemu"); err != nil {
+		t.Fatal(err)
+	}
+	before := treeHash(t, filepath.Join(home, "default"))
+	_, err := run("bench", "--raw-boot")
+	if err == nil || !strings.Contains(err.Error(), "start the instance once") {
+		t.Fatalf("bench --raw-boot without spec.json: %v", err)
+	}
+	if treeHash(t, filepath.Join(home, "default")) != before {
+		t.Error("a refused --raw-boot changed the instance folder")
+	}
+	if err := os.WriteFile(filepath.Join(home, "default", "spec.json"), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run("bench", "--raw-boot"); err == nil || !strings.Contains(err.Error(), "spec.json") {
+		t.Fatalf("bench --raw-boot with a bad spec.json: %v", err)
+	}
+}
