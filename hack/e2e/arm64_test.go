@@ -57,17 +57,7 @@ func TestE2EArm64(t *testing.T) {
 	})
 	e.timed("published port answers on the host", func(t *testing.T) {
 		e.docker(5*time.Minute, "run", "-d", "--name", "web", "-p", "18080:80", "vmdock-test:latest")
-		deadline := time.Now().Add(time.Minute)
-		for {
-			body, err := httpGet("http://127.0.0.1:18080/")
-			if err == nil && body == "vmdock-test-ok\n" {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("127.0.0.1:18080 never answered: %v (body %q)", err, body)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+		waitForTestServer(t, 18080, time.Minute)
 		e.docker(5*time.Minute, "rm", "-f", "web")
 	})
 	e.timed("vmdock stop", func(t *testing.T) {

@@ -403,19 +403,9 @@ func checkPorts(t *testing.T, e *env) {
 	runReturned := time.Now()
 	var visible time.Duration
 	e.timed("port visible on host after docker run -p", func(t *testing.T) {
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			body, err := httpGet("http://127.0.0.1:18080/")
-			if err == nil && body == "vmdock-test-ok\n" {
-				visible = time.Since(runReturned)
-				t.Logf("GET 127.0.0.1:18080 answered %.2fs after docker run returned", visible.Seconds())
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("127.0.0.1:18080 never answered: %v (body %q)", err, body)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		waitForTestServer(t, 18080, 30*time.Second)
+		visible = time.Since(runReturned)
+		t.Logf("GET 127.0.0.1:18080 answered %.2fs after docker run returned", visible.Seconds())
 	})
 	e.timings[len(e.timings)-1].d = visible
 	e.timed("UDP echo through published port", func(t *testing.T) {
@@ -510,6 +500,24 @@ func checkHostAccess(t *testing.T, e *env) {
 				t.Fatal("no connection arrived on the host listener")
 			}
 		})
+	}
+}
+
+// waitForTestServer polls the test image's HTTP server on a published
+// host port until it answers with its body, failing the test after timeout.
+func waitForTestServer(t *testing.T, port int, timeout time.Duration) {
+	t.Helper()
+	url := fmt.Sprintf("http://127.0.0.1:%d/", port)
+	deadline := time.Now().Add(timeout)
+	for {
+		body, err := httpGet(url)
+		if err == nil && body == "vmdock-test-ok\n" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never answered: %v (body %q)", url, err, body)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
