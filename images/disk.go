@@ -95,16 +95,17 @@ func copyRaw(src, dst string) error {
 	return err
 }
 
-// EnsureDataDisk creates a sparse raw disk of size bytes at path for
-// container data (the guest formats it on first boot). An existing file is
-// left alone: it holds the user's containers and volumes.
+// EnsureDataDisk makes the data disk at path, for container data, hold
+// size bytes: a new one is sparse (the guest formats it on first boot); an
+// existing one holds the user's containers and volumes, so it is only ever
+// grown, in place and sparsely, and the guest grows its file system online.
 func EnsureDataDisk(path string, size int64) error {
 	if size <= 0 {
 		return fmt.Errorf("data disk size %d: must be positive", size)
 	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if errors.Is(err, fs.ErrExist) {
-		return nil
+		return growDataDisk(path, size)
 	}
 	if err != nil {
 		return fmt.Errorf("create data disk %s: %w", path, err)
@@ -116,6 +117,23 @@ func EnsureDataDisk(path string, size int64) error {
 	if err != nil {
 		os.Remove(path)
 		return fmt.Errorf("create data disk %s: %w", path, err)
+	}
+	return nil
+}
+
+func growDataDisk(path string, size int64) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("data disk %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("data disk %s is not a regular file", path)
+	}
+	if err := growDisk(path, fi.Size(), size); err != nil {
+		return err
+	}
+	if size > fi.Size() {
+		slog.Info("grew the data disk; the guest grows its file system at boot", "disk", path, "from", fi.Size(), "to", size)
 	}
 	return nil
 }

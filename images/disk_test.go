@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestPrepareDiskRawGrowOnly(t *testing.T) {
@@ -116,14 +117,65 @@ func TestEnsureDataDisk(t *testing.T) {
 	if alloc := allocated(t, p); alloc != 0 {
 		t.Errorf("new data disk has %d bytes allocated, want none", alloc)
 	}
-	f, _ := os.OpenFile(p, os.O_WRONLY, 0)
+}
+
+// A bigger --disk grows the existing data disk in place and sparsely; the
+// user's data stays, and a smaller or equal size leaves the file untouched.
+func TestEnsureDataDiskGrowsOnly(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "data.raw")
+	if err := EnsureDataDisk(p, 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	f.WriteAt([]byte("volumes"), 0)
+	f.WriteAt([]byte("tail"), 64<<20-4)
 	f.Close()
+	before := allocated(t, p)
+
 	if err := EnsureDataDisk(p, 128<<20); err != nil {
 		t.Fatal(err)
 	}
-	b, _ := os.ReadFile(p)
-	if len(b) != 64<<20 || string(b[:7]) != "volumes" {
-		t.Errorf("existing data disk touched: size %d", len(b))
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) != 128<<20 {
+		t.Fatalf("size %d after growing, want %d", len(b), 128<<20)
+	}
+	if string(b[:7]) != "volumes" || string(b[64<<20-4:64<<20]) != "tail" {
+		t.Error("data lost when growing")
+	}
+	if !bytes.Equal(b[64<<20:], make([]byte, 64<<20)) {
+		t.Error("grown tail is not zeros")
+	}
+	if alloc := allocated(t, p); alloc > before {
+		t.Errorf("growing allocated %d more bytes, want a sparse tail", alloc-before)
+	}
+
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	for _, size := range []int64{128 << 20, 32 << 20} {
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+		if err := EnsureDataDisk(p, size); err != nil {
+			t.Fatalf("size %d: %v", size, err)
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Size() != 128<<20 || !fi.ModTime().Equal(old) {
+			t.Errorf("size %d: disk touched (size %d, mtime %v)", size, fi.Size(), fi.ModTime())
+		}
+	}
+}
+
+func TestEnsureDataDiskNotAFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := EnsureDataDisk(dir, 1<<20); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("err = %v, want a not-a-regular-file error", err)
 	}
 }

@@ -207,8 +207,9 @@ func (s *Server) growRoot(ctx context.Context) error {
 	return err
 }
 
-// dataDisk formats the data disk on first boot, mounts it and binds the
-// docker and containerd folders onto it, so images survive a new root disk.
+// dataDisk formats the data disk on first boot, mounts it, binds the
+// docker and containerd folders onto it, so images survive a new root disk,
+// and grows its file system when the host grew the disk.
 func (s *Server) dataDisk(ctx context.Context, dev string) error {
 	if !strings.HasPrefix(dev, "/dev/") {
 		return fmt.Errorf("data disk %q is not a /dev path", dev)
@@ -232,6 +233,17 @@ func (s *Server) dataDisk(ctx context.Context, dev string) error {
 		if err := s.mountOnce(ctx, dst, "--bind", src, dst); err != nil {
 			return err
 		}
+	}
+	return s.growFS(ctx, dev)
+}
+
+// growFS lets a mounted ext4 take the space of a disk the host enlarged
+// (`start --disk` with a bigger size). It runs every boot rather than on a
+// flag, so a boot that died before growing catches up on the next one;
+// resize2fs does nothing when there is no new space.
+func (s *Server) growFS(ctx context.Context, dev string) error {
+	if _, err := s.OS.Run(ctx, "resize2fs", dev); err != nil {
+		return fmt.Errorf("grow the file system on %s: %w", dev, err)
 	}
 	return nil
 }
