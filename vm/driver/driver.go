@@ -29,6 +29,15 @@ const (
 	NetworkIsolated = "isolated"
 )
 
+// Accelerators. AccelAuto lets the driver pick the fastest one that really
+// runs a guest on this host; the others are demands that fail loudly.
+const (
+	AccelAuto = "auto"
+	AccelKVM  = "kvm"
+	AccelHVF  = "hvf"
+	AccelTCG  = "tcg"
+)
+
 // Disk sync modes (--disk-sync): how guest flushes reach the host disk.
 const (
 	DiskSyncFull  = "full"  // flush to stable storage (F_FULLFSYNC on macOS)
@@ -88,7 +97,8 @@ type Spec struct {
 	MountType string // MountVirtiofs or Mount9p
 	Network   string // NetworkUser or NetworkIsolated
 	DiskSync  string
-	Rosetta   bool // vz on arm64 only
+	Rosetta   bool   // vz on arm64 only
+	Accel     string // AccelAuto (or empty), AccelKVM, AccelHVF, AccelTCG; qemu only
 
 	SerialLog string // serial console output file
 }
@@ -129,7 +139,10 @@ type Machine interface {
 type MachineInfo struct {
 	Driver string `json:"driver"`
 	Accel  string `json:"accel"` // kvm, hvf, tcg, vz
-	PID    int    `json:"pid,omitempty"`
+	// AccelReason says why Accel is not the one asked for, e.g.
+	// "kvm unusable: <QEMU's message>" after an automatic fall back to tcg.
+	AccelReason string `json:"accelReason,omitempty"`
+	PID         int    `json:"pid,omitempty"`
 }
 
 // WithConsole makes console the kernel's /dev/console. Images name every

@@ -2,4 +2,8 @@
 
 package qemu
 
-func nativeAccel() string { return AccelTCG }
+import "errors"
+
+func hostAccel() (string, error) { return "", errors.New("no hardware accelerator on this OS") }
+
+func kernelRelease() string { return "unknown" }

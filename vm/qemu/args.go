@@ -12,13 +12,6 @@ import (
 	"github.com/vmdock/vmdock/vm/driver"
 )
 
-// Accelerators QEMU can use; MachineInfo.Accel reports one of them.
-const (
-	AccelKVM = "kvm"
-	AccelHVF = "hvf"
-	AccelTCG = "tcg"
-)
-
 // Files qemu and virtiofsd keep in the instance folder (Spec.Dir).
 const (
 	qmpSocketName   = "qmp.sock"
@@ -213,10 +206,7 @@ func Args(spec driver.Spec, env HostEnv) ([]string, error) {
 		"-msg", "timestamp=on",
 	}
 
-	machine := "q35"
-	if arch == "aarch64" {
-		machine = "virt"
-	}
+	machine := baseMachine(arch)
 	if virtiofs {
 		// vhost-user devices map guest RAM into virtiofsd, so RAM must be a
 		// shared file descriptor.
@@ -224,24 +214,8 @@ func Args(spec driver.Spec, env HostEnv) ([]string, error) {
 	}
 	a = append(a, "-machine", machine)
 	switch env.Accel {
-	case AccelKVM, AccelHVF:
-		a = append(a, "-accel", env.Accel, "-cpu", "host")
-	case AccelTCG, "":
-		// thread=single: with one host thread per vCPU (thread=multi),
-		// QEMU 7.2 races with the guest kernel patching its own code
-		// (static keys, int3 breakpoints) on another vCPU; Debian's 6.12
-		// kernel then dies with "Oops: int3" in sched_clock_cpu during
-		// SMP bring-up on some boots. A VM that boots every time beats a
-		// faster one that panics now and then. -cpu max gives the guest
-		// every feature TCG emulates.
-		cpu := "max"
-		if arch == "aarch64" {
-			// Emulating the architected pointer-authentication cipher
-			// (QARMA) costs more than the rest of the CPU; the
-			// implementation-defined one is as safe inside one VM.
-			cpu += ",pauth-impdef=on"
-		}
-		a = append(a, "-accel", "tcg,thread=single", "-cpu", cpu)
+	case AccelKVM, AccelHVF, AccelTCG, "":
+		a = append(a, accelArgs(env.Accel, arch)...)
 	default:
 		return nil, fmt.Errorf("accelerator %q: accepted values are %s, %s and %s", env.Accel, AccelKVM, AccelHVF, AccelTCG)
 	}
@@ -389,6 +363,37 @@ func Args(spec driver.Spec, env HostEnv) ([]string, error) {
 		a = append(a, "-virtfs", v)
 	}
 	return a, nil
+}
+
+// baseMachine is QEMU's machine type for a target arch.
+func baseMachine(arch string) string {
+	if arch == "aarch64" {
+		return "virt"
+	}
+	return "q35"
+}
+
+// accelArgs are the -accel and -cpu arguments for accel on target arch.
+// The accelerator probe boots with exactly these, so its verdict holds for
+// the real boot.
+func accelArgs(accel, arch string) []string {
+	if accel == AccelKVM || accel == AccelHVF {
+		return []string{"-accel", accel, "-cpu", "host"}
+	}
+	// thread=single: with one host thread per vCPU (thread=multi), QEMU
+	// 7.2 races with the guest kernel patching its own code (static keys,
+	// int3 breakpoints) on another vCPU; Debian's 6.12 kernel then dies
+	// with "Oops: int3" in sched_clock_cpu during SMP bring-up on some
+	// boots. A VM that boots every time beats a faster one that panics
+	// now and then. -cpu max gives the guest every feature TCG emulates.
+	cpu := "max"
+	if arch == "aarch64" {
+		// Emulating the architected pointer-authentication cipher (QARMA)
+		// costs more than the rest of the CPU; the implementation-defined
+		// one is as safe inside one VM.
+		cpu += ",pauth-impdef=on"
+	}
+	return []string{"-accel", "tcg,thread=single", "-cpu", cpu}
 }
 
 // withSerialConsole makes the port -serial feeds to serial.log the

@@ -296,19 +296,6 @@ func TestBinaryName(t *testing.T) {
 	}
 }
 
-func TestDetectAccelForeignArchIsTCG(t *testing.T) {
-	foreign := driver.ArchARM64
-	if hostArch() == driver.ArchARM64 {
-		foreign = driver.ArchAMD64
-	}
-	if got := detectAccel(foreign); got != AccelTCG {
-		t.Errorf("detectAccel(%s) on %s = %s, want tcg", foreign, hostArch(), got)
-	}
-	if got := detectAccel(hostArch()); got != nativeAccel() {
-		t.Errorf("detectAccel(host) = %s, want %s", got, nativeAccel())
-	}
-}
-
 func TestSerialConsolePerArch(t *testing.T) {
 	in := "root=/dev/vda rw console=ttyAMA0 console=hvc0 apparmor=0"
 	for arch, want := range map[string]string{

@@ -24,10 +24,15 @@ type Options struct {
 	// Virtiofsd overrides the virtiofs daemon (otherwise PATH, then the
 	// distribution locations).
 	Virtiofsd string
-	Logger    *slog.Logger
+	// CacheDir keeps per-host facts that are slow to learn (whether the
+	// hardware accelerator really runs a guest); empty: probe every start.
+	CacheDir string
+	Logger   *slog.Logger
 
 	// pausedBIOS: see HostEnv.pausedBIOS.
 	pausedBIOS bool
+	// accelDevice replaces the host's accelerator device check in tests.
+	accelDevice func() (string, error)
 }
 
 // Driver runs VMs with QEMU.
@@ -83,7 +88,11 @@ func (d *Driver) HostEnv(spec driver.Spec) (HostEnv, string, error) {
 	if err != nil {
 		return HostEnv{}, "", err
 	}
-	env := HostEnv{Accel: detectAccel(spec.Arch), pausedBIOS: d.opts.pausedBIOS}
+	choice, err := d.guessAccel(spec)
+	if err != nil {
+		return HostEnv{}, "", err
+	}
+	env := HostEnv{Accel: choice.Accel, pausedBIOS: d.opts.pausedBIOS}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, bin, "--version").Output()
@@ -161,6 +170,14 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec) (driver.Machine, e
 	if err != nil {
 		return nil, err
 	}
+	choice, err := d.chooseAccel(ctx, spec, bin, env.Version)
+	if err != nil {
+		return nil, err
+	}
+	env.Accel = choice.Accel
+	if choice.Reason != "" {
+		d.log.Warn("hardware acceleration not used", "accel", choice.Accel, "reason", choice.Reason)
+	}
 	if err := os.MkdirAll(spec.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create instance folder: %w", err)
 	}
@@ -172,6 +189,22 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec) (driver.Machine, e
 			return nil, err
 		}
 	}
+	m, err := d.launch(ctx, spec, env, bin, choice)
+	if errors.Is(err, errExitedDuringStart) && choice.Accel != AccelTCG && (spec.Accel == "" || spec.Accel == driver.AccelAuto) {
+		// The probe passed but the real boot died under the accelerator:
+		// trust what QEMU did, remember it, and boot emulated.
+		reason := fmt.Sprintf("%s unusable: %v", choice.Accel, err)
+		d.forgetAccel(bin, env.Version, spec.Arch, choice.Accel, err)
+		d.log.Warn("hardware acceleration failed at boot; retrying with tcg", "err", err)
+		choice = accelChoice{Accel: AccelTCG, Reason: reason}
+		env.Accel = AccelTCG
+		m, err = d.launch(ctx, spec, env, bin, choice)
+	}
+	return m, err
+}
+
+// launch starts virtiofsd and qemu for spec and waits for QMP.
+func (d *Driver) launch(ctx context.Context, spec driver.Spec, env HostEnv, bin string, choice accelChoice) (*Machine, error) {
 	args, err := Args(spec, env)
 	if err != nil {
 		return nil, err
@@ -184,7 +217,7 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec) (driver.Machine, e
 
 	m := &Machine{
 		spec:  spec,
-		accel: env.Accel,
+		accel: choice,
 		log:   d.log.With("instance", spec.Name),
 		done:  make(chan struct{}),
 		tail:  newTail(8 << 10),
@@ -233,6 +266,9 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec) (driver.Machine, e
 	return m, nil
 }
 
+// errExitedDuringStart marks a qemu that died before it answered QMP.
+var errExitedDuringStart = errors.New("qemu exited during start")
+
 // connectQMP retries until QEMU listens, fails fast if it exits, and gives
 // up after QMPStartTimeout (TCG start-up under load can take seconds).
 func (m *Machine) connectQMP(ctx context.Context) (*qmp, error) {
@@ -242,7 +278,7 @@ func (m *Machine) connectQMP(ctx context.Context) (*qmp, error) {
 	for {
 		select {
 		case <-m.done:
-			return nil, m.exitError("qemu exited during start")
+			return nil, fmt.Errorf("%w (%v): %s", errExitedDuringStart, m.waitErr, m.lastWords())
 		default:
 		}
 		q, err := dialQMP(ctx, QMPSocketPath(m.spec.Dir))
@@ -252,7 +288,7 @@ func (m *Machine) connectQMP(ctx context.Context) (*qmp, error) {
 		lastErr = err
 		select {
 		case <-m.done:
-			return nil, m.exitError("qemu exited during start")
+			return nil, fmt.Errorf("%w (%v): %s", errExitedDuringStart, m.waitErr, m.lastWords())
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				return nil, fmt.Errorf("qemu did not answer QMP on %s within %s: %w", QMPSocketPath(m.spec.Dir), QMPStartTimeout, lastErr)
@@ -265,9 +301,13 @@ func (m *Machine) connectQMP(ctx context.Context) (*qmp, error) {
 
 // exitError describes an unexpected qemu exit with its last stderr lines.
 func (m *Machine) exitError(what string) error {
-	msg := m.tail.lines(5)
-	if msg == "" {
-		msg = "no output; see " + LogPath(m.spec.Dir)
+	return fmt.Errorf("%s (%v): %s", what, m.waitErr, m.lastWords())
+}
+
+// lastWords is QEMU's own complaint from its stderr, or where to look.
+func (m *Machine) lastWords() string {
+	if msg := complaint(m.tail.lines(40)); msg != "" {
+		return msg
 	}
-	return fmt.Errorf("%s (%v): %s", what, m.waitErr, msg)
+	return "no output; see " + LogPath(m.spec.Dir)
 }

@@ -19,7 +19,7 @@ import (
 // Machine is one running qemu process and its virtiofsd helpers.
 type Machine struct {
 	spec  driver.Spec
-	accel string
+	accel accelChoice
 	log   *slog.Logger
 	cmd   *exec.Cmd
 	qmp   *qmp
@@ -51,7 +51,7 @@ type daemon struct {
 const quitGrace = 5 * time.Second
 
 func (m *Machine) Info() driver.MachineInfo {
-	info := driver.MachineInfo{Driver: "qemu", Accel: m.accel}
+	info := driver.MachineInfo{Driver: "qemu", Accel: m.accel.Accel, AccelReason: m.accel.Reason}
 	if m.cmd != nil && m.cmd.Process != nil {
 		info.PID = m.cmd.Process.Pid
 	}
