@@ -8,6 +8,7 @@ import "github.com/vmdock/vmdock/mounts"
 type Config struct {
 	Arch        string            `yaml:"arch" json:"arch"`               // amd64 | arm64 (host arch by default)
 	VMType      string            `yaml:"vmType" json:"vmType"`           // vz | qemu
+	Accel       string            `yaml:"accel" json:"accel"`             // auto | kvm | hvf | tcg (qemu)
 	CPUs        int               `yaml:"cpus" json:"cpus"`               // 1..host cores
 	MemoryGiB   float64           `yaml:"memory" json:"memory"`           // GiB
 	DiskGiB     int               `yaml:"disk" json:"disk"`               // GiB, grow only

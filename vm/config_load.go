@@ -35,6 +35,7 @@ func DefaultConfig() Config {
 	return Config{
 		Arch:      h.Arch,
 		VMType:    vmType,
+		Accel:     driver.AccelAuto,
 		CPUs:      min(DefaultCPUs, max(h.CPUs, 1)),
 		MemoryGiB: DefaultMemoryGiB,
 		DiskGiB:   DefaultDiskGiB,

@@ -48,6 +48,13 @@ func TestValidateOn(t *testing.T) {
 		{name: "qemu virtiofs without daemon", host: Host{OS: "linux", Arch: "amd64", CPUs: 2}, edit: func(c *Config) { c.MountType = "virtiofs" }, want: []string{"no virtiofsd"}},
 		{name: "rosetta on linux", host: linuxHost, edit: func(c *Config) { c.VZRosetta = true }, want: []string{"vzRosetta", "vmType is vz"}},
 		{name: "rosetta on intel mac", host: Host{OS: "darwin", Arch: "amd64", CPUs: 4, VZ: true}, edit: func(c *Config) { c.VZRosetta = true }, want: []string{"host amd64"}},
+		{name: "accel kvm on linux qemu", host: linuxHost, edit: func(c *Config) { c.Accel = "kvm" }},
+		{name: "accel tcg on linux", host: linuxHost, edit: func(c *Config) { c.Accel = "tcg" }},
+		{name: "accel hvf on mac qemu", host: macHost, edit: func(c *Config) { c.VMType, c.MountType, c.Accel = "qemu", "9p", "hvf" }},
+		{name: "accel hvf on linux", host: linuxHost, edit: func(c *Config) { c.Accel = "hvf" }, want: []string{`accel: "hvf" is not accepted; accepted: auto or tcg, kvm`}},
+		{name: "accel kvm with vz", host: macHost, edit: func(c *Config) { c.Accel = "kvm" }, want: []string{`accel: "kvm"`, "auto or tcg, hvf"}},
+		{name: "accel tcg with vz", host: macHost, edit: func(c *Config) { c.Accel = "tcg" }, want: []string{`accel: "tcg"`, "vz always uses the hardware"}},
+		{name: "accel unknown", host: linuxHost, edit: func(c *Config) { c.Accel = "xen" }, want: []string{`accel: "xen"`, "auto, kvm, hvf or tcg"}},
 		{name: "port rule", host: linuxHost, edit: func(c *Config) {
 			c.PortForward.Rules = []PortRule{{Guest: "8000-8010", Host: "9000-9005"}, {Guest: "0", Host: "x", Proto: "sctp"}}
 		}, want: []string{"as long as guest", `guest: "0"`, `host: "x"`, `proto: "sctp"`}},
@@ -98,6 +105,7 @@ func TestCheckChange(t *testing.T) {
 		{name: "vm type", edit: func(c *Config) { c.VMType = "other" }, want: []string{"vmType: cannot change"}},
 		{name: "runtime", edit: func(c *Config) { c.Runtime = "containerd" }, want: []string{"runtime: cannot change"}},
 		{name: "shrink", edit: func(c *Config) { c.DiskGiB-- }, want: []string{"disk: cannot shrink"}},
+		{name: "accel changes without a re-create", edit: func(c *Config) { c.Accel = "tcg" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

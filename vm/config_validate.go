@@ -122,6 +122,20 @@ func (c Config) ValidateOn(h Host) error {
 			bad("vzRosetta", true, "false unless host and guest are arm64 (host %s, guest %s)", h.Arch, c.Arch)
 		}
 	}
+	switch c.Accel {
+	case driver.AccelAuto, driver.AccelTCG:
+	case driver.AccelKVM, driver.AccelHVF:
+		if native := nativeAccelFor(h.OS); c.Accel != native {
+			bad("accel", c.Accel, "auto or tcg%s", prefixComma(native))
+		} else if c.VMType != "qemu" {
+			bad("accel", c.Accel, "auto unless vmType is qemu (vz always uses the hardware)")
+		}
+	default:
+		bad("accel", c.Accel, "auto, kvm, hvf or tcg")
+	}
+	if c.Accel == driver.AccelTCG && c.VMType == "vz" {
+		bad("accel", c.Accel, "auto unless vmType is qemu (vz always uses the hardware)")
+	}
 	switch c.DiskSync {
 	case driver.DiskSyncFull, driver.DiskSyncFsync, driver.DiskSyncNone:
 	default:
@@ -222,6 +236,24 @@ func CheckChange(old, new Config) error {
 		errs = append(errs, fmt.Errorf("disk: cannot shrink from %d to %d GiB; accepted: %d GiB or more", old.DiskGiB, new.DiskGiB, old.DiskGiB))
 	}
 	return errors.Join(errs...)
+}
+
+// nativeAccelFor is the hardware accelerator QEMU has on an OS.
+func nativeAccelFor(goos string) string {
+	switch goos {
+	case "linux":
+		return driver.AccelKVM
+	case "darwin":
+		return driver.AccelHVF
+	}
+	return ""
+}
+
+func prefixComma(s string) string {
+	if s == "" {
+		return ""
+	}
+	return ", " + s
 }
 
 func quote(v any) string {

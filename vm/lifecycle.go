@@ -126,6 +126,8 @@ func followStart(ctx context.Context, inst *Instance, pid int, progress io.Write
 			fmt.Fprintf(progress, "[%d] %s ...\n", n, ev.Step)
 		case "done":
 			fmt.Fprintf(progress, "    %s done (%s)\n", ev.Step, ev.Detail)
+		case "note":
+			fmt.Fprintf(progress, "    %s\n", ev.Detail)
 		case "ready":
 			fmt.Fprintf(progress, "instance %q is running; docker socket: %s\n", inst.Name, inst.DockerSocketPath())
 			return nil

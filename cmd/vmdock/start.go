@@ -24,6 +24,7 @@ type startFlags struct {
 	disk            int
 	arch            string
 	vmType          string
+	accel           string
 	mountType       string
 	mounts          []string
 	rosetta         bool
@@ -58,6 +59,7 @@ func newStartCmd(g *globals) *cobra.Command {
 	fs.IntVarP(&f.disk, "disk", "d", d.DiskGiB, "disk size in GiB (can only grow)")
 	fs.StringVar(&f.arch, "arch", d.Arch, "guest architecture: amd64 or arm64")
 	fs.StringVar(&f.vmType, "vm-type", d.VMType, "hypervisor: vz (macOS 13+) or qemu")
+	fs.StringVar(&f.accel, "accel", d.Accel, "qemu accelerator: auto (hardware when it really runs a guest, else tcg), kvm, hvf or tcg")
 	fs.StringVar(&f.mountType, "mount-type", d.MountType, "folder sharing: virtiofs or 9p")
 	fs.StringArrayVarP(&f.mounts, "mount", "V", nil, "share a host folder: path[:guestpath][:w] (repeatable; default: your home folder, writable)")
 	fs.BoolVar(&f.rosetta, "vz-rosetta", d.VZRosetta, "run amd64 binaries with Rosetta (vz on Apple silicon)")
@@ -169,6 +171,7 @@ func applyFlags(cfg *vm.Config, fs *pflag.FlagSet, f *startFlags, fresh bool) []
 			cfg.MountType = vm.CurrentHost().DefaultMountType(f.vmType)
 		}
 	})
+	set("accel", func() { cfg.Accel = f.accel })
 	set("mount-type", func() { cfg.MountType = f.mountType })
 	set("mount", func() {
 		cfg.Mounts = nil

@@ -107,7 +107,14 @@ func writeStatusText(w io.Writer, s statusJSON, st vm.InstanceStatus) error {
 		fmt.Fprintf(tw, "docker socket:\t%s\n", s.DockerSocket)
 	}
 	if h := s.HostAgent; h != nil {
-		fmt.Fprintf(tw, "host agent:\tpid %d, %s %s (%s)\n", h.PID, h.Phase, h.Step, h.Machine.Accel)
+		fmt.Fprintf(tw, "host agent:\tpid %d, %s %s\n", h.PID, h.Phase, h.Step)
+		if h.Machine.Accel != "" {
+			accel := h.Machine.Accel
+			if h.Machine.AccelReason != "" {
+				accel += " (" + h.Machine.AccelReason + ")"
+			}
+			fmt.Fprintf(tw, "accel:\t%s\n", accel)
+		}
 		for _, p := range h.Ports {
 			line := fmt.Sprintf("%s/%d -> %s", p.Proto, p.GuestPort, p.HostAddr)
 			if p.Error != "" {

@@ -63,6 +63,9 @@ func (ha *hostAgent) bootSteps() []step {
 			if err != nil {
 				return err
 			}
+			if info := m.Info(); info.AccelReason != "" {
+				ha.events.emit("vm", "note", "", fmt.Sprintf("accel: %s (%s)", info.Accel, info.AccelReason))
+			}
 			ha.mu.Lock()
 			ha.machine = m
 			ha.mu.Unlock()
@@ -298,6 +301,7 @@ func (ha *hostAgent) spec(img *images.Image) (driver.Spec, error) {
 		Network:   ha.cfg.Network.Mode,
 		DiskSync:  ha.cfg.DiskSync,
 		Rosetta:   ha.cfg.VZRosetta,
+		Accel:     ha.cfg.Accel,
 		SerialLog: ha.inst.SerialLogPath(),
 	}
 	s.Shares = mounts.Shares(ha.cfg.Mounts)

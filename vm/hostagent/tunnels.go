@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/images"
 	"github.com/vmdock/vmdock/network"
 	"github.com/vmdock/vmdock/vm"
 	"github.com/vmdock/vmdock/vm/driver"
@@ -111,11 +112,22 @@ func waitDockerPing(ctx context.Context, sock string, timeout time.Duration) err
 func newDriver(vmType string) (driver.Driver, error) {
 	switch vmType {
 	case "qemu":
-		return qemu.New(qemu.Options{}), nil
+		return qemu.New(qemu.Options{CacheDir: hostCacheDir()}), nil
 	case "vz":
 		return vz.New(), nil
 	}
 	return nil, fmt.Errorf("unknown vm type %q (accepted: qemu, vz)", vmType)
+}
+
+// hostCacheDir keeps per-host verdicts (the accelerator probe) next to the
+// image cache; without one every start probes again.
+func hostCacheDir() string {
+	dir, err := images.DefaultCacheDir()
+	if err != nil {
+		slog.Warn("no cache folder; the accelerator is probed at every start", "err", err)
+		return ""
+	}
+	return dir
 }
 
 func toNetworkRules(pf vm.PortForward) ([]network.RuleSpec, []string) {
