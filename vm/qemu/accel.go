@@ -281,6 +281,10 @@ func probeAccel(ctx context.Context, bin, arch, accel string) error {
 func complaint(lines string) string {
 	var picked []string
 	for _, l := range strings.Split(lines, "; ") {
+		// "qemu-system-x86_64: error: ..." says nothing the reader needs.
+		if name, rest, ok := strings.Cut(l, ": "); ok && strings.HasPrefix(name, "qemu-system-") {
+			l = rest
+		}
 		low := strings.ToLower(l)
 		if strings.Contains(low, "error") || strings.Contains(low, "assertion") || strings.Contains(low, "failed") {
 			picked = append(picked, l)
@@ -288,7 +292,11 @@ func complaint(lines string) string {
 	}
 	if len(picked) == 0 {
 		all := strings.Split(lines, "; ")
-		picked = all[len(all)-1:]
+		last := all[len(all)-1]
+		if name, rest, ok := strings.Cut(last, ": "); ok && strings.HasPrefix(name, "qemu-system-") {
+			last = rest
+		}
+		picked = []string{last}
 	}
 	if len(picked) > 2 {
 		picked = picked[:2]

@@ -83,7 +83,7 @@ func TestComplaintQuotesQEMUNotRegisters(t *testing.T) {
 	stderr = newTail(4 << 10)
 	stderr.Write([]byte("qemu-system-x86_64: error: failed to set MSR 0x10a to 0x69\n" +
 		"qemu-system-x86_64: ../../target/i386/kvm/kvm.c:3183: kvm_buf_set_msrs: Assertion `ret == cpu->kvm_msr_buf->nmsrs' failed.\n"))
-	if got := complaint(stderr.lines(40)); !strings.HasPrefix(got, "qemu-system-x86_64: error: failed to set MSR 0x10a to 0x69; ") {
+	if got := complaint(stderr.lines(40)); !strings.HasPrefix(got, "error: failed to set MSR 0x10a to 0x69; ../../target/i386/kvm/kvm.c") {
 		t.Errorf("complaint = %q", got)
 	}
 	if got := complaint("just one line"); got != "just one line" {

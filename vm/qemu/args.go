@@ -317,6 +317,11 @@ func Args(spec driver.Spec, env HostEnv) ([]string, error) {
 	// The default backend (rng-builtin, QEMU >= 5.1) needs no host device.
 	a = append(a, "-device", "virtio-rng-pci")
 
+	// A guest kernel panic pauses the VM in state guest-panicked, where the
+	// run-state watch sees it, instead of rebooting (panic=-1) into a
+	// -no-reboot exit that looks like a power-off.
+	a = append(a, "-device", panicDevice(arch), "-action", "panic=pause")
+
 	// Agent channel.
 	a = append(a,
 		"-device", "virtio-serial-pci,id=vser0",
@@ -371,6 +376,14 @@ func baseMachine(arch string) string {
 		return "virt"
 	}
 	return "q35"
+}
+
+// panicDevice is the pvpanic device the guest kernel reports panics to.
+func panicDevice(arch string) string {
+	if arch == "aarch64" {
+		return "pvpanic-pci"
+	}
+	return "pvpanic"
 }
 
 // accelArgs are the -accel and -cpu arguments for accel on target arch.

@@ -262,6 +262,7 @@ func (d *Driver) launch(ctx context.Context, spec driver.Spec, env HostEnv, bin 
 	m.mu.Lock()
 	m.qmp = q
 	m.mu.Unlock()
+	go m.watchRunState()
 	ok = true
 	return m, nil
 }

@@ -32,7 +32,8 @@ type Machine struct {
 	waitErr error         // qemu's exit, valid after done
 
 	mu       sync.Mutex
-	stopping bool // Stop asked for the exit, so Wait reports none
+	stopping bool  // Stop asked for the exit, so Wait reports none
+	failure  error // why the run-state watch ended the VM
 }
 
 var _ driver.Machine = (*Machine)(nil)
@@ -142,8 +143,11 @@ func (m *Machine) Stop(ctx context.Context, force bool) error {
 func (m *Machine) Wait() error {
 	<-m.done
 	m.mu.Lock()
-	stopping := m.stopping
+	stopping, failure := m.stopping, m.failure
 	m.mu.Unlock()
+	if failure != nil {
+		return failure
+	}
 	if stopping || m.waitErr == nil {
 		return nil
 	}
@@ -191,6 +195,47 @@ func (m *Machine) supervise() {
 	_ = m.logF.Close()
 	m.log.Info("qemu exited", "err", m.waitErr)
 	close(m.done)
+}
+
+// runStatePoll is how often the run-state watch asks QEMU; well inside the
+// 10 s in which a dead guest must be reported.
+const runStatePoll = time.Second
+
+// deadRunStates are QEMU run states a guest never leaves by itself.
+var deadRunStates = map[string]string{
+	"internal-error": "qemu stopped the guest on an internal error",
+	"guest-panicked": "the guest kernel panicked",
+	"io-error":       "qemu stopped the guest on a disk I/O error",
+}
+
+// watchRunState polls QEMU's run state and ends a VM that can no longer
+// run: QEMU keeps such a process alive (paused), so nothing else notices.
+func (m *Machine) watchRunState() {
+	t := time.NewTicker(runStatePoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.done:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		st, err := m.QueryStatus(ctx)
+		cancel()
+		what, dead := deadRunStates[st]
+		if err != nil || !dead {
+			continue
+		}
+		m.mu.Lock()
+		m.failure = fmt.Errorf("%s (status %s)", what, st)
+		if st != "guest-panicked" { // the serial console tells a panic; QEMU's stderr the rest
+			m.failure = fmt.Errorf("%w: %s", m.failure, m.lastWords())
+		}
+		m.mu.Unlock()
+		m.log.Error("VM can no longer run; ending it", "status", st, "err", m.failure)
+		m.kill()
+		return
+	}
 }
 
 // virtiofsdStartTimeout bounds the wait for a daemon's socket.

@@ -415,3 +415,54 @@ func TestProcessEFIBoot(t *testing.T) {
 		})
 	}
 }
+
+// panicKernel writes a multiboot "kernel" that reports a panic to the
+// pvpanic device (I/O port 0x505) and halts: the smallest real guest that
+// panics, so the run-state watch is tested against QEMU itself.
+func panicKernel(t *testing.T, dir string) string {
+	t.Helper()
+	const magic, flags, load = 0x1BADB002, 0x00010000, 0x100000
+	sum := uint32(magic) + uint32(flags)
+	words := []uint32{magic, flags, -sum, load, load, 0, 0, load + 32}
+	var img []byte
+	for _, w := range words {
+		img = append(img, byte(w), byte(w>>8), byte(w>>16), byte(w>>24))
+	}
+	// mov dx, 0x505; mov al, 1; out dx, al; hlt; jmp $-1
+	img = append(img, 0x66, 0xBA, 0x05, 0x05, 0xB0, 0x01, 0xEE, 0xF4, 0xEB, 0xFD)
+	p := filepath.Join(dir, "panic.elf")
+	if err := os.WriteFile(p, img, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestGuestPanicEndsTheVMWithTheReason(t *testing.T) {
+	needQEMU(t)
+	dir := shortDir(t)
+	spec := pausedSpec(t, dir)
+	spec.Shares, spec.MountType = nil, ""
+	spec.Kernel = panicKernel(t, dir)
+	spec.Accel = AccelTCG
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	mm, err := New(Options{}).Start(ctx, spec)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	m := mm.(*Machine)
+	t.Cleanup(func() { _ = m.Stop(context.Background(), true) })
+	start := time.Now()
+	werr := make(chan error, 1)
+	go func() { werr <- m.Wait() }()
+	select {
+	case err := <-werr:
+		if err == nil || !strings.Contains(err.Error(), "the guest kernel panicked (status guest-panicked)") {
+			t.Fatalf("Wait = %v; want the panic named", err)
+		}
+		t.Logf("reported %.1fs after start: %v", time.Since(start).Seconds(), err)
+	case <-time.After(15 * time.Second):
+		st, _ := m.QueryStatus(context.Background())
+		t.Fatalf("VM still there 15s after a panicking boot (status %q)", st)
+	}
+}
