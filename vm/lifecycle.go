@@ -132,6 +132,9 @@ func followStart(ctx context.Context, inst *Instance, pid int, progress io.Write
 			fmt.Fprintf(progress, "instance %q is running; docker socket: %s\n", inst.Name, inst.DockerSocketPath())
 			return nil
 		case "failed":
+			// The host agent is unwinding the boot: let it finish, so
+			// nothing runs and status says Broken when start returns.
+			waitPIDExit(pid, 30*time.Second)
 			return startFailure(inst, ev.Step, errors.New(ev.Error))
 		}
 	}
@@ -160,6 +163,10 @@ func Stop(ctx context.Context, inst *Instance, force bool) error {
 	defer restoreContext(inst)
 	pid, ok := liveHostAgent(ctx, inst)
 	if !ok {
+		// Stopping a broken instance acknowledges the failure.
+		if err := os.Remove(inst.BrokenPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("clear broken marker: %w", err)
+		}
 		return cleanupStale(inst)
 	}
 	q := 0

@@ -136,11 +136,13 @@ func (i *Instance) Status(ctx context.Context) InstanceStatus {
 	_, sockErr := os.Lstat(i.ControlSocketPath())
 	sockExists := sockErr == nil
 	if errors.Is(pidErr, os.ErrNotExist) && !sockExists {
-		st := InstanceStatus{State: StateStopped}
+		// The host agent left a reason when the VM failed: Broken until a
+		// start or stop clears it, so a failure is never mistaken for a stop.
 		if b, err := os.ReadFile(i.BrokenPath()); err == nil {
-			st.LastError = strings.TrimSpace(string(b))
+			reason := strings.TrimSpace(string(b))
+			return InstanceStatus{State: StateBroken, Reason: reason, LastError: reason}
 		}
-		return st
+		return InstanceStatus{State: StateStopped}
 	}
 	broken := func(format string, args ...any) InstanceStatus {
 		return InstanceStatus{State: StateBroken, PID: pid, Reason: fmt.Sprintf(format, args...)}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
@@ -20,6 +21,10 @@ import (
 	"github.com/vmdock/vmdock/vm/cidata"
 	"github.com/vmdock/vmdock/vm/driver"
 )
+
+// testKernelAppendEnv adds kernel parameters to a direct-kernel boot: the
+// e2e boots a guest that panics with it. Not a user setting.
+const testKernelAppendEnv = "VMDOCK_TEST_KERNEL_APPEND"
 
 // Guest devices follow the order of Spec.Disks: root, data, boot disk.
 const guestDataDisk = "/dev/vdb"
@@ -59,10 +64,12 @@ func (ha *hostAgent) bootSteps() []step {
 			if err := writeSpec(ha.inst.SpecPath(), spec); err != nil {
 				return err
 			}
+			console := newConsoleWatch(spec.SerialLog, ha.opts.BootSilence)
 			m, err := drv.Start(ctx, spec)
 			if err != nil {
 				return err
 			}
+			ha.watchConsole(console, m)
 			if info := m.Info(); info.AccelReason != "" {
 				ha.events.emit("vm", "note", "", fmt.Sprintf("accel: %s (%s)", info.Accel, info.AccelReason))
 			}
@@ -177,6 +184,17 @@ func (ha *hostAgent) writeBootDisk(img *images.Image) error {
 	return cidata.Write(ha.inst.BootDiskPath(), files)
 }
 
+// watchConsole follows m's serial console until m exits.
+func (ha *hostAgent) watchConsole(w *consoleWatch, m driver.Machine) {
+	ha.console = w
+	stop := make(chan struct{})
+	go func() {
+		m.Wait()
+		close(stop)
+	}()
+	go w.run(stop)
+}
+
 // connectAgent retries until the guest agent answers the handshake; the
 // first minute of a TCG boot is kernel and systemd, nothing to talk to.
 func (ha *hostAgent) connectAgent(ctx context.Context) error {
@@ -188,13 +206,19 @@ func (ha *hostAgent) connectAgent(ctx context.Context) error {
 	for {
 		select {
 		case err := <-exited:
+			if perr := ha.console.panicked(); perr != nil {
+				return perr
+			}
 			return fmt.Errorf("the VM exited before its agent answered: %v", err)
+		case err := <-ha.console.Failed():
+			return err
 		case <-ctx.Done():
 			return fmt.Errorf("the guest agent did not answer within %s (last error: %v)", ha.opts.AgentTimeout, lastErr)
 		default:
 		}
 		c, err := ha.dialAgentOnce(ctx)
 		if err == nil {
+			ha.console.bootDone()
 			ha.mu.Lock()
 			ha.client = c
 			ha.mu.Unlock()
@@ -291,7 +315,7 @@ func (ha *hostAgent) spec(img *images.Image) (driver.Spec, error) {
 		MemoryMiB: int(ha.cfg.MemoryGiB * 1024),
 		Kernel:    img.Kernel,
 		Initrd:    img.Initrd,
-		Cmdline:   img.Cmdline,
+		Cmdline:   strings.TrimSpace(img.Cmdline + " " + os.Getenv(testKernelAppendEnv)),
 		Disks: []driver.Disk{
 			{Path: ha.inst.DiskPath(), Format: "raw"},
 			{Path: ha.inst.DataDiskPath(), Format: "raw"},

@@ -30,6 +30,9 @@ type Options struct {
 	AgentTimeout time.Duration
 	// StopTimeout bounds the graceful power-off before the VM is killed.
 	StopTimeout time.Duration
+	// BootSilence is how long a booting guest may print nothing on its
+	// serial console before the boot counts as hung.
+	BootSilence time.Duration
 }
 
 func (o *Options) setDefaults() {
@@ -38,6 +41,11 @@ func (o *Options) setDefaults() {
 	}
 	if o.StopTimeout == 0 {
 		o.StopTimeout = 90 * time.Second
+	}
+	if o.BootSilence == 0 {
+		// A TCG boot on a loaded 2-core host has been seen quiet for
+		// 20-30 s between kernel and systemd lines; far more is a hang.
+		o.BootSilence = 2 * time.Minute
 	}
 }
 
@@ -55,6 +63,7 @@ type hostAgent struct {
 	mu      sync.Mutex
 	phase   string
 	machine driver.Machine
+	console *consoleWatch
 	client  *agent.Client
 	tunnels *tunnels
 	errs    []string
@@ -108,6 +117,9 @@ func Run(ctx context.Context, inst *vm.Instance, opts Options) error {
 	bootCancel()
 	if runErr != nil {
 		slog.Error("boot failed", "err", runErr)
+		if !errors.Is(runErr, context.Canceled) { // a stop during boot is no breakage
+			markBroken(inst, runErr.Error())
+		}
 		ha.setPhase("stopping")
 		ha.shutdown(true)
 		ha.events.emit("boot", "failed", runErr.Error(), "")
@@ -132,8 +144,18 @@ func Run(ctx context.Context, inst *vm.Instance, opts Options) error {
 		ha.shutdown(false)
 		ha.events.emit("stop", "stopped", "", "")
 		return nil
+	case err := <-ha.console.Failed():
+		reason := err.Error()
+		slog.Error(reason)
+		markBroken(inst, reason)
+		ha.shutdown(true)
+		ha.events.emit("vm", "failed", reason, "")
+		return err
 	case err := <-vmExited:
 		reason := "the VM exited unexpectedly"
+		if perr := ha.console.panicked(); perr != nil {
+			err = perr
+		}
 		if err != nil {
 			reason += ": " + err.Error()
 		}
