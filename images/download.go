@@ -63,6 +63,9 @@ func (c *Cache) download(ctx context.Context, opts Options, url string, want Dig
 	if err := tmp.Close(); err != nil {
 		return Digest{}, 0, fmt.Errorf("download %s: %w", url, err)
 	}
+	if err := checkFetchedDisk(tmp.Name()); err != nil {
+		return Digest{}, 0, fmt.Errorf("download %s: %w", url, err)
+	}
 	if err := os.Rename(tmp.Name(), c.blobPath(got)); err != nil {
 		return Digest{}, 0, fmt.Errorf("download %s: store in cache: %w", url, err)
 	}

@@ -215,7 +215,9 @@ func TestEnsureRefetchesCorruptCacheEntry(t *testing.T) {
 }
 
 func TestEnsureDebianCatalog(t *testing.T) {
-	disk := append([]byte("QFI\xfb"), bytes.Repeat([]byte{0}, 1000)...)
+	// The smallest valid qcow2: version 2, 64 KiB clusters, an empty disk.
+	disk := append([]byte("QFI\xfb\x00\x00\x00\x02"), bytes.Repeat([]byte{0}, 1000)...)
+	disk[23] = 16
 	sum := sha512.Sum512(disk)
 	sums := fmt.Sprintf("%x  debian-13-genericcloud-arm64.raw\n%x  debian-13-genericcloud-amd64.qcow2\n", sha512.Sum512(nil), sum)
 	var sumsDown atomic.Bool

@@ -224,6 +224,9 @@ func (c *Cache) copyIn(path string, want Digest) (Digest, error) {
 	if err := tmp.Close(); err != nil {
 		return Digest{}, fmt.Errorf("import %s: %w", path, err)
 	}
+	if err := checkFetchedDisk(tmp.Name()); err != nil {
+		return Digest{}, fmt.Errorf("import %s: %w", path, err)
+	}
 	if err := os.Rename(tmp.Name(), c.blobPath(got)); err != nil {
 		return Digest{}, fmt.Errorf("import %s: %w", path, err)
 	}

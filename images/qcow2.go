@@ -43,6 +43,10 @@ const (
 // disk read files other than the image itself.
 var ErrUnsafeImage = errors.New("unsafe disk image")
 
+// ErrEncryptedImage is wrapped by errors for encrypted qcow2 images, which
+// vmdock cannot read.
+var ErrEncryptedImage = errors.New("encrypted disk image")
+
 type qcow2 struct {
 	f           io.ReaderAt
 	fileSize    int64
@@ -84,7 +88,7 @@ func openQCOW2(f io.ReaderAt, fileSize int64) (*qcow2, error) {
 		return nil, fmt.Errorf("%w: qcow2 image has a backing file", ErrUnsafeImage)
 	}
 	if crypt != 0 {
-		return nil, fmt.Errorf("qcow2 image is encrypted (method %d); encrypted images are not supported", crypt)
+		return nil, fmt.Errorf("%w: qcow2 image is encrypted (method %d), not supported", ErrEncryptedImage, crypt)
 	}
 	if q.clusterBits < 9 || q.clusterBits > 21 {
 		return nil, fmt.Errorf("qcow2 cluster bits %d out of range (9..21)", q.clusterBits)
@@ -165,7 +169,7 @@ func (q *qcow2) checkExtensions(off int64) error {
 		case qcow2ExtDataFile:
 			return fmt.Errorf("%w: qcow2 image names an external data file", ErrUnsafeImage)
 		case qcow2ExtFullDiskCrypt:
-			return errors.New("qcow2 image is encrypted; encrypted images are not supported")
+			return fmt.Errorf("%w: qcow2 image is encrypted, not supported", ErrEncryptedImage)
 		}
 		off += 8 + (length+7)&^7
 	}
@@ -290,6 +294,29 @@ func (q *qcow2) close() {
 	if q.zstdR != nil {
 		q.zstdR.Close()
 	}
+}
+
+// checkFetchedDisk refuses a fetched file that is a qcow2 image vmdock
+// would not boot, so it never enters the cache; other kinds pass.
+func checkFetchedDisk(path string) error {
+	kind, err := sniffKind(path)
+	if err != nil || kind != KindQCOW2 {
+		return err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	_, err = openQCOW2(f, fi.Size())
+	if errors.Is(err, ErrUnsafeImage) || errors.Is(err, ErrEncryptedImage) {
+		err = fmt.Errorf("%w (make a standalone, unencrypted copy with `qemu-img convert -O qcow2 <in> <out>` and import that)", err)
+	}
+	return err
 }
 
 // QCOW2Size returns the virtual disk size of a qcow2 image after checking

@@ -104,7 +104,11 @@ func newImageImportCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "import <path-or-url>",
 		Short: "Add an image file or URL to the cache (a vmdock .tar.zst, or a raw or qcow2 disk)",
-		Args:  cobra.ExactArgs(1),
+		Long: "Add an image file or URL to the cache (a vmdock .tar.zst, or a raw or qcow2 disk).\n\n" +
+			"A qcow2 disk must stand alone: one with a backing file, an external data file or\n" +
+			"encryption is refused and nothing is added; `qemu-img convert -O qcow2 <in> <out>`\n" +
+			"makes a copy that can be imported.",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			errw := cmd.ErrOrStderr()
 			e, err := images.Import(cmd.Context(), args[0], arch, images.Options{
