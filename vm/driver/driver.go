@@ -143,6 +143,9 @@ type MachineInfo struct {
 	// "kvm unusable: <QEMU's message>" after an automatic fall back to tcg.
 	AccelReason string `json:"accelReason,omitempty"`
 	PID         int    `json:"pid,omitempty"`
+	// Problems are faults the VM runs on with, such as a dead virtiofsd:
+	// its share fails in the guest until the next start.
+	Problems []string `json:"problems,omitempty"`
 }
 
 // WithConsole makes console the kernel's /dev/console. Images name every

@@ -193,6 +193,7 @@ func (ha *hostAgent) status() vm.HostAgentStatus {
 	}
 	if ha.machine != nil {
 		st.Machine = ha.machine.Info()
+		st.Errors = append(st.Errors, st.Machine.Problems...)
 	}
 	if ha.tunnels != nil {
 		st.Ports = ha.tunnels.ports()

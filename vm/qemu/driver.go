@@ -263,6 +263,7 @@ func (d *Driver) launch(ctx context.Context, spec driver.Spec, env HostEnv, bin 
 	m.qmp = q
 	m.mu.Unlock()
 	go m.watchRunState()
+	m.watchDaemons()
 	ok = true
 	return m, nil
 }

@@ -34,12 +34,14 @@ type Machine struct {
 	mu       sync.Mutex
 	stopping bool  // Stop asked for the exit, so Wait reports none
 	failure  error // why the run-state watch ended the VM
+	problems []string
 }
 
 var _ driver.Machine = (*Machine)(nil)
 
 // daemon is one virtiofsd process.
 type daemon struct {
+	share   string // host folder it serves
 	cmd     *exec.Cmd
 	sock    string
 	pidFile string
@@ -53,6 +55,9 @@ const quitGrace = 5 * time.Second
 
 func (m *Machine) Info() driver.MachineInfo {
 	info := driver.MachineInfo{Driver: "qemu", Accel: m.accel.Accel, AccelReason: m.accel.Reason}
+	m.mu.Lock()
+	info.Problems = append([]string(nil), m.problems...)
+	m.mu.Unlock()
 	if m.cmd != nil && m.cmd.Process != nil {
 		info.PID = m.cmd.Process.Pid
 	}
@@ -238,6 +243,28 @@ func (m *Machine) watchRunState() {
 	}
 }
 
+// watchDaemons records a virtiofsd that dies while qemu runs: QEMU keeps
+// going, and the share's files fail in the guest, so status must say why.
+func (m *Machine) watchDaemons() {
+	for _, d := range m.daemons {
+		go func(d *daemon) {
+			select {
+			case <-m.done:
+				return
+			case <-d.done:
+			}
+			if m.exited() {
+				return
+			}
+			problem := fmt.Sprintf("virtiofsd for %s exited (%s); its share fails in the guest until `vmdock restart`", d.share, d.exitState())
+			m.log.Error("virtiofsd exited while the VM runs", "share", d.share, "state", d.exitState())
+			m.mu.Lock()
+			m.problems = append(m.problems, problem)
+			m.mu.Unlock()
+		}(d)
+	}
+}
+
 // virtiofsdStartTimeout bounds the wait for a daemon's socket.
 const virtiofsdStartTimeout = 5 * time.Second
 
@@ -256,6 +283,7 @@ func (m *Machine) startVirtiofsd(ctx context.Context, path string, logW io.Write
 		sock := virtiofsSocketPath(m.spec.Dir, i)
 		d, err := startDaemon(ctx, v.Path, v.args(sock, s, asRoot), sock, virtiofsdPIDPath(m.spec.Dir, i), logW)
 		if d != nil {
+			d.share = s.HostPath
 			m.daemons = append(m.daemons, d)
 		}
 		if err != nil {
@@ -296,6 +324,14 @@ func startDaemon(ctx context.Context, bin string, args []string, sock, pidFile s
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// exitState is how the daemon ended, e.g. "signal: killed".
+func (d *daemon) exitState() string {
+	if ps := d.cmd.ProcessState; ps != nil {
+		return ps.String()
+	}
+	return "unknown"
 }
 
 // stop ends a daemon started by startDaemon and removes its files.

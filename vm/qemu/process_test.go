@@ -353,6 +353,28 @@ func TestVirtiofsd(t *testing.T) {
 		assertCleaned(t, dir)
 	})
 
+	t.Run("a virtiofsd killed while the VM runs shows in Info", func(t *testing.T) {
+		dir := shortDir(t)
+		spec := pausedSpec(t, dir)
+		spec.MountType = driver.MountVirtiofs
+		m := startPaused(t, spec)
+		if p := m.Info().Problems; len(p) != 0 {
+			t.Fatalf("problems before any fault: %v", p)
+		}
+		_ = m.daemons[1].cmd.Process.Kill()
+		deadline := time.Now().Add(5 * time.Second)
+		for len(m.Info().Problems) == 0 && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		p := m.Info().Problems
+		if len(p) != 1 || !strings.Contains(p[0], "virtiofsd for "+spec.Shares[1].HostPath+" exited (signal: killed)") {
+			t.Fatalf("problems = %q", p)
+		}
+		if st, err := m.QueryStatus(context.Background()); err != nil || st != "prelaunch" {
+			t.Errorf("qemu should run on: QueryStatus = %q, %v", st, err)
+		}
+	})
+
 	t.Run("daemon failure is reported", func(t *testing.T) {
 		dir := shortDir(t)
 		spec := pausedSpec(t, dir)
