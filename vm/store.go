@@ -161,6 +161,11 @@ func (i *Instance) Status(ctx context.Context) InstanceStatus {
 	if err != nil {
 		return broken("host agent pid %d is alive but its control socket does not answer: %v", pid, err)
 	}
+	if b, err := os.ReadFile(i.BrokenPath()); err == nil {
+		// The VM failed and the host agent is still unwinding.
+		reason := strings.TrimSpace(string(b))
+		return InstanceStatus{State: StateBroken, PID: pid, Reason: reason, LastError: reason, HostAgent: st}
+	}
 	return InstanceStatus{State: StateRunning, PID: pid, HostAgent: st}
 }
 

@@ -200,6 +200,14 @@ func TestStatus(t *testing.T) {
 		{name: "garbage pid", setup: func(t *testing.T, i *Instance) { os.WriteFile(i.PIDPath(), []byte("x"), 0o600) }, state: StateBroken, reason: "unreadable pid file"},
 		{name: "alive no socket", setup: func(t *testing.T, i *Instance) { writePID(t, i, os.Getpid()) }, state: StateBroken, reason: "no control socket"},
 		{name: "stale socket", setup: func(t *testing.T, i *Instance) { os.WriteFile(i.ControlSocketPath(), nil, 0o600) }, state: StateBroken, reason: "stale control socket"},
+		{name: "broken after the VM died", setup: func(t *testing.T, i *Instance) {
+			os.WriteFile(i.BrokenPath(), []byte("the guest kernel panicked: Kernel panic - not syncing: x\n"), 0o600)
+		}, state: StateBroken, reason: "the guest kernel panicked"},
+		{name: "broken while the host agent unwinds", setup: func(t *testing.T, i *Instance) {
+			writePID(t, i, os.Getpid())
+			serve(t, i, ok)
+			os.WriteFile(i.BrokenPath(), []byte("the VM exited unexpectedly: signal: killed\n"), 0o600)
+		}, state: StateBroken, reason: "the VM exited unexpectedly"},
 		{name: "socket errors", setup: func(t *testing.T, i *Instance) {
 			writePID(t, i, os.Getpid())
 			serve(t, i, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "boom", 500) }))
