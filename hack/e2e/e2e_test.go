@@ -42,6 +42,8 @@ type env struct {
 	work      string
 	testTar   string
 	timings   []timing
+	// reliability rows, printed as the README's table
+	reliability []reliabilityRow
 }
 
 func (e *env) environ() []string {
@@ -125,6 +127,7 @@ func TestE2E(t *testing.T) {
 		t.Skip("set VMDOCK_E2E=1 to boot a real VM")
 	}
 	e, base := newEnv(t, "amd64")
+	defer e.printReliability()
 	defer e.printTimings()
 
 	share9p := filepath.Join(base, "share 9p")
@@ -152,6 +155,9 @@ mounts:
 	dummyBefore := snapshotContexts(t, e.dockerCfg)
 
 	startArgs := []string{"start", "--cpus", "2", "--memory", "2", "--network-mode", "isolated", "--image", "vmdock"}
+	e.timed("boot with a panicking kernel fails naming the panic", func(t *testing.T) {
+		checkBootPanic(t, e, startArgs)
+	})
 	e.timed("vmdock start (cold boot)", func(t *testing.T) {
 		e.run(15*time.Minute, e.vmdock, startArgs...)
 	})
@@ -187,6 +193,7 @@ mounts:
 		}
 	})
 	checkPorts(t, e)
+	checkParallelStreams(t, e)
 	checkHostAccess(t, e)
 	for _, sh := range []struct{ name, dir string }{{"9p", share9p}, {"virtiofs", shareVFS}, {"workdir", e.work}} {
 		sh := sh
@@ -251,10 +258,8 @@ mounts:
 		e.run(15*time.Minute, e.vmdock, startArgs...)
 		e.docker(2*time.Minute, "version")
 	})
-	e.timed("vmdock restart", func(t *testing.T) {
-		e.run(15*time.Minute, e.vmdock, "restart")
-		e.docker(2*time.Minute, "version")
-	})
+	checkDiskFullThenQEMUKill(t, e, startArgs)
+	checkVirtiofsdKill(t, e, shareVFS)
 	e.timed("final vmdock stop", func(t *testing.T) {
 		e.run(5*time.Minute, e.vmdock, "stop")
 		checkNothingLeft(t, e)
