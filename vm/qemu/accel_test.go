@@ -224,3 +224,20 @@ func TestProbeRunsTheRealQEMU(t *testing.T) {
 		t.Fatalf("tcg probe: %v", err)
 	}
 }
+
+func TestAutoWithoutKVMDeviceRunsTCGAndSaysWhy(t *testing.T) {
+	needQEMU(t)
+	missing := func() (string, error) { return AccelKVM, &os.PathError{Op: "open", Path: "/dev/kvm", Err: os.ErrNotExist} }
+	d := New(Options{pausedBIOS: true, accelDevice: missing})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	mm, err := d.Start(ctx, pausedSpec(t, shortDir(t)))
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	info := mm.Info()
+	mm.Stop(context.Background(), true)
+	if info.Accel != AccelTCG || info.AccelReason != "kvm unavailable: open /dev/kvm: file does not exist" {
+		t.Errorf("Info = %+v", info)
+	}
+}
