@@ -63,6 +63,9 @@ func Check(opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := downloadDeps(moduleDir, opts.Arches); err != nil {
+		return nil, err
+	}
 	out := &Result{}
 	for _, arch := range opts.Arches {
 		im := newImporter(res, arch)

@@ -23,6 +23,7 @@ require (
 	golang.org/x/mod v0.22.0 // indirect
 )
 `
+	files["go.sum"] = goSumLines(t, "github.com/Code-Hex/vz/v3 ", "github.com/Code-Hex/go-infinity-channel ", "golang.org/x/mod ")
 	for name, body := range files {
 		p := filepath.Join(dir, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -33,6 +34,25 @@ require (
 		}
 	}
 	return dir
+}
+
+// goSumLines copies this repository's go.sum lines for the given module
+// prefixes, so the throwaway module's downloads are verified the same way.
+func goSumLines(t *testing.T, prefixes ...string) string {
+	t.Helper()
+	b, err := os.ReadFile("../../go.sum")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	for _, l := range strings.SplitAfter(string(b), "\n") {
+		for _, p := range prefixes {
+			if strings.HasPrefix(l, p) {
+				out.WriteString(l)
+			}
+		}
+	}
+	return out.String()
 }
 
 var badModule = map[string]string{
@@ -60,6 +80,28 @@ func Rosetta() { _, _ = vz.NewLinuxRosettaDirectoryShare() }
 }
 
 func TestCheckReportsVzMisuse(t *testing.T) {
+	checkReportsVzMisuse(t)
+}
+
+// On an empty module cache Check fetches what the darwin build needs
+// itself. The modules come from a file:// proxy made of this machine's
+// module cache, so the test needs no network.
+func TestCheckFreshModuleCache(t *testing.T) {
+	cache, err := goEnv("GOMODCACHE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := filepath.Join(cache, "cache", "download")
+	if _, err := os.Stat(filepath.Join(proxy, "github.com", "!code-!hex", "vz", "v3", "@v", "v3.7.1.zip")); err != nil {
+		t.Skipf("no vz v3.7.1 download in the module cache to serve as a proxy: %v", err)
+	}
+	t.Setenv("GOMODCACHE", t.TempDir())
+	t.Setenv("GOPROXY", "file://"+filepath.ToSlash(proxy))
+	t.Setenv("GOFLAGS", "-modcacherw") // so the test's temp folder can be removed
+	checkReportsVzMisuse(t)
+}
+
+func checkReportsVzMisuse(t *testing.T) {
 	dir := writeModule(t, badModule)
 	res, err := Check(Options{ModuleDir: dir, Arches: []string{"arm64", "amd64"}})
 	if err != nil {

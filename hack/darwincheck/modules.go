@@ -184,3 +184,22 @@ func (r *resolver) inGoroot(dir string) bool {
 	rel, err := filepath.Rel(filepath.Join(r.goroot, "src"), dir)
 	return err == nil && !strings.HasPrefix(rel, "..")
 }
+
+// downloadDeps makes the go command fetch every module the darwin build of
+// the module at dir needs. The resolver reads modules straight from the
+// module cache, and a Linux build never downloads darwin-only ones (vz,
+// and on an empty cache everything else), so without this a fresh cache
+// fails with "cannot find package". cgo is on so vz's cgo files count.
+func downloadDeps(dir string, arches []string) error {
+	for _, arch := range arches {
+		cmd := exec.Command("go", "list", "-deps", "-test", "-f", "{{.ImportPath}}", "./...")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOOS=darwin", "GOARCH="+arch, "CGO_ENABLED=1")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("download modules for darwin/%s (go list -deps in %s): %w\n%s", arch, dir, err, strings.TrimSpace(stderr.String()))
+		}
+	}
+	return nil
+}
