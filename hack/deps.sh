@@ -1,17 +1,84 @@
 #!/usr/bin/env bash
-# Installs the Debian packages vmdock needs on a Linux host to build its guest
-# image and run VMs. Skips apt entirely when everything is already there.
+# Installs the Debian packages vmdock needs on a Linux host to build, test,
+# build its guest image and run VMs (what .ci/run and hack/demo.sh call).
+# Skips apt entirely when everything is already there. Go itself is the one
+# prerequisite it does not install (CI puts it in /usr/local/go).
+#
+# usage: hack/deps.sh [arm64]   (arm64: also what boots the arm64 guest here)
 set -euo pipefail
-pkgs=(qemu-system-x86 qemu-utils ovmf mmdebstrap e2fsprogs busybox-static zstd socat iproute2 xorriso)
-# `deps.sh arm64`: also what booting the arm64 guest on this machine needs.
+
+# What each package is for:
+#   make, git               make build (git describe names the version)
+#   qemu-system-x86         qemu-system-x86_64; on Debian 12 also virtiofsd
+#   qemu-utils              qemu-img, qemu-io (images, tests)
+#   ovmf                    UEFI firmware for bare qcow2/raw images
+#   e2fsprogs               mkfs.ext4, e2fsck, dumpe2fs (image build, tests)
+#   busybox-static          /bin/busybox for the test container image
+#   zstd, tar               image packing and unpacking
+#   socat, iproute2, procps socat; ip (loopback aliases, test netns); ps, pgrep
+#   xorriso                 cloud-init seed ISO (hack/image/smoke.sh)
+#   mmdebstrap              the guest image (hack/image/build.sh installs
+#                           what a foreign-arch build needs on top:
+#                           arch-test, qemu-user-static, binfmt-support)
+pkgs=(make git qemu-system-x86 qemu-utils ovmf e2fsprogs busybox-static zstd tar
+  socat iproute2 procps xorriso mmdebstrap)
 if [ "${1:-}" = arm64 ]; then pkgs+=(qemu-system-arm); fi
+
+SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+apt_updated=0
+apt_update() {
+  if [ $apt_updated = 0 ]; then
+    $SUDO apt-get update -qq
+    apt_updated=1
+  fi
+}
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+# available PKG: apt has a candidate for PKG on this release.
+available() { apt-cache policy "$1" 2>/dev/null | awk '/Candidate:/ { ok = ($2 != "(none)") } END { exit !ok }'; }
+
 missing=()
 for p in "${pkgs[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  installed "$p" || missing+=("$p")
 done
+# Debian 13 moved virtiofsd out of qemu-system-common into its own package;
+# Debian 12 has no such package and ships it with QEMU.
+if ! installed virtiofsd && ! [ -x /usr/lib/qemu/virtiofsd ] && ! command -v virtiofsd >/dev/null; then
+  apt_update
+  if available virtiofsd; then missing+=(virtiofsd); fi
+fi
 if ((${#missing[@]})); then
   echo "installing: ${missing[*]}"
-  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
-  $SUDO apt-get update -qq
+  apt_update
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The docker CLI talks to dockerd inside the VM; dockerd must never run on
+# this host. Debian 13 and later ship the CLI alone as docker-cli. Debian 12
+# has it only inside docker.io, whose maintainer scripts enable and start
+# dockerd (and which pulls in containerd and runc): there only the CLI
+# binary is taken out of Debian's docker.io package (downloaded and checked
+# against the signed archive by apt) and installed as /usr/local/bin/docker,
+# so no daemon is installed at all. It needs nothing but libc.
+install_docker_cli() {
+  if available docker-cli; then
+    echo "installing: docker-cli"
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends docker-cli >/dev/null
+    return
+  fi
+  echo "installing: docker CLI from Debian's docker.io package (without dockerd) as /usr/local/bin/docker"
+  local tmp
+  tmp=$(mktemp -d)
+  # As root, apt-get download drops privileges to _apt, which must be able
+  # to write here.
+  if [ "$(id -u)" -eq 0 ] && id _apt >/dev/null 2>&1; then chown _apt "$tmp"; fi
+  (cd "$tmp" && apt-get download -qq docker.io)
+  local deb=("$tmp"/docker.io_*.deb)
+  dpkg-deb --fsys-tarfile "${deb[0]}" | tar -x -C "$tmp" ./usr/bin/docker
+  $SUDO install -m 0755 "$tmp/usr/bin/docker" /usr/local/bin/docker
+  rm -rf "$tmp"
+}
+if ! command -v docker >/dev/null; then
+  apt_update
+  install_docker_cli
+  docker --version
 fi

@@ -61,6 +61,9 @@ native=$(dpkg --print-architecture)
 if [ "$arch" != "$native" ]; then
 	[ -e /usr/bin/qemu-aarch64-static ] || need+=(qemu-user-static)
 	command -v update-binfmts >/dev/null || need+=(binfmt-support)
+	# mmdebstrap refuses a foreign arch without it ("install arch-test for
+	# foreign architecture support"), and it is only a Recommends.
+	command -v arch-test >/dev/null || need+=(arch-test)
 fi
 if [ ${#need[@]} -gt 0 ]; then
 	stamp "installing builder packages: ${need[*]}"
