@@ -191,8 +191,16 @@ func (c *Client) Dial(ctx context.Context, network, addr string) (net.Conn, erro
 	// udp streams carry length-prefixed datagrams; the caller frames them
 	// (NewDatagramConn, or the port forwarder's own packet stream), so
 	// nothing frames twice.
-	return st, nil
+	return halfCloseStream{st}, nil
 }
+
+// halfCloseStream lets network.Pipe pass a client's end of input on to the
+// guest: a yamux Close only ends our sending side (reads go on until the
+// guest's FIN), which is exactly a TCP CloseWrite. Without it an echo-style
+// exchange (send, shut down writing, read the reply) waits forever.
+type halfCloseStream struct{ *yamux.Stream }
+
+func (s halfCloseStream) CloseWrite() error { return s.Stream.Close() }
 
 // WatchPorts streams changes of the guest's listening sockets; the first
 // events are the current set. The channel closes when ctx ends or the
