@@ -289,7 +289,7 @@ func checkParallelStreams(t *testing.T, e *env) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errs <- echoStream("127.0.0.1:18082", size)
+				errs <- echoStream("127.0.0.1:18082", size, 5*time.Minute)
 			}()
 		}
 		wg.Wait()
@@ -310,13 +310,13 @@ func checkParallelStreams(t *testing.T, e *env) {
 }
 
 // echoStream writes size random bytes and checks the echo byte for byte.
-func echoStream(addr string, size int) error {
+func echoStream(addr string, size int, timeout time.Duration) error {
 	c, err := net.DialTimeout("tcp", addr, 30*time.Second)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Minute))
+	c.SetDeadline(time.Now().Add(timeout))
 	data := make([]byte, size)
 	rand.Read(data)
 	want := sha256.Sum256(data)
@@ -346,7 +346,7 @@ func waitTCPEcho(t *testing.T, addr string, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		err := echoStream(addr, 16)
+		err := echoStream(addr, 16, 10*time.Second)
 		if err == nil {
 			return
 		}
