@@ -63,6 +63,11 @@ func activateContext(inst *Instance, cfg Config) error {
 	return nil
 }
 
+// RestoreContext puts the docker context back when the instance went down
+// without `vmdock stop`: the host agent calls it when the guest powered
+// itself off.
+func RestoreContext(inst *Instance) { restoreContext(inst) }
+
 // restoreContext switches back to the remembered context, but only if ours
 // is still current: a user who switched away by hand keeps their choice.
 func restoreContext(inst *Instance) {

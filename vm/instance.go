@@ -1,6 +1,13 @@
 package vm
 
-import "path/filepath"
+import (
+	"path/filepath"
+	"strings"
+
+	"github.com/vmdock/vmdock/images"
+	"github.com/vmdock/vmdock/vm/logfile"
+	"github.com/vmdock/vmdock/vm/qemu"
+)
 
 // Instance is one profile's folder under $VMDOCK_HOME. Every file vmdock
 // keeps for an instance has its path method here, so no other code
@@ -33,3 +40,48 @@ func (i *Instance) SpecPath() string { return i.path("spec.json") }
 // BrokenPath records why the last host agent ended abnormally (the VM died
 // under it); `status` reports it until the next start.
 func (i *Instance) BrokenPath() string { return i.path("broken") }
+
+// instanceFiles are the names vmdock and its drivers create in an instance
+// folder; `delete` removes these and nothing else.
+var instanceFiles = func() map[string]bool {
+	i := &Instance{}
+	m := map[string]bool{images.DigestFileName: true}
+	for _, p := range []string{
+		i.ConfigPath(), i.LockPath(), i.DiskPath(), i.DataDiskPath(), i.BootDiskPath(),
+		i.AgentSocketPath(), i.ControlSocketPath(), i.PIDPath(), i.DockerSocketPath(),
+		i.SerialLogPath(), i.HostAgentLogPath(), i.GuestAgentLogPath(), i.StatePath(),
+		i.SpecPath(), i.BrokenPath(),
+		qemu.QMPSocketPath(""), qemu.AgentSocketPath(""), qemu.PIDFilePath(""),
+		qemu.LogPath(""), qemu.EFIVarsPath(""), // vz's EFI store has the same name
+	} {
+		m[filepath.Base(p)] = true
+	}
+	return m
+}()
+
+// instancePatterns match the numbered files of the drivers (one per share).
+var instancePatterns = []string{"virtiofs-*.sock", "virtiofsd-*.pid"}
+
+// isInstanceFile reports whether name is one vmdock makes in an instance
+// folder: a known file, a rotated log (.1), a driver's numbered file, or
+// a temporary file of an atomic write (<name>.tmp, .<name>.* or
+// .<stem>-*.<ext>).
+func isInstanceFile(name string) bool {
+	if instanceFiles[name] || instanceFiles[strings.TrimSuffix(name, logfile.OldSuffix)] && strings.HasSuffix(name, ".log"+logfile.OldSuffix) {
+		return true
+	}
+	for _, p := range instancePatterns {
+		if ok, _ := filepath.Match(p, name); ok {
+			return true
+		}
+	}
+	for known := range instanceFiles {
+		stem, _, _ := strings.Cut(known, ".")
+		if strings.HasPrefix(name, known+".tmp") ||
+			strings.HasPrefix(name, "."+known+".") ||
+			strings.HasPrefix(name, "."+stem+"-") && strings.HasSuffix(name, filepath.Ext(known)) {
+			return true
+		}
+	}
+	return false
+}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/network/loopback"
+	"github.com/vmdock/vmdock/vm/logfile"
 )
 
 // StartOptions tune `vmdock start`.
@@ -26,33 +28,59 @@ type StartOptions struct {
 	HostAgentArgs []string
 }
 
+// StopOptions tune `vmdock stop`.
+type StopOptions struct {
+	Force    bool      // kill the VM without a graceful power-off
+	Progress io.Writer // how the guest went down; nil discards
+}
+
 // DeleteOptions tune `vmdock delete`.
 type DeleteOptions struct {
-	Data  bool // also delete the data disk (docker images, volumes)
-	Force bool // kill a running instance first
+	Data     bool      // also delete the data disk (docker images, volumes)
+	Force    bool      // kill a running instance first
+	Progress io.Writer // what was kept and why; nil discards
 }
 
 // ErrNotRunning is returned by commands that need a running instance.
 var ErrNotRunning = errors.New("instance is not running")
 
 // Start boots the instance (cfg already validated and saved, the caller
-// holds the instance lock) and returns when Docker answers.
+// holds the instance lock) and returns when Docker answers. A host agent
+// that is still booting (its start was interrupted) is followed, not
+// started twice.
 func Start(ctx context.Context, inst *Instance, cfg Config, opts StartOptions) error {
 	progress := opts.Progress
 	if progress == nil {
 		progress = io.Discard
 	}
-	if pid, ok := liveHostAgent(ctx, inst); ok {
-		fmt.Fprintf(progress, "instance %q is already running (host agent pid %d)\n", inst.Name, pid)
+	st := inst.Status(ctx)
+	switch st.State {
+	case StateRunning:
+		fmt.Fprintf(progress, "instance %q is already running (host agent pid %d)\n", inst.Name, st.PID)
 		return activateContext(inst, cfg)
+	case StateStarting:
+		fmt.Fprintf(progress, "instance %q is already starting (host agent pid %d, step %s); following its boot\n", inst.Name, st.PID, st.HostAgent.Step)
+		return finishStart(ctx, inst, cfg, st.PID, progress)
+	case StateStopping:
+		fmt.Fprintf(progress, "instance %q is stopping (host agent pid %d); waiting for it to finish\n", inst.Name, st.PID)
+		if !waitPIDExitCtx(ctx, st.PID, 3*time.Minute) {
+			return fmt.Errorf("instance %q is still stopping (host agent pid %d); try again when `vmdock status -p %s` says Stopped", inst.Name, st.PID, inst.Name)
+		}
 	}
 	if err := cleanupStale(inst); err != nil {
 		return err
 	}
+	rotateLogs(inst)
 	pid, err := spawnHostAgent(inst, opts.HostAgentArgs)
 	if err != nil {
 		return err
 	}
+	return finishStart(ctx, inst, cfg, pid, progress)
+}
+
+// finishStart follows the host agent's boot, then does the host-side
+// steps that need the user's environment (alias, docker context).
+func finishStart(ctx context.Context, inst *Instance, cfg Config, pid int, progress io.Writer) error {
 	if err := followStart(ctx, inst, pid, progress); err != nil {
 		return err
 	}
@@ -66,6 +94,15 @@ func Start(ctx context.Context, inst *Instance, cfg Config, opts StartOptions) e
 		}
 	}
 	return activateContext(inst, cfg)
+}
+
+// rotateLogs caps the logs a boot appends to before it starts writing.
+func rotateLogs(inst *Instance) {
+	for _, p := range []string{inst.HostAgentLogPath(), inst.SerialLogPath(), inst.GuestAgentLogPath()} {
+		if err := logfile.Rotate(p, logfile.MaxSize); err != nil {
+			slog.Warn("rotate log", "err", err)
+		}
+	}
 }
 
 func spawnHostAgent(inst *Instance, args []string) (int, error) {
@@ -95,7 +132,8 @@ func spawnHostAgent(inst *Instance, args []string) (int, error) {
 }
 
 // followStart prints the host agent's boot events until it is ready, it
-// fails, or it dies.
+// fails, or it dies. Interrupting it (Ctrl-C) leaves the boot running in
+// the background, and says so.
 func followStart(ctx context.Context, inst *Instance, pid int, progress io.Writer) error {
 	deadline := time.Now().Add(15 * time.Second)
 	var resp *http.Response
@@ -105,6 +143,9 @@ func followStart(ctx context.Context, inst *Instance, pid int, progress io.Write
 		if err == nil {
 			break
 		}
+		if ctx.Err() != nil {
+			return interrupted(inst, pid)
+		}
 		if !processAlive(pid) || time.Now().After(deadline) {
 			return startFailure(inst, "host agent", fmt.Errorf("host agent (pid %d) did not come up: %v", pid, err))
 		}
@@ -112,7 +153,6 @@ func followStart(ctx context.Context, inst *Instance, pid int, progress io.Write
 	}
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
-	begun := map[string]time.Time{}
 	n := 0
 	for sc.Scan() {
 		var ev Event
@@ -122,7 +162,6 @@ func followStart(ctx context.Context, inst *Instance, pid int, progress io.Write
 		switch ev.State {
 		case "begin":
 			n++
-			begun[ev.Step] = time.Now()
 			fmt.Fprintf(progress, "[%d] %s ...\n", n, ev.Step)
 		case "done":
 			fmt.Fprintf(progress, "    %s done (%s)\n", ev.Step, ev.Detail)
@@ -135,10 +174,37 @@ func followStart(ctx context.Context, inst *Instance, pid int, progress io.Write
 			// The host agent is unwinding the boot: let it finish, so
 			// nothing runs and status says Broken when start returns.
 			waitPIDExit(pid, 30*time.Second)
+			if !fileExists(inst.BrokenPath()) && strings.Contains(ev.Error, context.Canceled.Error()) {
+				return fmt.Errorf("instance %q was stopped (`vmdock stop`) before it was ready", inst.Name)
+			}
 			return startFailure(inst, ev.Step, errors.New(ev.Error))
 		}
 	}
-	return startFailure(inst, "host agent", fmt.Errorf("host agent exited before the instance was ready"))
+	if ctx.Err() != nil && processAlive(pid) {
+		return interrupted(inst, pid)
+	}
+	waitPIDExit(pid, 5*time.Second)
+	reason := "host agent exited before the instance was ready"
+	if b, err := os.ReadFile(inst.BrokenPath()); err == nil {
+		reason += ": " + strings.TrimSpace(string(b))
+	}
+	return startFailure(inst, "host agent", errors.New(reason))
+}
+
+// interrupted is what an interrupted start tells: the host agent runs in
+// its own session, so the boot goes on, and the user needs to know how to
+// reach it.
+func interrupted(inst *Instance, pid int) error {
+	p := inst.Name
+	return fmt.Errorf("interrupted; the boot of %q goes on in the background (host agent pid %d)\n"+
+		"follow it: `vmdock status -p %s` or `vmdock logs -p %s -f`\n"+
+		"wait for it and switch the docker context: `vmdock start -p %s`\n"+
+		"end it: `vmdock stop -p %s`", p, pid, p, p, p, p)
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // startFailure names the failed step and shows the last lines of the logs a
@@ -157,9 +223,14 @@ func startFailure(inst *Instance, step string, err error) error {
 	return errors.New(b.String())
 }
 
-// Stop powers the instance off gracefully (force: kill it now) and puts the
-// previous docker context back.
-func Stop(ctx context.Context, inst *Instance, force bool) error {
+// Stop powers the instance off gracefully (opts.Force: kill it now) and
+// puts the previous docker context back. It says how the guest went down:
+// through the guest agent, the ACPI power button, or forced.
+func Stop(ctx context.Context, inst *Instance, opts StopOptions) error {
+	progress := opts.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
 	defer restoreContext(inst)
 	pid, ok := liveHostAgent(ctx, inst)
 	if !ok {
@@ -169,8 +240,18 @@ func Stop(ctx context.Context, inst *Instance, force bool) error {
 		}
 		return cleanupStale(inst)
 	}
+	// Follow the events before asking, so the stop's own event is not missed.
+	how := make(chan string, 1)
+	if resp, err := controlRequest(ctx, inst, http.MethodGet, ControlEventsPath, 0); err == nil {
+		go func() {
+			defer resp.Body.Close()
+			how <- stopPath(resp.Body, progress)
+		}()
+	} else {
+		how <- ""
+	}
 	q := 0
-	if force {
+	if opts.Force {
 		q = 1
 	}
 	resp, err := controlRequest(ctx, inst, http.MethodPost, ControlStopPath, q)
@@ -179,27 +260,82 @@ func Stop(ctx context.Context, inst *Instance, force bool) error {
 	}
 	resp.Body.Close()
 	timeout := 3 * time.Minute
-	if force {
+	if opts.Force {
 		timeout = 30 * time.Second
 	}
-	if waitPIDExit(pid, timeout) {
-		return cleanupStale(inst)
+	if !waitPIDExit(pid, timeout) {
+		// The host agent did not finish its own shutdown: end it; its VM
+		// goes with it (tied by pdeathsig on Linux, found as an orphan
+		// elsewhere).
+		fmt.Fprintf(progress, "the host agent (pid %d) did not finish its shutdown in %s; killed it\n", pid, timeout)
+		syscall.Kill(pid, syscall.SIGKILL)
+		waitPIDExit(pid, 10*time.Second)
 	}
-	// The host agent did not finish its own shutdown: end it; its VM goes
-	// with it (tied by pdeathsig on Linux, found as an orphan elsewhere).
-	syscall.Kill(pid, syscall.SIGKILL)
-	waitPIDExit(pid, 10*time.Second)
+	select {
+	case p := <-how:
+		if text, ok := stopPaths[p]; ok {
+			fmt.Fprintln(progress, text)
+		}
+	case <-time.After(2 * time.Second):
+	}
 	return cleanupStale(inst)
 }
 
+// How the guest went down: the detail of the host agent's "stop" event.
+const (
+	StopByAgent    = "agent"  // the guest agent ran the power-off
+	StopByACPI     = "acpi"   // the guest obeyed the ACPI power button
+	StopByForce    = "forced" // the VM was killed
+	StopBySelf     = "guest"  // the guest powered itself off
+	StopDuringBoot = "boot"   // the stop came during the boot, which was undone
+)
+
+// stopPaths say what each stop path means, for `vmdock stop`.
+var stopPaths = map[string]string{
+	StopByAgent:    "the guest agent powered the guest off",
+	StopByACPI:     "the guest powered off on the ACPI power button",
+	StopByForce:    "the VM was ended (forced)",
+	StopBySelf:     "the guest had powered itself off",
+	StopDuringBoot: "the boot was stopped and undone",
+}
+
+// stopPath reads the host agent's events until its stop event, printing
+// the notes of the stop on the way, and returns the path it took.
+func stopPath(r io.Reader, progress io.Writer) string {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		var ev Event
+		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Step != "stop" {
+			continue
+		}
+		switch ev.State {
+		case "note":
+			fmt.Fprintf(progress, "%s\n", ev.Detail)
+		case "stopped":
+			return ev.Detail
+		}
+	}
+	return ""
+}
+
 // Delete removes the instance; the data disk (docker images and volumes)
-// stays unless opts.Data.
+// stays unless opts.Data. Only files vmdock makes are removed: a file it
+// does not know keeps the folder in place, and a symlinked instance folder
+// is refused outright, since deleting through it would empty its target.
 func Delete(ctx context.Context, inst *Instance, opts DeleteOptions) error {
+	progress := opts.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	if fi, err := os.Lstat(inst.Dir); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		target, _ := os.Readlink(inst.Dir)
+		return fmt.Errorf("instance folder %s is a symbolic link (to %s); vmdock does not delete through it: remove the link and its files yourself", inst.Dir, target)
+	}
 	if _, ok := liveHostAgent(ctx, inst); ok {
 		if !opts.Force {
 			return fmt.Errorf("instance %q is running; stop it first or use --force", inst.Name)
 		}
-		if err := Stop(ctx, inst, true); err != nil {
+		if err := Stop(ctx, inst, StopOptions{Force: true}); err != nil {
 			return err
 		}
 	}
@@ -218,15 +354,21 @@ func Delete(ctx context.Context, inst *Instance, opts DeleteOptions) error {
 		keep["lock"] = true
 	}
 	var errs []error
+	var unknown []string
 	for _, e := range entries {
-		if keep[e.Name()] {
-			continue
-		}
-		if err := os.RemoveAll(inst.path(e.Name())); err != nil {
-			errs = append(errs, err)
+		switch {
+		case keep[e.Name()]:
+		case e.IsDir() || !isInstanceFile(e.Name()):
+			unknown = append(unknown, e.Name())
+		default:
+			if err := os.Remove(inst.path(e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("delete %s: %w", inst.path(e.Name()), err))
+			}
 		}
 	}
-	if opts.Data {
+	if len(unknown) > 0 {
+		fmt.Fprintf(progress, "kept %s: it holds files vmdock did not make: %s\n", inst.Dir, strings.Join(unknown, ", "))
+	} else if opts.Data {
 		if err := os.Remove(inst.Dir); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
@@ -238,16 +380,25 @@ func Delete(ctx context.Context, inst *Instance, opts DeleteOptions) error {
 // on its control socket.
 func liveHostAgent(ctx context.Context, inst *Instance) (int, bool) {
 	st := inst.Status(ctx)
-	return st.PID, st.State == StateRunning
+	switch st.State {
+	case StateRunning, StateStarting, StateStopping:
+		return st.PID, true
+	}
+	return st.PID, false
 }
 
 // cleanupStale removes what a dead host agent left behind so a plain
 // `start` recovers without --force. A live host agent that no longer
 // answers is ended first.
 func cleanupStale(inst *Instance) error {
-	if pid, err := readPIDFile(inst.PIDPath()); err == nil && processAlive(pid) && isHostAgent(pid) {
-		syscall.Kill(pid, syscall.SIGKILL)
-		waitPIDExit(pid, 10*time.Second)
+	if pid, err := readPIDFile(inst.PIDPath()); err == nil && processAlive(pid) {
+		if ours, why := isOwnHostAgent(inst, pid, inst.PIDPath()); ours {
+			slog.Info("ending the instance's unresponsive host agent", "pid", pid)
+			syscall.Kill(pid, syscall.SIGKILL)
+			waitPIDExit(pid, 10*time.Second)
+		} else {
+			slog.Info("stale pid file names another process; leaving it alone", "reason", why)
+		}
 	}
 	endOrphans(inst)
 	for _, p := range []string{inst.PIDPath(), inst.ControlSocketPath(), inst.DockerSocketPath(), inst.AgentSocketPath()} {
@@ -278,6 +429,18 @@ func HostAgentState(ctx context.Context, inst *Instance) (*HostAgentStatus, erro
 func waitPIDExit(pid int, timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
+		if !processAlive(pid) {
+			return true
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return !processAlive(pid)
+}
+
+// waitPIDExitCtx is waitPIDExit that also ends with ctx.
+func waitPIDExitCtx(ctx context.Context, pid int, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
 		if !processAlive(pid) {
 			return true
 		}

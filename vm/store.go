@@ -101,11 +101,14 @@ func ListInstances(home string) ([]*Instance, error) {
 	return out, nil
 }
 
-// States of an instance, derived from live checks only.
+// States of an instance, derived from live checks only. Starting and
+// Stopping are a live host agent that is booting or shutting down.
 const (
-	StateRunning = "Running"
-	StateStopped = "Stopped"
-	StateBroken  = "Broken"
+	StateRunning  = "Running"
+	StateStarting = "Starting"
+	StateStopping = "Stopping"
+	StateStopped  = "Stopped"
+	StateBroken   = "Broken"
 )
 
 // InstanceStatus is the live state of an instance.
@@ -117,10 +120,13 @@ type InstanceStatus struct {
 	LastError string           `json:"lastError,omitempty"` // why the last host agent ended abnormally
 }
 
-// String is "Running", "Stopped" or "Broken: <reason>".
+// String is "Running", "Stopped", "Starting: <step>" or "Broken: <reason>".
 func (s InstanceStatus) String() string {
-	if s.State == StateBroken {
+	switch {
+	case s.State == StateBroken:
 		return StateBroken + ": " + s.Reason
+	case s.State == StateStarting && s.HostAgent != nil && s.HostAgent.Step != "":
+		return StateStarting + ": " + s.HostAgent.Step
 	}
 	return s.State
 }
@@ -166,7 +172,19 @@ func (i *Instance) Status(ctx context.Context) InstanceStatus {
 		reason := strings.TrimSpace(string(b))
 		return InstanceStatus{State: StateBroken, PID: pid, Reason: reason, LastError: reason, HostAgent: st}
 	}
-	return InstanceStatus{State: StateRunning, PID: pid, HostAgent: st}
+	return InstanceStatus{State: phaseState(st.Phase), PID: pid, HostAgent: st}
+}
+
+// phaseState maps the host agent's phase to the instance's state: it
+// answers from the first boot step on, long before Docker does.
+func phaseState(phase string) string {
+	switch phase {
+	case "starting":
+		return StateStarting
+	case "stopping":
+		return StateStopping
+	}
+	return StateRunning
 }
 
 // QueryHostAgent asks the host agent at sock for its status, within 2 s.

@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -56,7 +57,7 @@ func (i *Instance) Lock() (*Lock, error) {
 					holder = "pid " + strconv.Itoa(pid)
 				}
 			}
-			return nil, fmt.Errorf("profile %s is busy: %s holds %s (another vmdock command is running): %w", i.Name, holder, path, ErrLocked)
+			return nil, i.busy(holder, path)
 		}
 		return nil, fmt.Errorf("lock profile %s: %w", i.Name, err)
 	}
@@ -91,4 +92,18 @@ func (l *Lock) Unlock() error {
 		return fmt.Errorf("unlock: %w", err)
 	}
 	return nil
+}
+
+// busy explains a held lock. The common case is a `vmdock start` that holds
+// it for the whole boot: say that the instance is starting and how to
+// watch it, rather than only that something holds a file.
+func (i *Instance) busy(holder, path string) error {
+	if st := i.Status(context.Background()); st.State == StateStarting {
+		step := ""
+		if st.HostAgent != nil && st.HostAgent.Step != "" {
+			step = ", step " + st.HostAgent.Step
+		}
+		return fmt.Errorf("instance %q is still starting (host agent pid %d%s; %s holds the profile lock); wait for it or run `vmdock status -p %s`: %w", i.Name, st.PID, step, holder, i.Name, ErrLocked)
+	}
+	return fmt.Errorf("profile %s is busy: %s holds %s (another vmdock command is running): %w", i.Name, holder, path, ErrLocked)
 }

@@ -35,8 +35,8 @@ func installFake(t *testing.T) *fakeVM {
 		f.starts = append(f.starts, cfg)
 		return nil
 	}
-	stopVM = func(_ context.Context, _ *vm.Instance, force bool) error {
-		f.stops = append(f.stops, force)
+	stopVM = func(_ context.Context, _ *vm.Instance, opts vm.StopOptions) error {
+		f.stops = append(f.stops, opts.Force)
 		return nil
 	}
 	deleteVM = func(_ context.Context, inst *vm.Instance, _ vm.DeleteOptions) error { return os.RemoveAll(inst.Dir) }
@@ -47,7 +47,7 @@ func installFake(t *testing.T) *fakeVM {
 	runHostAgent = func(context.Context, *vm.Instance) error { return errors.New("fake host agent") }
 	t.Cleanup(func() {
 		startVM = saved[0].(func(context.Context, *vm.Instance, vm.Config, vm.StartOptions) error)
-		stopVM = saved[1].(func(context.Context, *vm.Instance, bool) error)
+		stopVM = saved[1].(func(context.Context, *vm.Instance, vm.StopOptions) error)
 		deleteVM = saved[2].(func(context.Context, *vm.Instance, vm.DeleteOptions) error)
 		execVM = saved[3].(func(context.Context, *vm.Instance, []string, io.Reader, io.Writer, io.Writer) (int, error))
 		runHostAgent = saved[4].(func(context.Context, *vm.Instance) error)

@@ -25,7 +25,7 @@ func newStopCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer lock.Unlock()
-			if err := stopVM(cmd.Context(), inst, force); err != nil {
+			if err := stopVM(cmd.Context(), inst, vm.StopOptions{Force: force, Progress: cmd.OutOrStdout()}); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "profile %q stopped\n", inst.Name)
@@ -59,7 +59,7 @@ func newRestartCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer lock.Unlock()
-			if err := stopVM(cmd.Context(), inst, false); err != nil {
+			if err := stopVM(cmd.Context(), inst, vm.StopOptions{Progress: cmd.OutOrStdout()}); err != nil {
 				return err
 			}
 			return startVM(cmd.Context(), inst, cfg, vm.StartOptions{Progress: cmd.OutOrStdout()})
@@ -89,6 +89,7 @@ func newDeleteCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer lock.Unlock()
+			opts.Progress = cmd.OutOrStdout()
 			if err := deleteVM(cmd.Context(), inst, opts); err != nil {
 				return err
 			}

@@ -94,7 +94,7 @@ func runStart(ctx context.Context, g *globals, fs *pflag.FlagSet, f *startFlags,
 		return err
 	}
 	st := inst.Status(ctx)
-	if st.State == vm.StateRunning && old != nil && !reflect.DeepEqual(*old, cfg) {
+	if (st.State == vm.StateRunning || st.State == vm.StateStarting) && old != nil && !reflect.DeepEqual(*old, cfg) {
 		return fmt.Errorf("profile %q is running; its settings change only when stopped: run `vmdock stop -p %s` first", inst.Name, inst.Name)
 	}
 	// Everything is checked: only now may the instance folder change.

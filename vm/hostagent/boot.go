@@ -20,6 +20,7 @@ import (
 	"github.com/vmdock/vmdock/vm"
 	"github.com/vmdock/vmdock/vm/cidata"
 	"github.com/vmdock/vmdock/vm/driver"
+	"github.com/vmdock/vmdock/vm/logfile"
 )
 
 // testKernelAppendEnv adds kernel parameters to a direct-kernel boot: the
@@ -345,7 +346,8 @@ func channelFor(vmType string) string {
 // followGuestLog copies the guest agent's journal into guestagent.log for
 // `vmdock logs guest`, for as long as the agent session lives.
 func (ha *hostAgent) followGuestLog(c *agent.Client) {
-	f, err := os.OpenFile(ha.inst.GuestAgentLogPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	// Capped: a guest that runs for months must not fill the host's disk.
+	f, err := logfile.Open(ha.inst.GuestAgentLogPath(), logfile.MaxSize)
 	if err != nil {
 		slog.Warn("guest agent log", "err", err)
 		return

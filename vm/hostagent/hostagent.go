@@ -20,6 +20,7 @@ import (
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/vm"
 	"github.com/vmdock/vmdock/vm/driver"
+	"github.com/vmdock/vmdock/vm/logfile"
 )
 
 // Options tune a host agent run; the zero value is what `vmdock hostagent`
@@ -33,6 +34,12 @@ type Options struct {
 	// BootSilence is how long a booting guest may print nothing on its
 	// serial console before the boot counts as hung.
 	BootSilence time.Duration
+	// AgentAnswer bounds the guest agent's reply to the power-off request;
+	// an agent that cannot answer in this time is gone.
+	AgentAnswer time.Duration
+	// ACPITimeout bounds the wait for the guest to obey the ACPI power
+	// button (the fall back when the agent is gone) before the VM is ended.
+	ACPITimeout time.Duration
 }
 
 func (o *Options) setDefaults() {
@@ -46,6 +53,14 @@ func (o *Options) setDefaults() {
 		// A TCG boot on a loaded 2-core host has been seen quiet for
 		// 20-30 s between kernel and systemd lines; far more is a hang.
 		o.BootSilence = 2 * time.Minute
+	}
+	if o.AgentAnswer == 0 {
+		o.AgentAnswer = 3 * time.Second
+	}
+	if o.ACPITimeout == 0 {
+		// With the agent gone, stop must still end within ~15 s; a guest
+		// that needs longer to shut down by the power button is killed.
+		o.ACPITimeout = 8 * time.Second
 	}
 }
 
@@ -86,6 +101,7 @@ func Run(ctx context.Context, inst *vm.Instance, opts Options) error {
 	if err := writePID(inst.PIDPath()); err != nil {
 		return err
 	}
+	capLogs(ctx, inst)
 	defer os.Remove(inst.PIDPath())
 	os.Remove(inst.BrokenPath())
 
@@ -123,6 +139,9 @@ func Run(ctx context.Context, inst *vm.Instance, opts Options) error {
 		ha.setPhase("stopping")
 		ha.shutdown(true)
 		ha.events.emit("boot", "failed", runErr.Error(), "")
+		if errors.Is(runErr, context.Canceled) {
+			ha.events.emit("stop", "stopped", "", vm.StopDuringBoot)
+		}
 		return runErr
 	}
 	ha.setPhase("running")
@@ -136,13 +155,11 @@ func Run(ctx context.Context, inst *vm.Instance, opts Options) error {
 	select {
 	case force := <-ha.stopCh:
 		ha.setPhase("stopping")
-		ha.shutdown(force)
-		ha.events.emit("stop", "stopped", "", "")
+		ha.events.emit("stop", "stopped", "", ha.shutdown(force))
 		return nil
 	case <-ctx.Done():
 		ha.setPhase("stopping")
-		ha.shutdown(false)
-		ha.events.emit("stop", "stopped", "", "")
+		ha.events.emit("stop", "stopped", "", ha.shutdown(false))
 		return nil
 	case err := <-ha.console.Failed():
 		reason := err.Error()
@@ -156,9 +173,19 @@ func Run(ctx context.Context, inst *vm.Instance, opts Options) error {
 		if perr := ha.console.panicked(); perr != nil {
 			err = perr
 		}
-		if err != nil {
-			reason += ": " + err.Error()
+		if err == nil {
+			// A clean exit nobody asked for is the guest's own power-off
+			// (QEMU runs with -no-reboot, so a guest reboot ends the same
+			// way): the instance is Stopped, and no `vmdock stop` will run
+			// to put the docker context back.
+			slog.Info("the guest powered itself off; stopping the instance")
+			ha.setPhase("stopping")
+			ha.shutdown(true)
+			vm.RestoreContext(inst)
+			ha.events.emit("stop", "stopped", "", vm.StopBySelf)
+			return nil
 		}
+		reason += ": " + err.Error()
 		slog.Error(reason)
 		markBroken(inst, reason)
 		ha.shutdown(true)
@@ -202,45 +229,100 @@ func (ha *hostAgent) status() vm.HostAgentStatus {
 }
 
 // shutdown powers the guest off (gracefully unless force), then undoes
-// every boot step in reverse.
-func (ha *hostAgent) shutdown(force bool) {
+// every boot step in reverse. It returns how the guest went down.
+func (ha *hostAgent) shutdown(force bool) string {
 	ctx, cancel := context.WithTimeout(context.Background(), ha.opts.StopTimeout+30*time.Second)
 	defer cancel()
 	ha.mu.Lock()
 	m, c := ha.machine, ha.client
 	ha.mu.Unlock()
+	how := vm.StopByForce
 	if m != nil && !force {
-		ha.powerOff(ctx, m, c)
+		how = ha.powerOff(ctx, m, c)
 	}
 	for _, err := range ha.seq.unwind(ctx) {
 		slog.Warn("shutdown", "err", err)
 	}
+	return how
 }
 
 // powerOff asks the guest agent first (it knows how to stop dockerd
-// cleanly), then ACPI, and leaves the kill to the machine step's undo.
-func (ha *hostAgent) powerOff(ctx context.Context, m driver.Machine, c *agent.Client) {
+// cleanly). An agent that is not connected or does not answer at once is
+// gone, so the ACPI power button comes next, briefly; what is still
+// running after that is killed (by Stop itself, or the machine step's
+// undo). It returns the path that took the guest down.
+func (ha *hostAgent) powerOff(ctx context.Context, m driver.Machine, c *agent.Client) string {
 	exited := make(chan struct{})
 	go func() { m.Wait(); close(exited) }()
+	why := "the guest agent is not connected"
 	if c != nil {
-		pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
-		if err := c.PowerOff(pctx); err != nil {
-			slog.Warn("guest agent power-off", "err", err)
+		err := askPowerOff(ctx, c, ha.opts.AgentAnswer)
+		if err == nil {
+			select {
+			case <-exited:
+				return vm.StopByAgent
+			case <-time.After(ha.opts.StopTimeout):
+				ha.stopNote(fmt.Sprintf("the guest did not power off within %s of the guest agent's power-off; ending the VM", ha.opts.StopTimeout))
+				return vm.StopByForce
+			}
 		}
-		pcancel()
+		why = fmt.Sprintf("the guest agent did not take the power-off (%v)", err)
 	}
-	sctx, scancel := context.WithTimeout(ctx, ha.opts.StopTimeout)
-	defer scancel()
-	if c == nil {
-		if err := m.Stop(sctx, false); err != nil {
+	ha.stopNote(why + "; pressing the ACPI power button")
+	actx, acancel := context.WithTimeout(ctx, ha.opts.ACPITimeout)
+	defer acancel()
+	stopped := make(chan struct{})
+	go func() {
+		// Past actx, Stop itself quits and then kills the VM.
+		if err := m.Stop(actx, false); err != nil {
 			slog.Warn("ACPI power-off", "err", err)
 		}
-	}
+		close(stopped)
+	}()
 	select {
 	case <-exited:
-	case <-sctx.Done():
-		slog.Warn("guest did not power off in time; killing the VM", "timeout", ha.opts.StopTimeout)
+		<-stopped
+		return vm.StopByACPI
+	case <-actx.Done():
 	}
+	ha.stopNote(fmt.Sprintf("the guest did not power off within %s of the ACPI power button; ending the VM", ha.opts.ACPITimeout))
+	<-stopped
+	return vm.StopByForce
+}
+
+// askPowerOff bounds the guest agent's answer itself: with the agent dead
+// behind a channel that stays open, opening the request's stream waits for
+// yamux's write timeout (30 s) whatever ctx says.
+func askPowerOff(ctx context.Context, c *agent.Client, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	answer := make(chan error, 1)
+	go func() { answer <- c.PowerOff(ctx) }()
+	select {
+	case err := <-answer:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("no answer within %s", timeout)
+	}
+}
+
+// stopNote logs a step of the shutdown and tells `vmdock stop` about it.
+func (ha *hostAgent) stopNote(text string) {
+	slog.Warn(text)
+	ha.events.emit("stop", "note", "", text)
+}
+
+// capLogs moves full logs aside before this run appends to them, and keeps
+// the host agent's own log (its stderr) under the cap while it runs. The
+// serial console log is QEMU's open file for the whole run: it is capped
+// at each start only.
+func capLogs(ctx context.Context, inst *vm.Instance) {
+	for _, p := range []string{inst.SerialLogPath(), inst.GuestAgentLogPath()} {
+		if err := logfile.Rotate(p, logfile.MaxSize); err != nil {
+			slog.Warn("rotate log", "err", err)
+		}
+	}
+	logfile.StderrRotator(inst.HostAgentLogPath(), logfile.MaxSize, 30*time.Second, ctx.Done())
 }
 
 // keepClockInSync resets the guest clock when the host wall clock jumps

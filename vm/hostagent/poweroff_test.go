@@ -1,0 +1,131 @@
+package hostagent
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/yamux"
+
+	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/vm"
+	"github.com/vmdock/vmdock/vm/driver"
+)
+
+// stubMachine is a VM that obeys the ACPI power button or ignores it; a
+// graceful Stop that runs out of time ends it, as the drivers do.
+type stubMachine struct {
+	obeysACPI bool
+	once      sync.Once
+	done      chan struct{}
+}
+
+func newStubMachine(obeysACPI bool) *stubMachine {
+	return &stubMachine{obeysACPI: obeysACPI, done: make(chan struct{})}
+}
+
+func (m *stubMachine) exit() { m.once.Do(func() { close(m.done) }) }
+
+func (m *stubMachine) DialAgent(context.Context) (net.Conn, error) { return nil, net.ErrClosed }
+func (m *stubMachine) Info() driver.MachineInfo                    { return driver.MachineInfo{} }
+func (m *stubMachine) Wait() error                                 { <-m.done; return nil }
+func (m *stubMachine) Stop(ctx context.Context, force bool) error {
+	if !force && !m.obeysACPI {
+		<-ctx.Done()
+	}
+	m.exit()
+	return nil
+}
+
+// guestAgent connects a real agent client to a guest end that says hello
+// and then either answers the power-off (and powers the machine off) or
+// never reads again, like a killed agent behind an open channel.
+func guestAgent(t *testing.T, m *stubMachine, answers bool) *agent.Client {
+	t.Helper()
+	host, guest := net.Pipe()
+	t.Cleanup(func() { host.Close(); guest.Close() })
+	go func() {
+		if err := agent.GuestHello(guest); err != nil || !answers {
+			return
+		}
+		sess, err := yamux.Server(guest, agent.YamuxConfig(slog.Default()))
+		if err != nil {
+			return
+		}
+		st, err := sess.AcceptStream()
+		if err != nil {
+			return
+		}
+		var req agent.Request
+		if agent.ReadJSONLine(st, &req) == nil && req.Op == agent.OpPowerOff {
+			agent.Reply(st, nil)
+			m.exit()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := agent.Connect(ctx, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestPowerOffPaths(t *testing.T) {
+	const answer, acpi = 300 * time.Millisecond, 500 * time.Millisecond
+	tests := []struct {
+		name      string
+		agent     string // "", "answers", "silent"
+		obeysACPI bool
+		want      string
+		note      string
+		max       time.Duration
+	}{
+		{name: "agent answers", agent: "answers", want: vm.StopByAgent, max: answer},
+		{name: "agent silent, ACPI works", agent: "silent", obeysACPI: true, want: vm.StopByACPI, note: "did not take the power-off", max: answer + acpi/2},
+		{name: "agent silent, ACPI ignored", agent: "silent", want: vm.StopByForce, note: "did not power off within", max: answer + acpi + time.Second},
+		{name: "no agent, ACPI works", obeysACPI: true, want: vm.StopByACPI, note: "not connected", max: acpi / 2},
+		{name: "no agent, ACPI ignored", want: vm.StopByForce, note: "did not power off within", max: acpi + time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newStubMachine(tt.obeysACPI)
+			var c *agent.Client
+			if tt.agent != "" {
+				c = guestAgent(t, m, tt.agent == "answers")
+			}
+			ha := &hostAgent{events: newEventLog(), opts: Options{AgentAnswer: answer, ACPITimeout: acpi, StopTimeout: time.Minute}}
+			ha.opts.setDefaults()
+			start := time.Now()
+			got := ha.powerOff(context.Background(), m, c)
+			took := time.Since(start)
+			if got != tt.want {
+				t.Fatalf("path %q, want %q", got, tt.want)
+			}
+			if took > tt.max {
+				t.Fatalf("took %s, want at most %s", took, tt.max)
+			}
+			select {
+			case <-m.done:
+			default:
+				t.Fatal("powerOff returned with the VM still running")
+			}
+			past, _, cancel := ha.events.follow()
+			cancel()
+			var notes []string
+			for _, ev := range past {
+				if ev.Step == "stop" && ev.State == "note" {
+					notes = append(notes, ev.Detail)
+				}
+			}
+			if all := strings.Join(notes, "\n"); tt.note != "" && !strings.Contains(all, tt.note) || tt.note == "" && all != "" {
+				t.Fatalf("stop notes %q, want one with %q", all, tt.note)
+			}
+		})
+	}
+}
