@@ -162,174 +162,262 @@ func driveCache(sync string) (string, error) {
 
 // Args builds qemu's argv (without the binary itself) for spec on a host
 // described by env. It touches no files, so every option is unit-tested.
+// Each device group has its own builder below; their order here is the
+// order of the options on the command line.
 func Args(spec driver.Spec, env HostEnv) ([]string, error) {
-	arch, err := qemuArch(spec.Arch)
-	if err != nil {
-		return nil, err
-	}
-	if spec.Dir == "" {
-		return nil, fmt.Errorf("spec for %q has no instance folder", spec.Name)
-	}
-	if spec.CPUs < 1 {
-		return nil, fmt.Errorf("cpus %d: must be at least 1", spec.CPUs)
-	}
-	if spec.MemoryMiB < 128 {
-		return nil, fmt.Errorf("memory %d MiB: must be at least 128 MiB", spec.MemoryMiB)
-	}
-	if env.Version != (Version{}) && !env.Version.AtLeast(minVersion.Major, minVersion.Minor) {
-		return nil, fmt.Errorf("qemu %s is too old: vmdock needs %d.%d or newer", env.Version, minVersion.Major, minVersion.Minor)
-	}
-	cache, err := driveCache(spec.DiskSync)
+	arch, err := preflight(spec, env)
 	if err != nil {
 		return nil, err
 	}
 	virtiofs := spec.HasShareType(driver.MountVirtiofs)
-	switch spec.MountType {
-	case "", driver.Mount9p, driver.MountVirtiofs:
-	default:
-		return nil, fmt.Errorf("mount type %q: accepted values are %s and %s", spec.MountType, driver.MountVirtiofs, driver.Mount9p)
-	}
-	if len(spec.Shares) > 0 && spec.MountType == "" {
-		return nil, fmt.Errorf("spec has %d shares but no mount type: accepted values are %s and %s",
-			len(spec.Shares), driver.MountVirtiofs, driver.Mount9p)
-	}
-	if virtiofs && env.VirtiofsdPath == "" {
-		return nil, fmt.Errorf("mount type %s needs virtiofsd, which was not found: install the virtiofsd package or use mount type %s",
-			driver.MountVirtiofs, driver.Mount9p)
-	}
+	var b argv
+	b.add(identityArgs(spec.Name))
+	b.add(machineArgs(arch, env.Accel, virtiofs))
+	b.add(memoryArgs(spec.CPUs, spec.MemoryMiB, virtiofs))
+	b.add(bootArgs(spec, env, arch))
+	b.add(controlArgs(spec.Dir, spec.SerialLog))
+	b.add(diskArgs(spec.Disks, spec.DiskSync, bootsEFI(spec, env)))
+	b.add(networkArgs(spec.Network))
+	b.add(guestDeviceArgs(arch))
+	b.add(agentChannelArgs(spec.Dir))
+	b.add(shareArgs(spec, env.VirtiofsdPath))
+	return b.result()
+}
 
-	a := []string{
-		"-name", esc("vmdock-" + spec.Name),
+// argv collects the device groups' options and keeps the first error, so
+// Args reads as the list of groups.
+type argv struct {
+	args []string
+	err  error
+}
+
+func (b *argv) add(args []string, err error) {
+	if b.err != nil {
+		return
+	}
+	if err != nil {
+		b.err = err
+		return
+	}
+	b.args = append(b.args, args...)
+}
+
+func (b *argv) result() ([]string, error) {
+	if b.err != nil {
+		return nil, b.err
+	}
+	return b.args, nil
+}
+
+// preflight checks what every group depends on and returns QEMU's name for
+// the target arch.
+func preflight(spec driver.Spec, env HostEnv) (string, error) {
+	arch, err := qemuArch(spec.Arch)
+	if err != nil {
+		return "", err
+	}
+	if spec.Dir == "" {
+		return "", fmt.Errorf("spec for %q has no instance folder", spec.Name)
+	}
+	if env.Version != (Version{}) && !env.Version.AtLeast(minVersion.Major, minVersion.Minor) {
+		return "", fmt.Errorf("qemu %s is too old: vmdock needs %d.%d or newer", env.Version, minVersion.Major, minVersion.Minor)
+	}
+	return arch, nil
+}
+
+// identityArgs name the process and switch off everything QEMU would add
+// on its own: no default devices, no config files, no window, and a guest
+// reboot ends the process so the host agent sees it.
+func identityArgs(name string) ([]string, error) {
+	return []string{
+		"-name", esc("vmdock-" + name),
 		"-nodefaults", "-no-user-config",
 		"-display", "none",
 		"-no-reboot",
 		"-msg", "timestamp=on",
-	}
+	}, nil
+}
 
+// machineArgs are the machine type, accelerator and CPU model.
+func machineArgs(arch, accel string, virtiofs bool) ([]string, error) {
+	switch accel {
+	case AccelKVM, AccelHVF, AccelTCG, "":
+	default:
+		return nil, fmt.Errorf("accelerator %q: accepted values are %s, %s and %s", accel, AccelKVM, AccelHVF, AccelTCG)
+	}
 	machine := baseMachine(arch)
 	if virtiofs {
 		// vhost-user devices map guest RAM into virtiofsd, so RAM must be a
-		// shared file descriptor.
+		// shared file descriptor (see memoryArgs).
 		machine += ",memory-backend=mem"
 	}
-	a = append(a, "-machine", machine)
-	switch env.Accel {
-	case AccelKVM, AccelHVF, AccelTCG, "":
-		a = append(a, accelArgs(env.Accel, arch)...)
-	default:
-		return nil, fmt.Errorf("accelerator %q: accepted values are %s, %s and %s", env.Accel, AccelKVM, AccelHVF, AccelTCG)
-	}
+	a := append([]string{"-machine", machine}, accelArgs(accel, arch)...)
 	if arch == "x86_64" {
 		a = append(a, "-vga", "none")
 	}
-	a = append(a,
-		"-smp", strconv.Itoa(spec.CPUs),
-		"-m", strconv.Itoa(spec.MemoryMiB),
-	)
-	if virtiofs {
-		a = append(a, "-object", fmt.Sprintf("memory-backend-memfd,id=mem,size=%dM,share=on", spec.MemoryMiB))
-	}
+	return a, nil
+}
 
-	// Boot.
-	efi := false
+// memoryArgs size the VM; with virtiofs RAM is a shared memfd that
+// virtiofsd can map.
+func memoryArgs(cpus, memoryMiB int, virtiofs bool) ([]string, error) {
+	if cpus < 1 {
+		return nil, fmt.Errorf("cpus %d: must be at least 1", cpus)
+	}
+	if memoryMiB < 128 {
+		return nil, fmt.Errorf("memory %d MiB: must be at least 128 MiB", memoryMiB)
+	}
+	a := []string{"-smp", strconv.Itoa(cpus), "-m", strconv.Itoa(memoryMiB)}
+	if virtiofs {
+		a = append(a, "-object", fmt.Sprintf("memory-backend-memfd,id=mem,size=%dM,share=on", memoryMiB))
+	}
+	return a, nil
+}
+
+// bootsEFI reports whether the VM boots through UEFI firmware, which then
+// needs a boot disk marked with bootindex.
+func bootsEFI(spec driver.Spec, env HostEnv) bool {
+	return !env.pausedBIOS && spec.Kernel == ""
+}
+
+// bootArgs load the kernel directly, or the UEFI firmware with the
+// instance's variable store, or (process tests) nothing at all.
+func bootArgs(spec driver.Spec, env HostEnv, arch string) ([]string, error) {
 	switch {
 	case env.pausedBIOS:
-		a = append(a, "-S")
+		return []string{"-S"}, nil
 	case spec.Kernel != "":
-		a = append(a, "-kernel", spec.Kernel)
+		a := []string{"-kernel", spec.Kernel}
 		if spec.Initrd != "" {
 			a = append(a, "-initrd", spec.Initrd)
 		}
-		a = append(a, "-append", withSerialConsole(spec.Cmdline, arch))
-	default:
-		if env.Firmware.Code == "" {
-			return nil, fmt.Errorf("no UEFI firmware for %s: %s", arch, firmwareHint(arch))
-		}
-		efi = true
-		a = append(a,
-			"-drive", "if=pflash,format=raw,unit=0,readonly=on,file="+esc(env.Firmware.Code),
-			"-drive", "if=pflash,format=raw,unit=1,file="+esc(EFIVarsPath(spec.Dir)),
-		)
+		return append(a, "-append", withSerialConsole(spec.Cmdline, arch)), nil
 	}
+	if env.Firmware.Code == "" {
+		return nil, fmt.Errorf("no UEFI firmware for %s: %s", arch, firmwareHint(arch))
+	}
+	return []string{
+		"-drive", "if=pflash,format=raw,unit=0,readonly=on,file=" + esc(env.Firmware.Code),
+		"-drive", "if=pflash,format=raw,unit=1,file=" + esc(EFIVarsPath(spec.Dir)),
+	}, nil
+}
 
-	// Control and logs.
-	a = append(a,
-		"-pidfile", PIDFilePath(spec.Dir),
-		"-chardev", "socket,id=qmp,path="+esc(QMPSocketPath(spec.Dir))+",server=on,wait=off",
+// controlArgs are the pid file, the QMP socket the driver supervises QEMU
+// through, and the serial console log when asked for.
+func controlArgs(dir, serialLog string) ([]string, error) {
+	a := []string{
+		"-pidfile", PIDFilePath(dir),
+		"-chardev", "socket,id=qmp,path=" + esc(QMPSocketPath(dir)) + ",server=on,wait=off",
 		"-mon", "chardev=qmp,mode=control",
-	)
-	if spec.SerialLog != "" {
+	}
+	if serialLog != "" {
 		// append=on keeps earlier boots' consoles for post-mortems.
 		a = append(a,
-			"-chardev", "file,id=serial0,path="+esc(spec.SerialLog)+",append=on",
+			"-chardev", "file,id=serial0,path="+esc(serialLog)+",append=on",
 			"-serial", "chardev:serial0",
 		)
 	}
+	return a, nil
+}
 
-	// Disks, in Spec order so the guest sees vda, vdb, ... as listed.
-	bootSet := false
-	for i, d := range spec.Disks {
-		if d.Path == "" {
-			return nil, fmt.Errorf("disk %d has no path", i)
+// diskArgs attach the disks in Spec order, so the guest sees vda, vdb, ...
+// as listed. Under EFI the first disk that is not an ISO is the boot disk.
+func diskArgs(disks []driver.Disk, diskSync string, efi bool) ([]string, error) {
+	cache, err := driveCache(diskSync)
+	if err != nil {
+		return nil, err
+	}
+	var a []string
+	bootSet := !efi
+	for i, d := range disks {
+		drive, err := driveOption(i, d, cache)
+		if err != nil {
+			return nil, err
 		}
-		format := d.Format
-		if d.CDROM {
-			format = "raw" // an ISO image is a raw block device to virtio-blk
-		}
-		switch format {
-		case "raw", "qcow2":
-		case "":
-			return nil, fmt.Errorf("disk %s has no format: accepted values are raw and qcow2", d.Path)
-		default:
-			return nil, fmt.Errorf("disk %s format %q: accepted values are raw and qcow2", d.Path, d.Format)
-		}
-		id := fmt.Sprintf("disk%d", i)
-		drive := fmt.Sprintf("if=none,id=%s,file=%s,format=%s", id, esc(d.Path), format)
-		if d.CDROM || d.ReadOnly {
-			// The cidata ISO stays a virtio disk rather than an emulated
-			// CD-ROM: blkid finds its iso9660 label on /dev/vdX all the same,
-			// and the guest needs no ATAPI/SCSI driver.
-			drive += ",readonly=on,cache=" + cache
-		} else {
-			drive += ",cache=" + cache + ",discard=unmap,detect-zeroes=unmap"
-		}
-		dev := "virtio-blk-pci,drive=" + id
-		if efi && !d.CDROM && !bootSet {
+		dev := "virtio-blk-pci,drive=" + diskID(i)
+		if !bootSet && !d.CDROM {
 			dev += ",bootindex=0"
 			bootSet = true
 		}
 		a = append(a, "-drive", drive, "-device", dev)
 	}
+	return a, nil
+}
 
-	// Network: slirp; restrict=on cuts the guest off from everything but
-	// the host-side slirp services while the agent channel keeps working.
+func diskID(i int) string { return fmt.Sprintf("disk%d", i) }
+
+// driveOption is the -drive value of disk i.
+func driveOption(i int, d driver.Disk, cache string) (string, error) {
+	if d.Path == "" {
+		return "", fmt.Errorf("disk %d has no path", i)
+	}
+	format := d.Format
+	if d.CDROM {
+		format = "raw" // an ISO image is a raw block device to virtio-blk
+	}
+	switch format {
+	case "raw", "qcow2":
+	case "":
+		return "", fmt.Errorf("disk %s has no format: accepted values are raw and qcow2", d.Path)
+	default:
+		return "", fmt.Errorf("disk %s format %q: accepted values are raw and qcow2", d.Path, d.Format)
+	}
+	drive := fmt.Sprintf("if=none,id=%s,file=%s,format=%s", diskID(i), esc(d.Path), format)
+	if d.CDROM || d.ReadOnly {
+		// The cidata ISO stays a virtio disk rather than an emulated
+		// CD-ROM: blkid finds its iso9660 label on /dev/vdX all the same,
+		// and the guest needs no ATAPI/SCSI driver.
+		return drive + ",readonly=on,cache=" + cache, nil
+	}
+	return drive + ",cache=" + cache + ",discard=unmap,detect-zeroes=unmap", nil
+}
+
+// networkArgs are the slirp NIC; restrict=on cuts the guest off from
+// everything but the host-side slirp services while the agent channel
+// keeps working.
+func networkArgs(network string) ([]string, error) {
 	netdev := "user,id=net0"
-	switch spec.Network {
+	switch network {
 	case "", driver.NetworkUser:
 	case driver.NetworkIsolated:
 		netdev += ",restrict=on"
 	default:
-		return nil, fmt.Errorf("network %q: accepted values are %s and %s", spec.Network, driver.NetworkUser, driver.NetworkIsolated)
+		return nil, fmt.Errorf("network %q: accepted values are %s and %s", network, driver.NetworkUser, driver.NetworkIsolated)
 	}
-	a = append(a, "-netdev", netdev, "-device", "virtio-net-pci,netdev=net0")
+	return []string{"-netdev", netdev, "-device", "virtio-net-pci,netdev=net0"}, nil
+}
 
-	// Entropy early in boot: without it TCG guests can stall on getrandom.
-	// The default backend (rng-builtin, QEMU >= 5.1) needs no host device.
-	a = append(a, "-device", "virtio-rng-pci")
+// guestDeviceArgs are the entropy source and the panic device.
+//
+// Entropy early in boot: without it TCG guests can stall on getrandom. The
+// default backend (rng-builtin, QEMU >= 5.1) needs no host device.
+//
+// A guest kernel panic pauses the VM in state guest-panicked, where the
+// run-state watch sees it, instead of rebooting (panic=-1) into a
+// -no-reboot exit that looks like a power-off.
+func guestDeviceArgs(arch string) ([]string, error) {
+	return []string{
+		"-device", "virtio-rng-pci",
+		"-device", panicDevice(arch), "-action", "panic=pause",
+	}, nil
+}
 
-	// A guest kernel panic pauses the VM in state guest-panicked, where the
-	// run-state watch sees it, instead of rebooting (panic=-1) into a
-	// -no-reboot exit that looks like a power-off.
-	a = append(a, "-device", panicDevice(arch), "-action", "panic=pause")
-
-	// Agent channel.
-	a = append(a,
+// agentChannelArgs are the virtio-serial port the guest agent opens and
+// the host-side socket the host agent dials.
+func agentChannelArgs(dir string) ([]string, error) {
+	return []string{
 		"-device", "virtio-serial-pci,id=vser0",
-		"-chardev", "socket,id=agent,path="+esc(AgentSocketPath(spec.Dir))+",server=on,wait=off",
-		"-device", "virtserialport,bus=vser0.0,chardev=agent,name="+driver.AgentSerialName,
-	)
+		"-chardev", "socket,id=agent,path=" + esc(AgentSocketPath(dir)) + ",server=on,wait=off",
+		"-device", "virtserialport,bus=vser0.0,chardev=agent,name=" + driver.AgentSerialName,
+	}, nil
+}
 
-	// Shares.
+// shareArgs export the shares, each by its own mount type.
+func shareArgs(spec driver.Spec, virtiofsdPath string) ([]string, error) {
+	if err := checkMountTypes(spec, virtiofsdPath); err != nil {
+		return nil, err
+	}
+	var a []string
 	tags := map[string]bool{}
 	for i, s := range spec.Shares {
 		if s.Tag == "" || s.HostPath == "" {
@@ -340,34 +428,62 @@ func Args(spec driver.Spec, env HostEnv) ([]string, error) {
 		}
 		tags[s.Tag] = true
 		switch spec.ShareType(s) {
-		case driver.Mount9p, driver.MountVirtiofs:
+		case driver.MountVirtiofs:
+			a = append(a, virtiofsShareArgs(spec.Dir, i, s)...)
+		case driver.Mount9p:
+			a = append(a, ninePShareArgs(i, s)...)
 		default:
 			return nil, fmt.Errorf("share %s: mount type %q: accepted values are %s and %s", s.HostPath, spec.ShareType(s), driver.MountVirtiofs, driver.Mount9p)
 		}
-		if spec.ShareType(s) == driver.MountVirtiofs {
-			chr := fmt.Sprintf("vfs%d", i)
-			a = append(a,
-				"-chardev", fmt.Sprintf("socket,id=%s,path=%s", chr, esc(virtiofsSocketPath(spec.Dir, i))),
-				"-device", fmt.Sprintf("vhost-user-fs-pci,chardev=%s,tag=%s", chr, esc(s.Tag)),
-			)
-			continue
-		}
-		// security_model=none: qemu creates files as the user running it
-		// with the mode the guest asked for, and ignores a failing chown.
-		// So files a container (guest root) writes show up on the host
-		// owned by the host user with normal modes. mapped-xattr would give
-		// 0600 files owned by qemu's user with the real mode hidden in
-		// xattrs; passthrough makes every create fail with EPERM unless
-		// qemu runs as root, because it insists on chown to the guest uid.
-		// multidevs=remap keeps inode numbers unique when the shared tree
-		// spans several host file systems.
-		v := fmt.Sprintf("local,path=%s,mount_tag=%s,security_model=none,multidevs=remap,id=fs%d", esc(s.HostPath), esc(s.Tag), i)
-		if s.ReadOnly {
-			v += ",readonly=on"
-		}
-		a = append(a, "-virtfs", v)
 	}
 	return a, nil
+}
+
+// checkMountTypes checks the spec's default mount type and that virtiofsd
+// exists when a share needs it.
+func checkMountTypes(spec driver.Spec, virtiofsdPath string) error {
+	switch spec.MountType {
+	case "", driver.Mount9p, driver.MountVirtiofs:
+	default:
+		return fmt.Errorf("mount type %q: accepted values are %s and %s", spec.MountType, driver.MountVirtiofs, driver.Mount9p)
+	}
+	if len(spec.Shares) > 0 && spec.MountType == "" {
+		return fmt.Errorf("spec has %d shares but no mount type: accepted values are %s and %s",
+			len(spec.Shares), driver.MountVirtiofs, driver.Mount9p)
+	}
+	if spec.HasShareType(driver.MountVirtiofs) && virtiofsdPath == "" {
+		return fmt.Errorf("mount type %s needs virtiofsd, which was not found: install the virtiofsd package or use mount type %s",
+			driver.MountVirtiofs, driver.Mount9p)
+	}
+	return nil
+}
+
+// virtiofsShareArgs connect share i to the virtiofsd the driver starts on
+// the instance's virtiofs-<i>.sock.
+func virtiofsShareArgs(dir string, i int, s driver.Share) []string {
+	chr := fmt.Sprintf("vfs%d", i)
+	return []string{
+		"-chardev", fmt.Sprintf("socket,id=%s,path=%s", chr, esc(virtiofsSocketPath(dir, i))),
+		"-device", fmt.Sprintf("vhost-user-fs-pci,chardev=%s,tag=%s", chr, esc(s.Tag)),
+	}
+}
+
+// ninePShareArgs export share i through QEMU's own 9p server.
+//
+// security_model=none: qemu creates files as the user running it with the
+// mode the guest asked for, and ignores a failing chown. So files a
+// container (guest root) writes show up on the host owned by the host user
+// with normal modes. mapped-xattr would give 0600 files owned by qemu's
+// user with the real mode hidden in xattrs; passthrough makes every create
+// fail with EPERM unless qemu runs as root, because it insists on chown to
+// the guest uid. multidevs=remap keeps inode numbers unique when the shared
+// tree spans several host file systems.
+func ninePShareArgs(i int, s driver.Share) []string {
+	v := fmt.Sprintf("local,path=%s,mount_tag=%s,security_model=none,multidevs=remap,id=fs%d", esc(s.HostPath), esc(s.Tag), i)
+	if s.ReadOnly {
+		v += ",readonly=on"
+	}
+	return []string{"-virtfs", v}
 }
 
 // baseMachine is QEMU's machine type for a target arch.

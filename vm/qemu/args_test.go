@@ -307,3 +307,272 @@ func TestSerialConsolePerArch(t *testing.T) {
 		}
 	}
 }
+
+// The tests below check each device group's builder on its own; TestArgs
+// above checks that Args puts them together.
+
+// wantArgv runs one group builder and compares its argv exactly.
+func wantArgv(t *testing.T, got []string, err error, want ...string) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("unexpected error: %v", err)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("argv\n got  %q\n want %q", got, want)
+	}
+}
+
+// wantErr checks that a group builder failed naming want and gave no argv.
+func wantErr(t *testing.T, got []string, err error, want string) {
+	t.Helper()
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error = %v, want it to contain %q", err, want)
+	}
+	if got != nil {
+		t.Errorf("argv %q returned with an error", got)
+	}
+}
+
+func TestArgsGroupOrder(t *testing.T) {
+	// The whole command line for the base spec, so a reordering of the
+	// groups or a lost option shows here.
+	const dir = "/home/u/.vmdock/default"
+	argv, err := Args(baseSpec(), tcgEnv)
+	wantArgv(t, argv, err,
+		"-name", "vmdock-default", "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot", "-msg", "timestamp=on",
+		"-machine", "q35", "-accel", "tcg,thread=single", "-cpu", "max", "-vga", "none",
+		"-smp", "2", "-m", "2048",
+		"-kernel", "/img/vmlinuz", "-initrd", "/img/initrd.img", "-append", "root=/dev/vda console=ttyS0",
+		"-pidfile", dir+"/qemu.pid",
+		"-chardev", "socket,id=qmp,path="+dir+"/qmp.sock,server=on,wait=off", "-mon", "chardev=qmp,mode=control",
+		"-chardev", "file,id=serial0,path="+dir+"/serial.log,append=on", "-serial", "chardev:serial0",
+		"-drive", "if=none,id=disk0,file="+dir+"/disk.raw,format=raw,cache=writeback,discard=unmap,detect-zeroes=unmap",
+		"-device", "virtio-blk-pci,drive=disk0",
+		"-drive", "if=none,id=disk1,file="+dir+"/boot.iso,format=raw,readonly=on,cache=writeback",
+		"-device", "virtio-blk-pci,drive=disk1",
+		"-drive", "if=none,id=disk2,file="+dir+"/data.raw,format=raw,cache=writeback,discard=unmap,detect-zeroes=unmap",
+		"-device", "virtio-blk-pci,drive=disk2",
+		"-netdev", "user,id=net0,restrict=on", "-device", "virtio-net-pci,netdev=net0",
+		"-device", "virtio-rng-pci", "-device", "pvpanic", "-action", "panic=pause",
+		"-device", "virtio-serial-pci,id=vser0",
+		"-chardev", "socket,id=agent,path="+dir+"/agent.sock,server=on,wait=off",
+		"-device", "virtserialport,bus=vser0.0,chardev=agent,name=org.vmdock.agent",
+		"-virtfs", "local,path=/home/u,mount_tag=m0,security_model=none,multidevs=remap,id=fs0",
+		"-virtfs", "local,path=/opt/ro,mount_tag=m1,security_model=none,multidevs=remap,id=fs1,readonly=on",
+	)
+}
+
+func TestIdentityArgs(t *testing.T) {
+	got, err := identityArgs("a,b")
+	wantArgv(t, got, err, "-name", "vmdock-a,,b", "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot", "-msg", "timestamp=on")
+}
+
+func TestMachineArgs(t *testing.T) {
+	t.Run("x86 tcg", func(t *testing.T) {
+		got, err := machineArgs("x86_64", AccelTCG, false)
+		wantArgv(t, got, err, "-machine", "q35", "-accel", "tcg,thread=single", "-cpu", "max", "-vga", "none")
+	})
+	t.Run("no accel yet is tcg", func(t *testing.T) {
+		got, err := machineArgs("x86_64", "", false)
+		wantArgv(t, got, err, "-machine", "q35", "-accel", "tcg,thread=single", "-cpu", "max", "-vga", "none")
+	})
+	t.Run("x86 kvm with virtiofs", func(t *testing.T) {
+		got, err := machineArgs("x86_64", AccelKVM, true)
+		wantArgv(t, got, err, "-machine", "q35,memory-backend=mem", "-accel", "kvm", "-cpu", "host", "-vga", "none")
+	})
+	t.Run("arm64 hvf has no vga", func(t *testing.T) {
+		got, err := machineArgs("aarch64", AccelHVF, false)
+		wantArgv(t, got, err, "-machine", "virt", "-accel", "hvf", "-cpu", "host")
+	})
+	t.Run("arm64 tcg", func(t *testing.T) {
+		got, err := machineArgs("aarch64", AccelTCG, false)
+		wantArgv(t, got, err, "-machine", "virt", "-accel", "tcg,thread=single", "-cpu", "max,pauth-impdef=on")
+	})
+	t.Run("unknown accel", func(t *testing.T) {
+		got, err := machineArgs("x86_64", "whpx", false)
+		wantErr(t, got, err, `accelerator "whpx": accepted values are kvm, hvf and tcg`)
+	})
+}
+
+func TestMemoryArgs(t *testing.T) {
+	got, err := memoryArgs(1, 128, false)
+	wantArgv(t, got, err, "-smp", "1", "-m", "128")
+	got, err = memoryArgs(4, 4096, true)
+	wantArgv(t, got, err, "-smp", "4", "-m", "4096", "-object", "memory-backend-memfd,id=mem,size=4096M,share=on")
+	got, err = memoryArgs(0, 2048, false)
+	wantErr(t, got, err, "cpus 0: must be at least 1")
+	got, err = memoryArgs(2, 127, false)
+	wantErr(t, got, err, "memory 127 MiB: must be at least 128 MiB")
+}
+
+func TestBootArgs(t *testing.T) {
+	spec := baseSpec()
+	t.Run("kernel with initrd", func(t *testing.T) {
+		got, err := bootArgs(spec, tcgEnv, "x86_64")
+		wantArgv(t, got, err, "-kernel", "/img/vmlinuz", "-initrd", "/img/initrd.img", "-append", "root=/dev/vda console=ttyS0")
+		if bootsEFI(spec, tcgEnv) {
+			t.Error("a kernel boot counts as EFI")
+		}
+	})
+	t.Run("kernel alone on arm64", func(t *testing.T) {
+		s := spec
+		s.Initrd = ""
+		got, err := bootArgs(s, tcgEnv, "aarch64")
+		wantArgv(t, got, err, "-kernel", "/img/vmlinuz", "-append", "root=/dev/vda console=ttyAMA0")
+	})
+	t.Run("uefi", func(t *testing.T) {
+		s := spec
+		s.Kernel, s.Dir = "", "/i,d"
+		env := HostEnv{Accel: AccelKVM, Firmware: Firmware{Code: "/fw/CODE,1.fd"}}
+		got, err := bootArgs(s, env, "x86_64")
+		wantArgv(t, got, err,
+			"-drive", "if=pflash,format=raw,unit=0,readonly=on,file=/fw/CODE,,1.fd",
+			"-drive", "if=pflash,format=raw,unit=1,file=/i,,d/efi-vars.fd")
+		if !bootsEFI(s, env) {
+			t.Error("a firmware boot does not count as EFI")
+		}
+	})
+	t.Run("paused bios wins over a kernel", func(t *testing.T) {
+		env := HostEnv{pausedBIOS: true}
+		got, err := bootArgs(spec, env, "x86_64")
+		wantArgv(t, got, err, "-S")
+		s := spec
+		s.Kernel = ""
+		if bootsEFI(s, env) {
+			t.Error("paused BIOS counts as EFI")
+		}
+	})
+	t.Run("no firmware", func(t *testing.T) {
+		s := spec
+		s.Kernel = ""
+		got, err := bootArgs(s, tcgEnv, "x86_64")
+		wantErr(t, got, err, "no UEFI firmware for x86_64")
+	})
+}
+
+func TestControlArgs(t *testing.T) {
+	got, err := controlArgs("/d", "")
+	wantArgv(t, got, err, "-pidfile", "/d/qemu.pid", "-chardev", "socket,id=qmp,path=/d/qmp.sock,server=on,wait=off", "-mon", "chardev=qmp,mode=control")
+	got, err = controlArgs("/d", "/l,og")
+	wantArgv(t, got, err, "-pidfile", "/d/qemu.pid", "-chardev", "socket,id=qmp,path=/d/qmp.sock,server=on,wait=off", "-mon", "chardev=qmp,mode=control",
+		"-chardev", "file,id=serial0,path=/l,,og,append=on", "-serial", "chardev:serial0")
+}
+
+func TestDiskArgs(t *testing.T) {
+	disks := []driver.Disk{
+		{Path: "/d/boot.iso", CDROM: true},
+		{Path: "/d/disk.qcow2", Format: "qcow2"},
+		{Path: "/d/ro.raw", Format: "raw", ReadOnly: true},
+		{Path: "/d/data.raw", Format: "raw"},
+	}
+	t.Run("efi marks the first disk that is no iso", func(t *testing.T) {
+		got, err := diskArgs(disks, driver.DiskSyncFull, true)
+		wantArgv(t, got, err,
+			"-drive", "if=none,id=disk0,file=/d/boot.iso,format=raw,readonly=on,cache=writeback", "-device", "virtio-blk-pci,drive=disk0",
+			"-drive", "if=none,id=disk1,file=/d/disk.qcow2,format=qcow2,cache=writeback,discard=unmap,detect-zeroes=unmap", "-device", "virtio-blk-pci,drive=disk1,bootindex=0",
+			"-drive", "if=none,id=disk2,file=/d/ro.raw,format=raw,readonly=on,cache=writeback", "-device", "virtio-blk-pci,drive=disk2",
+			"-drive", "if=none,id=disk3,file=/d/data.raw,format=raw,cache=writeback,discard=unmap,detect-zeroes=unmap", "-device", "virtio-blk-pci,drive=disk3",
+		)
+	})
+	t.Run("kernel boot has no bootindex and sync none is unsafe", func(t *testing.T) {
+		got, err := diskArgs(disks[1:2], driver.DiskSyncNone, false)
+		wantArgv(t, got, err,
+			"-drive", "if=none,id=disk0,file=/d/disk.qcow2,format=qcow2,cache=unsafe,discard=unmap,detect-zeroes=unmap", "-device", "virtio-blk-pci,drive=disk0")
+	})
+	t.Run("no disks", func(t *testing.T) {
+		got, err := diskArgs(nil, "", true)
+		if err != nil || len(got) != 0 {
+			t.Errorf("diskArgs(nil) = %q, %v", got, err)
+		}
+	})
+	for _, tt := range []struct {
+		name  string
+		disk  driver.Disk
+		sync  string
+		error string
+	}{
+		{"no path", driver.Disk{Format: "raw"}, "", "disk 0 has no path"},
+		{"no format", driver.Disk{Path: "/x"}, "", "disk /x has no format"},
+		{"bad format", driver.Disk{Path: "/x", Format: "vdi"}, "", `disk /x format "vdi": accepted values are raw and qcow2`},
+		{"bad sync", driver.Disk{Path: "/x", Format: "raw"}, "maybe", `disk sync "maybe"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := diskArgs([]driver.Disk{tt.disk}, tt.sync, false)
+			wantErr(t, got, err, tt.error)
+		})
+	}
+}
+
+func TestNetworkArgs(t *testing.T) {
+	for network, netdev := range map[string]string{"": "user,id=net0", driver.NetworkUser: "user,id=net0", driver.NetworkIsolated: "user,id=net0,restrict=on"} {
+		got, err := networkArgs(network)
+		wantArgv(t, got, err, "-netdev", netdev, "-device", "virtio-net-pci,netdev=net0")
+	}
+	got, err := networkArgs("vmnet")
+	wantErr(t, got, err, `network "vmnet": accepted values are user and isolated`)
+}
+
+func TestGuestDeviceArgs(t *testing.T) {
+	got, err := guestDeviceArgs("x86_64")
+	wantArgv(t, got, err, "-device", "virtio-rng-pci", "-device", "pvpanic", "-action", "panic=pause")
+	got, err = guestDeviceArgs("aarch64")
+	wantArgv(t, got, err, "-device", "virtio-rng-pci", "-device", "pvpanic-pci", "-action", "panic=pause")
+}
+
+func TestAgentChannelArgs(t *testing.T) {
+	got, err := agentChannelArgs("/a,b")
+	wantArgv(t, got, err,
+		"-device", "virtio-serial-pci,id=vser0",
+		"-chardev", "socket,id=agent,path=/a,,b/agent.sock,server=on,wait=off",
+		"-device", "virtserialport,bus=vser0.0,chardev=agent,name="+driver.AgentSerialName)
+}
+
+func TestShareArgs(t *testing.T) {
+	spec := driver.Spec{
+		Dir:       "/d",
+		MountType: driver.Mount9p,
+		Shares: []driver.Share{
+			{Tag: "m0", HostPath: "/home/u"},
+			{Tag: "m,1", HostPath: "/src", Type: driver.MountVirtiofs},
+			{Tag: "m2", HostPath: "/ro", ReadOnly: true},
+		},
+	}
+	t.Run("each share by its own type", func(t *testing.T) {
+		got, err := shareArgs(spec, "/usr/libexec/virtiofsd")
+		wantArgv(t, got, err,
+			"-virtfs", "local,path=/home/u,mount_tag=m0,security_model=none,multidevs=remap,id=fs0",
+			"-chardev", "socket,id=vfs1,path=/d/virtiofs-1.sock", "-device", "vhost-user-fs-pci,chardev=vfs1,tag=m,,1",
+			"-virtfs", "local,path=/ro,mount_tag=m2,security_model=none,multidevs=remap,id=fs2,readonly=on",
+		)
+	})
+	t.Run("no shares need no mount type", func(t *testing.T) {
+		got, err := shareArgs(driver.Spec{Dir: "/d"}, "")
+		if err != nil || len(got) != 0 {
+			t.Errorf("shareArgs without shares = %q, %v", got, err)
+		}
+	})
+	for _, tt := range []struct {
+		name   string
+		mutate func(*driver.Spec)
+		vfsd   string
+		error  string
+	}{
+		{"virtiofs share without virtiofsd", nil, "", "needs virtiofsd"},
+		{"unknown default type", func(s *driver.Spec) { s.MountType = "nfs" }, "/v", `mount type "nfs": accepted values are virtiofs and 9p`},
+		{"unknown share type", func(s *driver.Spec) { s.Shares[0].Type = "smb" }, "/v", `share /home/u: mount type "smb"`},
+		{"no default type", func(s *driver.Spec) { s.MountType = "" }, "/v", "spec has 3 shares but no mount type"},
+		{"no tag", func(s *driver.Spec) { s.Shares[2].Tag = "" }, "/v", "share 2 needs a tag and a host path"},
+		{"no host path", func(s *driver.Spec) { s.Shares[0].HostPath = "" }, "/v", "share 0 needs a tag and a host path"},
+		{"tag twice", func(s *driver.Spec) { s.Shares[2].Tag = "m0" }, "/v", `share tag "m0" is used twice`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := spec
+			s.Shares = slices.Clone(spec.Shares)
+			if tt.mutate != nil {
+				tt.mutate(&s)
+			}
+			got, err := shareArgs(s, tt.vfsd)
+			wantErr(t, got, err, tt.error)
+		})
+	}
+}
