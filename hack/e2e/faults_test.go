@@ -161,7 +161,9 @@ func checkDiskFullThenQEMUKill(t *testing.T, e *env, startArgs []string) {
 		e.docker(2*time.Minute, "run", "-d", "--name", "filler", "vmdock-test:latest", "/bin/busybox", "sleep", "100000")
 		// fallocate fills without writing, so the host's sparse data.raw
 		// does not grow by the disk's size.
-		fill := `avail=$(df -k / | awk 'NR==2{print $4}'); while [ "$avail" -gt 0 ] && ! fallocate -l "${avail}k" /fill 2>/dev/null; do avail=$((avail-256)); done; df -k /`
+		// Chunks of shrinking size: root in the container may also take the
+		// blocks ext4 reserves for root, which df does not count as free.
+		fill := `n=0; for size in 1G 64M 1M 16k 4k; do while fallocate -l $size /fill$n 2>/dev/null; do n=$((n+1)); done; done; df -k /`
 		t.Logf("%s", e.docker(5*time.Minute, "exec", "filler", "/bin/busybox", "sh", "-c", fill))
 		_, errOut, err := e.try(2*time.Minute, "docker", "--context", "vmdock", "exec", "filler", "/bin/busybox", "dd", "if=/dev/zero", "of=/more", "bs=1M", "count=64")
 		if err == nil || !strings.Contains(strings.ToLower(errOut), "no space left on device") {
