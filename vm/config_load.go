@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/vmdock/vmdock/atomicfile"
 	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/vm/driver"
 )
@@ -57,19 +57,42 @@ func DefaultConfig() Config {
 // LoadConfig reads the instance's saved config (see LoadConfigFile).
 func LoadConfig(inst *Instance) (Config, error) { return LoadConfigFile(inst.ConfigPath()) }
 
+// MaxConfigBytes caps what is read of a config or template: a real one is
+// a few KiB, and reading a huge file whole would cost its size many times
+// over in memory before the YAML parser refused it.
+const MaxConfigBytes = 1 << 20
+
 // LoadConfigFile reads a YAML config over DefaultConfig. Unknown keys are
 // errors, so a typo is not silently ignored. A missing file returns an error
 // matching os.ErrNotExist.
 func LoadConfigFile(path string) (Config, error) {
-	b, err := os.ReadFile(path)
+	b, err := ReadConfigFile(path)
 	if err != nil {
-		return Config{}, fmt.Errorf("read config: %w", err)
+		return Config{}, err
 	}
 	c, err := ParseConfig(b)
 	if err != nil {
 		return Config{}, fmt.Errorf("config %s: %w", path, err)
 	}
 	return c, nil
+}
+
+// ReadConfigFile returns the bytes of a config or template file, refusing
+// one larger than MaxConfigBytes without reading past that.
+func ReadConfigFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxConfigBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read config %s: %w", path, err)
+	}
+	if len(b) > MaxConfigBytes {
+		return nil, fmt.Errorf("config %s: larger than %d KiB is not accepted; accepted: a YAML file up to %d KiB", path, MaxConfigBytes>>10, MaxConfigBytes>>10)
+	}
+	return b, nil
 }
 
 // ParseConfig decodes YAML over DefaultConfig. A file that names a vmType
@@ -82,10 +105,39 @@ func ParseConfig(b []byte) (Config, error) {
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
 		return Config{}, fmt.Errorf("invalid YAML: %s", oneLine(err.Error()))
 	}
+	if err := noSecondDocument(dec); err != nil {
+		return Config{}, err
+	}
 	if c.MountType == "" {
 		c.MountType = CurrentHost().DefaultMountType(c.VMType)
 	}
 	return c, nil
+}
+
+// noSecondDocument refuses settings after a "---" that starts another
+// document: only the first document is used, so they would be silently
+// ignored. Empty documents (a trailing "---") carry nothing and pass.
+func noSecondDocument(dec *yaml.Decoder) error {
+	for {
+		var extra yaml.Node
+		switch err := dec.Decode(&extra); {
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil:
+			return fmt.Errorf("invalid YAML: %s", oneLine(err.Error()))
+		}
+		if !emptyDocument(&extra) {
+			return fmt.Errorf("a second YAML document (from line %d) is not accepted; accepted: one document (remove the '---' line or merge the settings)", extra.Line)
+		}
+	}
+}
+
+func emptyDocument(n *yaml.Node) bool {
+	if len(n.Content) == 0 {
+		return true
+	}
+	c := n.Content[0]
+	return len(n.Content) == 1 && c.Kind == yaml.ScalarNode && c.Tag == "!!null" && c.Value == ""
 }
 
 // Marshal renders c as YAML, the form Save writes.
@@ -102,26 +154,14 @@ func (c Config) Marshal() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// Save writes c to path atomically (temp file + rename), mode 0600.
+// Save writes c to path atomically, mode 0600.
 func (c Config) Save(path string) error {
 	b, err := c.Marshal()
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".vmdock.yaml.*")
-	if err != nil {
-		return fmt.Errorf("save config %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return fmt.Errorf("save config %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("save config %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("save config %s: %w", path, err)
+	if err := atomicfile.WriteFile(path, b, 0o600); err != nil {
+		return fmt.Errorf("save config: %w", err)
 	}
 	return nil
 }

@@ -5,11 +5,15 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/netip"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/vmdock/vmdock/mounts"
+	"github.com/vmdock/vmdock/network/loopback"
 	"github.com/vmdock/vmdock/vm/driver"
 )
 
@@ -142,11 +146,7 @@ func (c Config) ValidateOn(h Host) error {
 		bad("diskSync", c.DiskSync, "full, fsync or none")
 	}
 	errs = append(errs, c.Network.validate()...)
-	for k := range c.Env {
-		if !envKey.MatchString(k) {
-			bad("env", k+"=", "NAME=value with NAME made of letters, digits and _ (not starting with a digit)")
-		}
-	}
+	errs = append(errs, validateEnv(c.Env)...)
 	errs = append(errs, c.PortForward.validate()...)
 	if err := mounts.Check(c.Mounts); err != nil {
 		errs = append(errs, err)
@@ -164,10 +164,13 @@ func (n NetworkConfig) validate() []error {
 	if net.ParseIP(n.PortBind) == nil {
 		errs = append(errs, fmt.Errorf("network.portBind: %q is not accepted; accepted: an IP address such as 127.0.0.1 or 0.0.0.0", n.PortBind))
 	}
-	for _, f := range []struct{ name, v string }{{"network.loopbackAliasIP", n.LoopbackAliasIP}, {"network.hostAccessIP", n.HostAccessIP}} {
-		if ip := net.ParseIP(f.v); ip == nil || ip.To4() == nil || ip.IsUnspecified() {
-			errs = append(errs, fmt.Errorf("%s: %q is not accepted; accepted: an IPv4 address such as 10.254.254.254", f.name, f.v))
-		}
+	// The alias goes through the same check `vmdock start` applies when it
+	// adds it, so nothing that passes here is refused after the boot.
+	if _, err := loopback.ParseIP(n.LoopbackAliasIP); err != nil {
+		errs = append(errs, fmt.Errorf("network.loopbackAliasIP: %q is not accepted; accepted: an IPv4 unicast address outside 127.0.0.0/8, such as %s", n.LoopbackAliasIP, DefaultLoopbackAliasIP))
+	}
+	if !hostAccessIPOK(n.HostAccessIP) {
+		errs = append(errs, fmt.Errorf("network.hostAccessIP: %q is not accepted; accepted: an IPv4 unicast address outside 127.0.0.0/8, such as %s", n.HostAccessIP, DefaultHostAccessIP))
 	}
 	for _, d := range n.DNS {
 		if net.ParseIP(d) == nil {
@@ -175,6 +178,57 @@ func (n NetworkConfig) validate() []error {
 		}
 	}
 	return errs
+}
+
+// hostAccessIPOK: the guest agent puts this address on the guest's lo and
+// redirects TCP to it onto the host. A loopback address would capture the
+// guest's own 127.x traffic, and unspecified, multicast or broadcast ones
+// cannot be an interface address.
+func hostAccessIPOK(s string) bool {
+	a, err := netip.ParseAddr(s)
+	return err == nil && a.Is4() && !a.IsLoopback() && !a.IsUnspecified() && !a.IsMulticast() && a != netip.AddrFrom4([4]byte{255, 255, 255, 255})
+}
+
+// validateEnv accepts what the guest agent can write to /etc/environment:
+// shell-style names and single-line values without NUL.
+func validateEnv(env map[string]string) []error {
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var errs []error
+	for _, k := range keys {
+		if !envKey.MatchString(k) {
+			errs = append(errs, fmt.Errorf("env: %s is not accepted; accepted: NAME=value with NAME made of letters, digits and _ (not starting with a digit)", quote(shorten(k)+"=")))
+		} else if strings.ContainsAny(env[k], "\n\x00") {
+			errs = append(errs, fmt.Errorf("env: the value of %s %s is not accepted; accepted: a value without newline or NUL characters", k, quote(shorten(env[k]))))
+		}
+	}
+	return errs
+}
+
+// shorten keeps an echoed value within one readable line.
+func shorten(s string) string {
+	const max = 60
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
+
+// Warnings are settings that work but put the user at risk; start and
+// status print them, one line each.
+func (c Config) Warnings() []string {
+	var w []string
+	if a, err := netip.ParseAddr(c.Network.PortBind); err == nil && !a.IsLoopback() {
+		w = append(w, fmt.Sprintf("network.portBind %s exposes every forwarded port, even ones the guest binds to its own loopback, to other machines that can reach this host; use --port-bind 127.0.0.1 to keep them on this machine", c.Network.PortBind))
+	}
+	return w
 }
 
 func (p PortForward) validate() []error {
