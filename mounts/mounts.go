@@ -25,37 +25,57 @@ type Mount struct {
 	Type string `yaml:"type,omitempty" json:"type,omitempty"`
 }
 
-// ParseFlag parses one `-V path[:guestpath][:w]` value. Shares are
-// read-only unless ":w" is given. A colon inside a path cannot be told apart
-// from the separator, so it is refused with a pointer to the YAML form.
+// FlagGrammar is the form of a -V value, quoted in its errors.
+const FlagGrammar = "path[:guestpath][:ro|rw|w] (guestpath absolute; ro is the default, rw and w mean writable)"
+
+// ParseFlag parses one `-V path[:guestpath][:mode]` value. Shares are
+// read-only unless the mode is rw (or w). A colon inside a path cannot be
+// told apart from the separator, so it is refused with a pointer to the
+// YAML form.
 func ParseFlag(s string) (Mount, error) {
 	if strings.TrimSpace(s) == "" {
-		return Mount{}, fmt.Errorf("mount %q: empty; accepted: path[:guestpath][:w]", s)
-	}
-	colon := func() error {
-		return fmt.Errorf("mount %q: a ':' inside a path is not supported with -V (accepted: path[:guestpath][:w]); list it under mounts: in vmdock.yaml instead", s)
+		return Mount{}, fmt.Errorf("mount %q: empty; accepted: %s", s, FlagGrammar)
 	}
 	parts := strings.Split(s, ":")
 	m := Mount{Location: parts[0]}
 	if m.Location == "" {
-		return Mount{}, fmt.Errorf("mount %q: the host path is empty; accepted: path[:guestpath][:w]", s)
+		return Mount{}, fmt.Errorf("mount %q: the host path is empty; accepted: %s", s, FlagGrammar)
 	}
 	rest := parts[1:]
-	if n := len(rest); n > 0 && rest[n-1] == "w" {
-		m.Writable = true
-		rest = rest[:n-1]
-	}
-	switch len(rest) {
-	case 0:
-	case 1:
-		if !strings.HasPrefix(rest[0], "/") {
-			return Mount{}, colon()
+	hasMode := false
+	if n := len(rest); n > 0 {
+		if w, ok := parseMode(rest[n-1]); ok {
+			m.Writable, hasMode = w, true
+			rest = rest[:n-1]
 		}
+	}
+	switch {
+	case len(rest) == 0:
+	case len(rest) == 1 && strings.HasPrefix(rest[0], "/"):
 		m.GuestPath = rest[0]
+	case len(rest) == 1 && !hasMode && !strings.Contains(rest[0], "/"):
+		// path:word — a mistyped mode more likely than a relative guest path.
+		return Mount{}, fmt.Errorf("mount %q: %q is neither a mode nor an absolute guest path; accepted: %s", s, rest[0], FlagGrammar)
+	case len(rest) == 1 && hasMode:
+		return Mount{}, fmt.Errorf("mount %q: guest path %q is relative; accepted: %s", s, rest[0], FlagGrammar)
+	case len(rest) == 2 && strings.HasPrefix(rest[0], "/") && !strings.HasPrefix(rest[1], "/"):
+		return Mount{}, fmt.Errorf("mount %q: mode %q is not accepted; accepted: ro, rw or w, as in %s", s, rest[1], FlagGrammar)
 	default:
-		return Mount{}, colon()
+		return Mount{}, fmt.Errorf("mount %q: a ':' inside a path is not supported with -V (accepted: %s); list it under mounts: in vmdock.yaml instead", s, FlagGrammar)
 	}
 	return m, nil
+}
+
+// parseMode reads the optional last field of -V: whether it is a mode,
+// and if so whether the share is writable.
+func parseMode(s string) (writable, ok bool) {
+	switch s {
+	case "ro":
+		return false, true
+	case "rw", "w":
+		return true, true
+	}
+	return false, false
 }
 
 // Tag is the share tag of the i-th mount: the guest finds the share by it.

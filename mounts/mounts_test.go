@@ -26,7 +26,15 @@ func TestParseFlag(t *testing.T) {
 		{in: "/a:b/c", wantErr: "':' inside a path"},
 		{in: "/a:b:/c", wantErr: "':' inside a path"},
 		{in: "/a:/b:/c:w", wantErr: "':' inside a path"},
-		{in: "/a:ro", wantErr: "':' inside a path"},
+		{in: "/a:ro", want: Mount{Location: "/a"}},
+		{in: "/a:rw", want: Mount{Location: "/a", Writable: true}},
+		{in: "/a:/app:ro", want: Mount{Location: "/a", GuestPath: "/app"}},
+		{in: "/a:/app:rw", want: Mount{Location: "/a", GuestPath: "/app", Writable: true}},
+		{in: "/a:rel", wantErr: `mount "/a:rel": "rel" is neither a mode nor an absolute guest path; accepted: path[:guestpath][:ro|rw|w]`},
+		{in: "/a:RO", wantErr: `"RO" is neither a mode`},
+		{in: "/a:", wantErr: `"" is neither a mode`},
+		{in: "/a:/app:rel", wantErr: `mode "rel" is not accepted; accepted: ro, rw or w`},
+		{in: "/a:app:w", wantErr: `guest path "app" is relative`},
 	}
 	for _, tt := range tests {
 		got, err := ParseFlag(tt.in)
