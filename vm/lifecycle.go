@@ -327,9 +327,8 @@ func Delete(ctx context.Context, inst *Instance, opts DeleteOptions) error {
 	if progress == nil {
 		progress = io.Discard
 	}
-	if fi, err := os.Lstat(inst.Dir); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-		target, _ := os.Readlink(inst.Dir)
-		return fmt.Errorf("instance folder %s is a symbolic link (to %s); vmdock does not delete through it: remove the link and its files yourself", inst.Dir, target)
+	if err := CheckDelete(inst); err != nil {
+		return err
 	}
 	if _, ok := liveHostAgent(ctx, inst); ok {
 		if !opts.Force {
@@ -374,6 +373,18 @@ func Delete(ctx context.Context, inst *Instance, opts DeleteOptions) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// CheckDelete refuses an instance whose folder is a symbolic link:
+// deleting through it would empty the link's target. The CLI asks before
+// it takes the lock, which would create a file there.
+func CheckDelete(inst *Instance) error {
+	fi, err := os.Lstat(inst.Dir)
+	if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		return nil
+	}
+	target, _ := os.Readlink(inst.Dir)
+	return fmt.Errorf("instance folder %s is a symbolic link (to %s); vmdock does not delete through it: remove the link and its files yourself", inst.Dir, target)
 }
 
 // liveHostAgent reports the host agent's pid when it is alive and answers

@@ -84,6 +84,9 @@ func newDeleteCmd(g *globals) *cobra.Command {
 				}
 				inst = leftover
 			}
+			if err := vm.CheckDelete(inst); err != nil {
+				return err
+			}
 			lock, err := inst.Lock()
 			if err != nil {
 				return err

@@ -1,0 +1,111 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// previousContext is the docker context start replaced, as the instance
+// remembers it ("" when none).
+func (e *env) previousContext(t *testing.T) string {
+	t.Helper()
+	var s struct {
+		PreviousContext string `json:"previousContext"`
+	}
+	if b, err := os.ReadFile(filepath.Join(e.instDir(), "state.json")); err == nil {
+		json.Unmarshal(b, &s)
+	}
+	return s.PreviousContext
+}
+
+// checkContextRestored fails unless the docker context is prev again.
+func (e *env) checkContextRestored(t *testing.T, prev string) {
+	t.Helper()
+	if prev == "" {
+		return
+	}
+	if cur := strings.TrimSpace(e.run(time.Minute, "docker", "context", "show")); cur != prev {
+		t.Fatalf("current docker context = %q, want the previous %q back", cur, prev)
+	}
+}
+
+// checkGuestPowerOff powers the guest off from inside: the instance must
+// read Stopped (never Broken) within seconds, the previous docker context
+// must come back without any `vmdock stop`, and a plain `vmdock start`
+// (saved config) must boot it again. Needs a Running instance whose start
+// switched the context.
+func checkGuestPowerOff(t *testing.T, e *env) {
+	e.timed("guest powers itself off: Stopped, context restored", func(t *testing.T) {
+		prev := e.previousContext(t)
+		// The ssh session dies with the guest; its exit status means nothing.
+		e.try(time.Minute, e.vmdock, "ssh", "--", "sudo", "poweroff")
+		began := time.Now()
+		var out string
+		for {
+			out, _, _ = e.try(10*time.Second, e.vmdock, "status")
+			if strings.Contains(out, "Broken") {
+				t.Fatalf("status after the guest's own power-off:\n%s\nwant Stopped, not Broken", out)
+			}
+			if strings.Contains(out, "Stopped") {
+				break
+			}
+			if time.Since(began) > 2*time.Minute {
+				t.Fatalf("status never said Stopped after the guest's power-off; last:\n%s", out)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		detect := time.Since(began)
+		t.Logf("Stopped %.1f s after `ssh -- sudo poweroff` returned", detect.Seconds())
+		if detect > 30*time.Second {
+			t.Errorf("Stopped only after %s", detect)
+		}
+		checkNothingLeft(t, e)
+		e.checkContextRestored(t, prev)
+		e.reliable("guest powers itself off (`sudo poweroff`)", detect, "status Stopped, docker context restored; `start` boots again", "none")
+	})
+	e.timed("start after the guest's own power-off", func(t *testing.T) {
+		e.run(15*time.Minute, e.vmdock, "start")
+		e.docker(2*time.Minute, "version")
+	})
+}
+
+// checkStopWithoutAgent kills the guest agent for good (its unit masked,
+// so systemd does not bring it back) and checks that `vmdock stop` falls
+// back to ACPI and then a forced stop in under 15 s, says which path it
+// took, and leaves nothing running. The instance is Stopped afterwards.
+func checkStopWithoutAgent(t *testing.T, e *env) {
+	e.timed("guest agent gone: vmdock stop within 15 s", func(t *testing.T) {
+		prev := e.previousContext(t)
+		// In a unit of its own, so the kill does not take this ssh session
+		// (a child of the agent) down before it returns.
+		e.run(time.Minute, e.vmdock, "ssh", "--", "sudo", "systemd-run", "--no-block", "--collect", "sh", "-c",
+			"sleep 1; systemctl mask --runtime vmdock-agent; systemctl kill -s KILL vmdock-agent")
+		time.Sleep(4 * time.Second)
+		if _, _, err := e.try(20*time.Second, e.vmdock, "ssh", "--", "true"); err == nil {
+			t.Fatal("the guest agent still answers after the kill")
+		}
+		began := time.Now()
+		out := e.run(time.Minute, e.vmdock, "stop")
+		took := time.Since(began)
+		t.Logf("vmdock stop took %.1f s:\n%s", took.Seconds(), out)
+		if took > 15*time.Second {
+			t.Errorf("vmdock stop with the guest agent gone took %s; want under 15 s", took)
+		}
+		if !strings.Contains(out, "ACPI") && !strings.Contains(out, "forced") {
+			t.Errorf("stop did not say which path it took:\n%s", out)
+		}
+		checkNothingLeft(t, e)
+		e.checkContextRestored(t, prev)
+		path := "ACPI power button"
+		if strings.Contains(out, "forced") {
+			path = "ACPI, then forced"
+		}
+		e.reliable("guest agent killed and kept down, then `vmdock stop`", 0, "stop falls back to the "+path+" in "+took.Round(100*time.Millisecond).String(), "none")
+	})
+}
