@@ -49,7 +49,7 @@ func newStartCmd(g *globals) *cobra.Command {
 		Short: "Create or start the instance; flags given are saved to its config",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runStart(cmd.Context(), g, cmd.Flags(), &f, cmd.OutOrStdout())
+			return runStart(cmd.Context(), g, cmd.Flags(), &f, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	d := vm.DefaultConfig()
@@ -61,7 +61,7 @@ func newStartCmd(g *globals) *cobra.Command {
 	fs.StringVar(&f.vmType, "vm-type", d.VMType, "hypervisor: vz (macOS 13+) or qemu")
 	fs.StringVar(&f.accel, "accel", d.Accel, "qemu accelerator: auto (hardware when it really runs a guest, else tcg), kvm, hvf or tcg")
 	fs.StringVar(&f.mountType, "mount-type", d.MountType, "folder sharing: virtiofs or 9p")
-	fs.StringArrayVarP(&f.mounts, "mount", "V", nil, "share a host folder: path[:guestpath][:w] (repeatable; default: your home folder, writable)")
+	fs.StringArrayVarP(&f.mounts, "mount", "V", nil, "share a host folder: path[:guestpath][:ro|rw] (repeatable; default: your home folder, writable)")
 	fs.BoolVar(&f.rosetta, "vz-rosetta", d.VZRosetta, "run amd64 binaries with Rosetta (vz on Apple silicon)")
 	fs.BoolVar(&f.binfmt, "binfmt", d.Binfmt, "run foreign-arch containers through qemu-user")
 	fs.StringVar(&f.runtime, "runtime", d.Runtime, "container runtime: docker")
@@ -84,7 +84,7 @@ func newStartCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func runStart(ctx context.Context, g *globals, fs *pflag.FlagSet, f *startFlags, out io.Writer) error {
+func runStart(ctx context.Context, g *globals, fs *pflag.FlagSet, f *startFlags, out, errOut io.Writer) error {
 	inst, err := g.instance()
 	if err != nil {
 		return err
@@ -109,6 +109,7 @@ func runStart(ctx context.Context, g *globals, fs *pflag.FlagSet, f *startFlags,
 	if err := cfg.Save(inst.ConfigPath()); err != nil {
 		return err
 	}
+	printWarnings(errOut, cfg.Warnings())
 	if f.foreground {
 		lock.Unlock() // the host agent must stay stoppable by `vmdock stop`
 		return runHostAgent(ctx, inst)

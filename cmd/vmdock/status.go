@@ -25,6 +25,7 @@ type statusJSON struct {
 	ConfigError  string              `json:"configError,omitempty"`
 	HostAgent    *vm.HostAgentStatus `json:"hostAgent,omitempty"`
 	LastError    string              `json:"lastError,omitempty"`
+	Warnings     []string            `json:"warnings,omitempty"`
 }
 
 // listJSON is one element of `vmdock list --json` (documented in README.md).
@@ -59,6 +60,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 				s.ConfigError = err.Error()
 			} else {
 				s.Config = &cfg
+				s.Warnings = cfg.Warnings()
 			}
 			if asJSON {
 				err = writeJSON(cmd.OutOrStdout(), s)
@@ -102,6 +104,9 @@ func writeStatusText(w io.Writer, s statusJSON, st vm.InstanceStatus) error {
 	}
 	if st.LastError != "" {
 		fmt.Fprintf(tw, "last error:\t%s\n", st.LastError)
+	}
+	for _, w := range s.Warnings {
+		fmt.Fprintf(tw, "warning:\t%s\n", w)
 	}
 	if s.Status == vm.StateRunning {
 		fmt.Fprintf(tw, "docker socket:\t%s\n", s.DockerSocket)
