@@ -93,3 +93,12 @@ func ParseResize(p []byte) (rows, cols uint16, err error) {
 	}
 	return binary.BigEndian.Uint16(p), binary.BigEndian.Uint16(p[2:]), nil
 }
+
+// noEOF turns an EOF inside a frame into ErrUnexpectedEOF: only a frame
+// boundary is a clean end.
+func noEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}

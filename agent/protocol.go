@@ -109,7 +109,8 @@ type PortEvent struct {
 //   - dial/host-dial with tcp or unix: after an OK Response the stream is the
 //     raw byte stream; closing the stream (yamux FIN) is the half-close.
 //   - dial with udp: each datagram is a 2-byte big-endian length followed by
-//     that many bytes (see DatagramConn).
+//     that many bytes (package lenprefix; DatagramConn on the guest,
+//     network.PacketStream on the host).
 //   - watch-ports: one JSON PortEvent per line, the first batch being the
 //     full current set as Added events.
 //   - exec: frames of [1 byte kind][4 byte big-endian length][payload] in

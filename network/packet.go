@@ -1,74 +1,22 @@
 package network
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"sync"
 	"syscall"
+
+	"github.com/vmdock/vmdock/agent/lenprefix"
 )
 
 // MaxPacket is the largest datagram the 2-byte length prefix can carry.
-const MaxPacket = 0xffff
+const MaxPacket = lenprefix.Max
 
-// ErrPacketTooLarge is returned when a datagram does not fit the frame.
-var ErrPacketTooLarge = errors.New("datagram larger than 65535 bytes")
-
-// WritePacket writes p as one frame: a 2-byte big-endian length, then p.
-// Header and payload go out in one Write so that concurrent writers that
-// serialise on the conn cannot interleave a frame.
-func WritePacket(w io.Writer, p []byte) error {
-	if len(p) > MaxPacket {
-		return fmt.Errorf("write datagram of %d bytes: %w", len(p), ErrPacketTooLarge)
-	}
-	frame := make([]byte, 2+len(p))
-	binary.BigEndian.PutUint16(frame, uint16(len(p)))
-	copy(frame[2:], p)
-	if _, err := w.Write(frame); err != nil {
-		return fmt.Errorf("write datagram: %w", err)
-	}
-	return nil
-}
-
-// ReadPacket reads one frame into buf and returns the payload length. A
-// payload longer than buf is truncated like a UDP read: the rest is
-// discarded (the stream stays in sync) and io.ErrShortBuffer is returned
-// with n == len(buf). A clean end of stream between frames is io.EOF.
-func ReadPacket(r io.Reader, buf []byte) (int, error) {
-	var hdr [2]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return 0, fmt.Errorf("read datagram header: %w", err)
-		}
-		return 0, err
-	}
-	size := int(binary.BigEndian.Uint16(hdr[:]))
-	n := min(size, len(buf))
-	if _, err := io.ReadFull(r, buf[:n]); err != nil {
-		return 0, fmt.Errorf("read datagram of %d bytes: %w", size, noEOF(err))
-	}
-	if n < size {
-		if _, err := io.CopyN(io.Discard, r, int64(size-n)); err != nil {
-			return 0, fmt.Errorf("skip datagram tail: %w", noEOF(err))
-		}
-		return n, io.ErrShortBuffer
-	}
-	return n, nil
-}
-
-// noEOF turns an EOF inside a frame into ErrUnexpectedEOF: only a frame
-// boundary is a clean end.
-func noEOF(err error) error {
-	if err == io.EOF {
-		return io.ErrUnexpectedEOF
-	}
-	return err
-}
-
-// PacketStream carries datagrams over a stream conn (a guest "udp" dial).
-// ReadPacket and WritePacket are each safe for concurrent use.
+// PacketStream carries datagrams over a stream conn (a guest "udp" dial),
+// framed by package lenprefix. ReadPacket and WritePacket are each safe
+// for concurrent use.
 type PacketStream struct {
 	conn net.Conn
 	rmu  sync.Mutex
@@ -78,18 +26,20 @@ type PacketStream struct {
 // NewPacketStream wraps conn; Close closes conn.
 func NewPacketStream(conn net.Conn) *PacketStream { return &PacketStream{conn: conn} }
 
-// ReadPacket reads one datagram into buf (see the package ReadPacket).
+// ReadPacket reads one datagram into buf and returns its length. A
+// datagram longer than buf fills buf and returns io.ErrShortBuffer; the
+// next call gets the next datagram (the lenprefix rule).
 func (s *PacketStream) ReadPacket(buf []byte) (int, error) {
 	s.rmu.Lock()
 	defer s.rmu.Unlock()
-	return ReadPacket(s.conn, buf)
+	return lenprefix.Read(s.conn, buf)
 }
 
 // WritePacket sends p as one datagram.
 func (s *PacketStream) WritePacket(p []byte) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	return WritePacket(s.conn, p)
+	return lenprefix.Write(s.conn, p)
 }
 
 // Conn is the underlying stream.
@@ -107,7 +57,7 @@ func RelayDatagrams(stream, dgram net.Conn) error {
 	go func() {
 		buf := make([]byte, MaxPacket)
 		for {
-			n, err := ReadPacket(stream, buf)
+			n, err := lenprefix.Read(stream, buf)
 			if err != nil && !errors.Is(err, io.ErrShortBuffer) {
 				errc <- err
 				return
@@ -131,7 +81,7 @@ func RelayDatagrams(stream, dgram net.Conn) error {
 				errc <- fmt.Errorf("receive datagram: %w", err)
 				return
 			}
-			if err := WritePacket(stream, buf[:n]); err != nil {
+			if err := lenprefix.Write(stream, buf[:n]); err != nil {
 				errc <- err
 				return
 			}

@@ -3,10 +3,8 @@ package guest
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -16,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/vmdock/vmdock/agent/lenprefix"
 )
 
 // Containers cannot read the guest's /etc/hosts, so host.docker.internal
@@ -182,13 +182,14 @@ func (d *dnsServer) serveTCP(ctx context.Context, l net.Listener, wg *sync.WaitG
 	}
 }
 
-// serveTCPConn answers length-prefixed queries one after the other until
-// the client goes quiet or sends something that is not DNS.
+// serveTCPConn answers length-prefixed queries (package lenprefix frames
+// them as RFC 1035 asks) one after the other until the client goes quiet
+// or sends something that is not DNS.
 func (d *dnsServer) serveTCPConn(ctx context.Context, c net.Conn) {
 	r := bufio.NewReader(c)
 	for {
 		_ = c.SetReadDeadline(time.Now().Add(dnsTCPIdle))
-		msg, err := readTCPMsg(r)
+		msg, err := lenprefix.ReadFrame(r)
 		if err != nil {
 			return
 		}
@@ -197,33 +198,10 @@ func (d *dnsServer) serveTCPConn(ctx context.Context, c net.Conn) {
 			return
 		}
 		_ = c.SetWriteDeadline(time.Now().Add(dnsTCPIdle))
-		if err := writeTCPMsg(c, resp); err != nil {
+		if err := lenprefix.Write(c, resp); err != nil {
 			return
 		}
 	}
-}
-
-func readTCPMsg(r io.Reader) ([]byte, error) {
-	var n [2]byte
-	if _, err := io.ReadFull(r, n[:]); err != nil {
-		return nil, err
-	}
-	msg := make([]byte, binary.BigEndian.Uint16(n[:]))
-	if _, err := io.ReadFull(r, msg); err != nil {
-		return nil, err
-	}
-	return msg, nil
-}
-
-func writeTCPMsg(w io.Writer, msg []byte) error {
-	if len(msg) > 0xffff {
-		return fmt.Errorf("DNS message of %d bytes is too long for TCP", len(msg))
-	}
-	b := make([]byte, 2+len(msg))
-	binary.BigEndian.PutUint16(b, uint16(len(msg)))
-	copy(b[2:], msg)
-	_, err := w.Write(b)
-	return err
 }
 
 // answer returns the reply to msg, or nil when msg deserves none (not a
@@ -360,10 +338,10 @@ func exchange(ctx context.Context, up string, msg []byte, id uint16, tcp bool) (
 		_ = c.SetDeadline(dl)
 	}
 	if tcp {
-		if err := writeTCPMsg(c, msg); err != nil {
+		if err := lenprefix.Write(c, msg); err != nil {
 			return nil, fmt.Errorf("dns upstream %s: %w", up, err)
 		}
-		resp, err := readTCPMsg(c)
+		resp, err := lenprefix.ReadFrame(c)
 		if err != nil {
 			return nil, fmt.Errorf("dns upstream %s: %w", up, err)
 		}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/vmdock/vmdock/agent/lenprefix"
 )
 
 var upstreamIP = [4]byte{192, 0, 2, 7}
@@ -54,12 +56,12 @@ func startFakeUpstream(t *testing.T) *fakeUpstream {
 			}
 			go func() {
 				defer c.Close()
-				msg, err := readTCPMsg(c)
+				msg, err := lenprefix.ReadFrame(c)
 				if err != nil {
 					return
 				}
 				if resp := u.reply(msg); resp != nil {
-					writeTCPMsg(c, resp)
+					lenprefix.Write(c, resp)
 				}
 			}()
 		}
@@ -107,8 +109,8 @@ func ask(t *testing.T, network, addr string, q []byte) (dnsmessage.Message, time
 	must(t, c.SetDeadline(time.Now().Add(8*time.Second)))
 	var resp []byte
 	if network == "tcp" {
-		must(t, writeTCPMsg(c, q))
-		resp, err = readTCPMsg(c)
+		must(t, lenprefix.Write(c, q))
+		resp, err = lenprefix.ReadFrame(c)
 		must(t, err)
 	} else {
 		_, err = c.Write(q)
