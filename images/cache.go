@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/vmdock/vmdock/atomicfile"
 )
 
 // Image kinds, as stored in Entry.Kind.
@@ -100,11 +102,7 @@ func (c *Cache) writeEntry(e Entry) error {
 	if err != nil {
 		return err
 	}
-	tmp := c.metaPath(d) + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write cache entry: %w", err)
-	}
-	if err := os.Rename(tmp, c.metaPath(d)); err != nil {
+	if err := atomicfile.WriteFile(c.metaPath(d), append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("write cache entry: %w", err)
 	}
 	return nil

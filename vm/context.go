@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/vmdock/vmdock/atomicfile"
 	"github.com/vmdock/vmdock/network/dockerctx"
 	"github.com/vmdock/vmdock/vm/qemu"
 )
@@ -29,11 +30,7 @@ func loadState(inst *Instance) state {
 
 func saveState(inst *Instance, s state) error {
 	b, _ := json.MarshalIndent(s, "", "  ")
-	tmp := inst.StatePath() + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, inst.StatePath())
+	return atomicfile.WriteFile(inst.StatePath(), b, 0o600)
 }
 
 // activateContext creates or updates our context and, when the config asks,

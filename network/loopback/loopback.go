@@ -10,6 +10,8 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+
+	"github.com/vmdock/vmdock/atomicfile"
 )
 
 // DefaultIP is the address containers use to reach the host.
@@ -263,11 +265,7 @@ func (m *Manager) save(st *state) error {
 	if err := os.MkdirAll(filepath.Dir(m.StatePath), 0o700); err != nil {
 		return fmt.Errorf("save loopback alias state: %w", err)
 	}
-	tmp := m.StatePath + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
-		return fmt.Errorf("save loopback alias state: %w", err)
-	}
-	if err := os.Rename(tmp, m.StatePath); err != nil {
+	if err := atomicfile.WriteFile(m.StatePath, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("save loopback alias state: %w", err)
 	}
 	return nil

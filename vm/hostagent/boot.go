@@ -14,6 +14,7 @@ import (
 
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/agent/agentbin"
+	"github.com/vmdock/vmdock/atomicfile"
 	"github.com/vmdock/vmdock/images"
 	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/network"
@@ -157,7 +158,7 @@ func (ha *hostAgent) prepareDisks(ctx context.Context) (*images.Image, error) {
 		return nil, err
 	}
 	// `vmdock image prune` keeps what an instance recorded here.
-	if err := os.WriteFile(filepath.Join(ha.inst.Dir, images.DigestFileName), []byte(img.Digest+"\n"), 0o600); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(ha.inst.Dir, images.DigestFileName), []byte(img.Digest+"\n"), 0o600); err != nil {
 		return nil, fmt.Errorf("record image digest: %w", err)
 	}
 	return img, nil
@@ -374,7 +375,7 @@ func writeSpec(path string, spec driver.Spec) error {
 	if err != nil {
 		return fmt.Errorf("encode VM spec: %w", err)
 	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o600); err != nil {
+	if err := atomicfile.WriteFile(path, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("write VM spec: %w", err)
 	}
 	return nil

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/atomicfile"
 	"github.com/vmdock/vmdock/vm"
 	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/logfile"
@@ -362,14 +363,14 @@ func (ha *hostAgent) keepClockInSync(ctx context.Context) {
 }
 
 func writePID(path string) error {
-	if err := os.WriteFile(path, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
+	if err := atomicfile.WriteFile(path, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
 		return fmt.Errorf("write pid file: %w", err)
 	}
 	return nil
 }
 
 func markBroken(inst *vm.Instance, reason string) {
-	os.WriteFile(inst.BrokenPath(), []byte(reason+"\n"), 0o600)
+	atomicfile.WriteFile(inst.BrokenPath(), []byte(reason+"\n"), 0o600)
 }
 
 // openAgentStream gives `vmdock ssh` a raw stream to the guest agent.

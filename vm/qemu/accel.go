@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vmdock/vmdock/atomicfile"
 	"github.com/vmdock/vmdock/vm/driver"
 )
 
@@ -180,11 +181,7 @@ func writeVerdict(path string, v accelVerdict) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.WriteFile(path, append(b, '\n'), 0o600)
 }
 
 // Probe timing: how long QEMU gets to come up, and how long the probe
