@@ -36,12 +36,23 @@ type ForwardedPort struct {
 // without a datagram in either direction.
 const DefaultUDPIdleTimeout = 60 * time.Second
 
+// DefaultMaxPorts bounds the forwarded ports: the list comes from the
+// guest, and a broken or hostile one must not get a host listener (and its
+// memory) per port it claims. Real workloads stay far below it.
+const DefaultMaxPorts = 1024
+
+// maxGuestIPs bounds the guest addresses recorded for one port, for the
+// same reason: a guest that has a port on more addresses than this is
+// forwarded anyway, the extra addresses just are not remembered.
+const maxGuestIPs = 16
+
 // PortForwarderConfig configures NewPortForwarder.
 type PortForwarderConfig struct {
 	Dial           DialFunc      // opens streams in the guest
 	BindAddr       string        // host IP listeners bind to; default 127.0.0.1
 	Rules          *Rules        // nil forwards every port to the same number
 	UDPIdleTimeout time.Duration // default DefaultUDPIdleTimeout
+	MaxPorts       int           // default DefaultMaxPorts
 	Log            *slog.Logger  // default slog.Default()
 }
 
@@ -59,6 +70,14 @@ type PortForwarder struct {
 	mu     sync.Mutex
 	fwds   map[fwdKey]*forward
 	closed bool
+	// gen counts port listings (BeginSync); each guest IP remembers the
+	// one that last announced it, so EndSync can drop what a new listing
+	// no longer has.
+	gen uint64
+	// refusing is set while ports are refused for MaxPorts, so the refusal
+	// is logged once, not once per port; refused counts them.
+	refusing bool
+	refused  int
 
 	// Swapped by tests to simulate bind failures.
 	listenTCP func(addr string) (net.Listener, error)
@@ -75,7 +94,7 @@ type fwdKey struct {
 type forward struct {
 	key      fwdKey
 	hostAddr string
-	guestIPs map[string]struct{}
+	guestIPs map[string]uint64 // -> listing generation that last saw it
 	err      error
 	ln       net.Listener // tcp
 	udp      *udpRelay    // udp
@@ -95,6 +114,9 @@ func NewPortForwarder(opts PortForwarderConfig) *PortForwarder {
 	}
 	if opts.UDPIdleTimeout <= 0 {
 		opts.UDPIdleTimeout = DefaultUDPIdleTimeout
+	}
+	if opts.MaxPorts <= 0 {
+		opts.MaxPorts = DefaultMaxPorts
 	}
 	if opts.Log == nil {
 		opts.Log = slog.Default()
@@ -136,20 +158,25 @@ func (f *PortForwarder) Apply(ev PortEvent) {
 		}
 		delete(fw.guestIPs, ev.IP)
 		if len(fw.guestIPs) == 0 {
-			delete(f.fwds, key)
-			fw.stop()
-			log.Info("stopped forwarding", "host", fw.hostAddr)
+			f.remove(fw, log)
 		}
 		return
 	}
 	if fw != nil {
-		fw.guestIPs[ev.IP] = struct{}{}
+		if _, ok := fw.guestIPs[ev.IP]; ok || len(fw.guestIPs) < maxGuestIPs {
+			fw.guestIPs[ev.IP] = f.gen
+		}
 		return
 	}
+	if len(f.fwds) >= f.opts.MaxPorts {
+		f.refuse(log)
+		return
+	}
+	f.refusing = false
 	fw = &forward{
 		key:      key,
 		hostAddr: net.JoinHostPort(f.opts.BindAddr, strconv.Itoa(hostPort)),
-		guestIPs: map[string]struct{}{ev.IP: {}},
+		guestIPs: map[string]uint64{ev.IP: f.gen},
 	}
 	f.fwds[key] = fw
 	if err := f.start(fw); err != nil {
@@ -158,6 +185,61 @@ func (f *PortForwarder) Apply(ev PortEvent) {
 		return
 	}
 	log.Info("forwarding", "host", fw.hostAddr)
+}
+
+// refuse drops a port beyond MaxPorts; called with f.mu held. Only the
+// first refusal of a streak is logged: a guest announcing thousands of
+// ports must not flood the log either.
+func (f *PortForwarder) refuse(log *slog.Logger) {
+	f.refused++
+	if f.refusing {
+		log.Debug("guest port not forwarded: too many ports")
+		return
+	}
+	f.refusing = true
+	log.Warn("guest port not forwarded: the guest has more ports than the forwarding limit; further ports are refused until some close",
+		"limit", f.opts.MaxPorts, "refused so far", f.refused)
+}
+
+// Refused is how many port announcements MaxPorts turned away.
+func (f *PortForwarder) Refused() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.refused
+}
+
+// remove stops fw and forgets it; called with f.mu held.
+func (f *PortForwarder) remove(fw *forward, log *slog.Logger) {
+	delete(f.fwds, fw.key)
+	fw.stop()
+	log.Info("stopped forwarding", "host", fw.hostAddr)
+}
+
+// BeginSync starts a new full listing of the guest's ports (a new port
+// watch after the agent reconnected): the Added events that follow
+// confirm ports, and EndSync closes every port the listing did not name.
+func (f *PortForwarder) BeginSync() {
+	f.mu.Lock()
+	f.gen++
+	f.mu.Unlock()
+}
+
+// EndSync closes the ports, and forgets the guest addresses, that no
+// Added event confirmed since BeginSync: they went away while the agent
+// was not watching.
+func (f *PortForwarder) EndSync() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, fw := range f.fwds {
+		for ip, gen := range fw.guestIPs {
+			if gen != f.gen {
+				delete(fw.guestIPs, ip)
+			}
+		}
+		if len(fw.guestIPs) == 0 {
+			f.remove(fw, f.opts.Log.With("proto", fw.key.proto, "guestPort", fw.key.port))
+		}
+	}
 }
 
 // start opens the host listener; called with f.mu held.
@@ -246,20 +328,18 @@ func guestHost(ips []string) string {
 
 func (f *PortForwarder) acceptTCP(fw *forward, ln net.Listener) {
 	defer f.wg.Done()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if !errors.Is(err, net.ErrClosed) {
-				f.opts.Log.Warn("port forwarder stopped accepting", "host", fw.hostAddr, "err", err)
-			}
-			return
-		}
+	log := f.opts.Log.With("host", fw.hostAddr)
+	err := serveAccept(ln, log, func(c net.Conn) bool {
 		if !f.conns.add(c) {
 			c.Close()
-			return
+			return false
 		}
 		f.wg.Add(1)
 		go f.tunnelTCP(fw, c)
+		return true
+	})
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		log.Warn("port forwarder stopped accepting", "err", err)
 	}
 }
 

@@ -89,20 +89,17 @@ func (f *SocketForwarder) Path() string { return f.path }
 
 func (f *SocketForwarder) serve() {
 	defer f.wg.Done()
-	for {
-		c, err := f.ln.Accept()
-		if err != nil {
-			if f.ctx.Err() == nil {
-				f.log.Error("socket forwarder stopped accepting", "err", err)
-			}
-			return
-		}
+	err := serveAccept(f.ln, f.log, func(c net.Conn) bool {
 		if !f.conns.add(c) {
 			c.Close()
-			return
+			return false
 		}
 		f.wg.Add(1)
 		go f.tunnel(c)
+		return true
+	})
+	if err != nil && f.ctx.Err() == nil {
+		f.log.Error("socket forwarder stopped accepting", "err", err)
 	}
 }
 
