@@ -152,3 +152,28 @@ func hasLine(s, label, text string) bool {
 	}
 	return false
 }
+
+func TestTemplateFileIsCappedAndSavedWhole(t *testing.T) {
+	home, _ := env(t)
+	installFake(t)
+	t.Setenv("VISUAL", "true") // an editor that saves nothing new
+	out, err := run("template", "--edit")
+	if err != nil || !strings.Contains(out, "saved") {
+		t.Fatalf("template --edit: %v\n%s", err, out)
+	}
+	path := filepath.Join(home, "template.yaml")
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("template file: %v, mode %v; want 0600", err, fi.Mode().Perm())
+	}
+	if es, _ := os.ReadDir(home); len(es) != 1 {
+		t.Errorf("%s holds %d entries, want only template.yaml", home, len(es))
+	}
+	if err := os.Truncate(path, 200<<20); err != nil {
+		t.Fatal(err)
+	}
+	out, err = run("template")
+	if err == nil || !strings.Contains(err.Error(), "larger than 1024 KiB is not accepted") || out != "" {
+		t.Fatalf("template of 200 MiB: %v, printed %d bytes", err, len(out))
+	}
+}

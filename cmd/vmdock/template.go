@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/vmdock/vmdock/atomicfile"
 	"github.com/vmdock/vmdock/vm"
 )
 
@@ -28,7 +29,7 @@ func newTemplateCmd(g *globals) *cobra.Command {
 			}
 			path := templatePath(home)
 			if !edit {
-				b, err := os.ReadFile(path)
+				b, err := vm.ReadConfigFile(path)
 				if errors.Is(err, os.ErrNotExist) {
 					if b, err = defaultTemplate(); err != nil {
 						return err
@@ -47,7 +48,7 @@ func newTemplateCmd(g *globals) *cobra.Command {
 				if err := os.MkdirAll(home, 0o700); err != nil {
 					return fmt.Errorf("create vmdock home: %w", err)
 				}
-				if err := os.WriteFile(path, b, 0o600); err != nil {
+				if err := atomicfile.WriteFile(path, b, 0o600); err != nil {
 					return fmt.Errorf("write template: %w", err)
 				}
 			}

@@ -15,6 +15,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+
+	"github.com/vmdock/vmdock/atomicfile"
 )
 
 // DefaultName is the docker CLI's built-in context; it has no files.
@@ -135,7 +137,7 @@ func (s Store) Ensure(name, host, description string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create docker context %s: %w", name, err)
 	}
-	if err := writeAtomic(path, data, 0o644); err != nil {
+	if err := atomicfile.WriteFile(path, data, 0o644); err != nil {
 		return fmt.Errorf("write docker context %s: %w", name, err)
 	}
 	return nil
@@ -231,7 +233,7 @@ func (s Store) Use(name string) error {
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", path, err)
 	}
-	if err := writeAtomic(path, data, mode); err != nil {
+	if err := atomicfile.WriteFile(path, data, mode); err != nil {
 		return fmt.Errorf("switch docker context to %s: %w", name, err)
 	}
 	return nil
@@ -262,30 +264,4 @@ func (s Store) Restore(previous, ours string) error {
 		previous = DefaultName
 	}
 	return s.Use(previous)
-}
-
-// writeAtomic replaces path with data via a temp file in the same folder,
-// so readers never see a half-written file.
-func writeAtomic(path string, data []byte, mode fs.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // no-op after a successful rename
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

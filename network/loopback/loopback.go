@@ -216,7 +216,7 @@ func (m *Manager) writeFile(ctx context.Context, path string, data []byte) error
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return err
 		}
-		return os.WriteFile(path, data, 0o644)
+		return atomicfile.WriteFile(path, data, 0o644)
 	}
 	if _, err := m.Runner.Run(ctx, data, "tee", path); err != nil {
 		return err

@@ -7,11 +7,12 @@ package cidata
 import (
 	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io"
 	"sort"
 
 	"github.com/kdomanski/iso9660"
+
+	"github.com/vmdock/vmdock/atomicfile"
 )
 
 // Label is the volume label both our boot unit and cloud-init look for.
@@ -35,20 +36,8 @@ func Write(path string, files map[string][]byte) error {
 			return fmt.Errorf("boot disk %s: add %s: %w", path, name, err)
 		}
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".boot-*.iso")
-	if err != nil {
-		return fmt.Errorf("boot disk %s: %w", path, err)
-	}
-	defer os.Remove(tmp.Name())
-	if err := w.WriteTo(tmp, Label); err != nil {
-		tmp.Close()
-		return fmt.Errorf("boot disk %s: write: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("boot disk %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("boot disk %s: %w", path, err)
+	if err := atomicfile.Write(path, 0o600, func(f io.Writer) error { return w.WriteTo(f, Label) }); err != nil {
+		return fmt.Errorf("boot disk: %w", err)
 	}
 	return nil
 }
