@@ -10,6 +10,19 @@ package agent
 // the host as yamux client.
 const HelloLine = "VMDOCK-HELLO"
 
+// Names the host and the guest must agree on outside the stream protocol.
+const (
+	// RosettaTag is the virtiofs tag of the vz Rosetta share; the guest
+	// mounts it and registers the binfmt handler for amd64 binaries.
+	RosettaTag = "vmdock-rosetta"
+	// HostSocketName is the host end of the virtio-serial agent channel in
+	// the instance folder: QEMU listens on it, the host agent dials it.
+	HostSocketName = "agent.sock"
+	// GuestDockerSocket is where dockerd listens in the guest; the host's
+	// docker socket is tunnelled to it.
+	GuestDockerSocket = "/var/run/docker.sock"
+)
+
 // Ops a stream can ask for. Host-to-guest unless noted.
 const (
 	OpInfo       = "info"        // -> Info
@@ -99,6 +112,10 @@ type PortEvent struct {
 	Proto string `json:"proto"` // tcp, udp
 	IP    string `json:"ip"`    // as bound in the guest: 0.0.0.0, ::, 127.0.0.1
 	Port  int    `json:"port"`
+	// Synced marks the end of the full listing a watch starts with: ports
+	// the host forwards that it did not name are gone (the watch is new
+	// after a reconnect). It carries no port.
+	Synced bool `json:"synced,omitempty"`
 }
 
 // Framing, in addition to the Request/Response lines above:
@@ -112,7 +129,7 @@ type PortEvent struct {
 //     that many bytes (package lenprefix; DatagramConn on the guest,
 //     network.PacketStream on the host).
 //   - watch-ports: one JSON PortEvent per line, the first batch being the
-//     full current set as Added events.
+//     full current set as Added events, followed by {"synced":true}.
 //   - exec: frames of [1 byte kind][4 byte big-endian length][payload] in
 //     both directions, kinds below. The guest ends with FrameExit whose
 //     payload is a JSON ExecExit, then closes the stream.

@@ -10,6 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/atomicfile"
 )
 
 const daemonJSON = "/etc/docker/daemon.json"
@@ -25,7 +28,7 @@ func (s *Server) startDocker(ctx context.Context) error {
 	}
 	sock := s.DockerSocket
 	if sock == "" {
-		sock = "/var/run/docker.sock"
+		sock = agent.GuestDockerSocket
 	}
 	var last error
 	for {
@@ -109,14 +112,8 @@ func isOnlyDNS(v any, ip string) bool {
 	return ok && ip != "" && len(l) == 1 && l[0] == ip
 }
 
+// writeFileAtomic survives the guest being powered off mid-write: a torn
+// /etc/hosts or daemon.json would break the next boot.
 func writeFileAtomic(p string, b []byte, mode os.FileMode) error {
-	tmp := p + ".vmdock-tmp"
-	if err := os.WriteFile(tmp, b, mode); err != nil {
-		return fmt.Errorf("write %s: %w", p, err)
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", p, err)
-	}
-	return nil
+	return atomicfile.WriteFile(p, b, mode)
 }

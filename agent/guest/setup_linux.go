@@ -19,7 +19,6 @@ import (
 const (
 	dataMount   = "/var/lib/vmdock-data"
 	dataLabel   = "vmdock-data"
-	rosettaTag  = "vmdock-rosetta"
 	rosettaDir  = "/mnt/rosetta"
 	binfmtMisc  = "/proc/sys/fs/binfmt_misc"
 	leasesDir   = "/run/systemd/netif/leases"
@@ -278,7 +277,7 @@ func (s *Server) binfmt(ctx context.Context) error {
 const rosettaRegistration = `:rosetta:M::\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\x3e\x00:\xff\xff\xff\xff\xff\xfe\xfe\x00\xff\xff\xff\xff\xff\xff\xff\xff\xfe\xff\xff\xff:` + rosettaDir + `/rosetta:OCF`
 
 func (s *Server) rosetta(ctx context.Context) error {
-	if err := s.mountOnce(ctx, rosettaDir, "-t", "virtiofs", rosettaTag, rosettaDir); err != nil {
+	if err := s.mountOnce(ctx, rosettaDir, "-t", "virtiofs", agent.RosettaTag, rosettaDir); err != nil {
 		return err
 	}
 	if err := s.mountOnce(ctx, binfmtMisc, "-t", "binfmt_misc", "binfmt_misc", binfmtMisc); err != nil {

@@ -9,21 +9,21 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/vm/driver"
 )
 
 // Files qemu and virtiofsd keep in the instance folder (Spec.Dir).
 const (
-	qmpSocketName   = "qmp.sock"
-	agentSocketName = "agent.sock"
-	pidFileName     = "qemu.pid"
-	logFileName     = "qemu.log"
-	efiVarsName     = "efi-vars.fd"
+	qmpSocketName = "qmp.sock"
+	pidFileName   = "qemu.pid"
+	logFileName   = "qemu.log"
+	efiVarsName   = "efi-vars.fd"
 )
 
 // Paths of the files above, so callers never build these names by hand.
 func QMPSocketPath(dir string) string   { return filepath.Join(dir, qmpSocketName) }
-func AgentSocketPath(dir string) string { return filepath.Join(dir, agentSocketName) }
+func AgentSocketPath(dir string) string { return filepath.Join(dir, agent.HostSocketName) }
 func PIDFilePath(dir string) string     { return filepath.Join(dir, pidFileName) }
 func LogPath(dir string) string         { return filepath.Join(dir, logFileName) }
 func EFIVarsPath(dir string) string     { return filepath.Join(dir, efiVarsName) }

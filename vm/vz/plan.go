@@ -17,15 +17,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/vm/driver"
 )
 
 // DriverName is what Driver.Name and MachineInfo report.
 const DriverName = "vz"
-
-// RosettaTag is the virtiofs tag of the Rosetta share; the guest mounts it
-// and registers the binfmt handler for amd64 binaries.
-const RosettaTag = "vmdock-rosetta"
 
 // EFIVarsFile is the per-instance EFI variable store, kept in Spec.Dir so
 // that boot entries written by the guest survive a restart.
@@ -203,7 +200,7 @@ func Plan(spec driver.Spec, host HostInfo) (*VMPlan, error) {
 		if err := checkRosetta(host, ver); err != nil {
 			return nil, err
 		}
-		p.RosettaTag = RosettaTag
+		p.RosettaTag = agent.RosettaTag
 	}
 	return p, nil
 }
@@ -367,7 +364,7 @@ func planShares(spec driver.Spec) ([]SharePlan, error) {
 			return nil, fmt.Errorf("vz: mount type %q not supported (accepted: virtiofs)", spec.MountType)
 		}
 	}
-	seen := map[string]bool{RosettaTag: true}
+	seen := map[string]bool{agent.RosettaTag: true}
 	shares := make([]SharePlan, 0, len(spec.Shares))
 	for _, s := range spec.Shares {
 		switch {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/vm/driver"
 )
 
@@ -128,7 +129,7 @@ func TestPlanDecisions(t *testing.T) {
 			}},
 		{"rosetta share on arm64", armHost, func(s *driver.Spec) { s.Rosetta = true },
 			func(t *testing.T, p *VMPlan) {
-				if p.RosettaTag != RosettaTag {
+				if p.RosettaTag != agent.RosettaTag {
 					t.Errorf("rosetta tag = %q", p.RosettaTag)
 				}
 			}},
@@ -206,7 +207,7 @@ func TestPlanErrors(t *testing.T) {
 		{"empty tag", armHost, func(s *driver.Spec) { s.Shares[0].Tag = "" }, "empty tag"},
 		{"long tag", armHost, func(s *driver.Spec) { s.Shares[0].Tag = strings.Repeat("t", 37) }, "at most 36"},
 		{"duplicate tag", armHost, func(s *driver.Spec) { s.Shares[1].Tag = "m0" }, `tag "m0" used twice`},
-		{"rosetta tag reserved", armHost, func(s *driver.Spec) { s.Shares[1].Tag = RosettaTag }, "reserved"},
+		{"rosetta tag reserved", armHost, func(s *driver.Spec) { s.Shares[1].Tag = agent.RosettaTag }, "reserved"},
 		{"relative share", armHost, func(s *driver.Spec) { s.Shares[0].HostPath = "src" }, `share path "src" is not absolute`},
 		{"too few cpus", armHost, func(s *driver.Spec) { s.CPUs = 0 }, "cpus 0 out of range (accepted: 1..64)"},
 		{"too many cpus", HostInfo{Arch: driver.ArchARM64, MacOSVersion: "14", MaxCPUs: 10}, func(s *driver.Spec) { s.CPUs = 11 }, "cpus 11 out of range (accepted: 1..10)"},
