@@ -115,3 +115,30 @@ func syncDir(dir string) error {
 	}
 	return nil
 }
+
+// Commit makes a finished temp file durable and renames it to path, then
+// fsyncs path's folder. It is for content that must be checked (a digest,
+// a disk header) between writing and replacing, where Write's callback
+// does not fit. tmp must be on the same file system as path; on failure
+// tmp is left for the caller to remove.
+func Commit(tmp, path string) error {
+	if err := syncFile(tmp); err != nil {
+		return fmt.Errorf("commit %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("commit %s: %w", path, err)
+	}
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("commit %s: %w", path, err)
+	}
+	return nil
+}
+
+func syncFile(name string) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}

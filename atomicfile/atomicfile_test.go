@@ -186,3 +186,37 @@ func TestSymlinkIsKept(t *testing.T) {
 		t.Errorf("dangling link target holds %q", got)
 	}
 }
+
+func TestCommit(t *testing.T) {
+	dir := t.TempDir()
+	staging := filepath.Join(dir, "tmp")
+	blobs := filepath.Join(dir, "blobs")
+	for _, d := range []string{staging, blobs} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tmp := filepath.Join(staging, "download-1")
+	if err := os.WriteFile(tmp, []byte("verified"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(blobs, "sha256-abc")
+	if err := Commit(tmp, dst); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(dst); string(got) != "verified" {
+		t.Errorf("committed file holds %q", got)
+	}
+	if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("temp file still there: %v", err)
+	}
+	// A missing temp file is an error naming the destination, and
+	// creates nothing.
+	err := Commit(filepath.Join(staging, "gone"), filepath.Join(blobs, "sha256-def"))
+	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("sha256-def")) {
+		t.Fatalf("commit of a missing file: %v", err)
+	}
+	if names := entries(t, blobs); len(names) != 1 {
+		t.Errorf("blobs holds %v, want only sha256-abc", names)
+	}
+}
