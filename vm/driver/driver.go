@@ -109,9 +109,10 @@ const AgentVsockPort = 2222
 // AgentSerialName is the virtio-serial port name the guest agent opens (qemu).
 const AgentSerialName = "org.vmdock.agent"
 
-// ErrUnsupported is returned by Validate when a driver cannot run a spec on
-// this host at all (for example vz on Linux).
-var ErrUnsupported = errors.New("not supported on this host")
+// ErrUnavailable is returned by Validate and Start when the driver cannot
+// run on this host at all, whatever the spec (vz on Linux, or a vmdock
+// built without cgo on macOS).
+var ErrUnavailable = errors.New("driver not available on this host")
 
 // Driver starts machines. Implementations: vm/qemu and vm/vz.
 type Driver interface {

@@ -18,7 +18,7 @@ type noCgo struct{}
 func (noCgo) Name() string { return DriverName }
 
 func (noCgo) Validate(driver.Spec) error {
-	return fmt.Errorf("vz driver needs cgo: this vmdock was built with CGO_ENABLED=0 (rebuild with cgo, or use qemu): %w", driver.ErrUnsupported)
+	return fmt.Errorf("vz driver needs cgo: this vmdock was built with CGO_ENABLED=0 (rebuild with cgo, or use qemu): %w", driver.ErrUnavailable)
 }
 
 func (n noCgo) Start(context.Context, driver.Spec) (driver.Machine, error) {

@@ -18,7 +18,7 @@ type unsupported struct{}
 func (unsupported) Name() string { return DriverName }
 
 func (unsupported) Validate(driver.Spec) error {
-	return fmt.Errorf("vz driver runs on macOS only (use qemu): %w", driver.ErrUnsupported)
+	return fmt.Errorf("vz driver runs on macOS only (use qemu): %w", driver.ErrUnavailable)
 }
 
 func (u unsupported) Start(context.Context, driver.Spec) (driver.Machine, error) {

@@ -16,10 +16,10 @@ func TestNewOutsideDarwin(t *testing.T) {
 		t.Errorf("Name = %q", d.Name())
 	}
 	err := d.Validate(driver.Spec{})
-	if !errors.Is(err, driver.ErrUnsupported) || !strings.Contains(err.Error(), "macOS only") {
-		t.Errorf("Validate = %v, want macOS-only ErrUnsupported", err)
+	if !errors.Is(err, driver.ErrUnavailable) || !strings.Contains(err.Error(), "macOS only") {
+		t.Errorf("Validate = %v, want macOS-only ErrUnavailable", err)
 	}
-	if _, err := d.Start(t.Context(), driver.Spec{}); !errors.Is(err, driver.ErrUnsupported) {
-		t.Errorf("Start = %v, want ErrUnsupported", err)
+	if _, err := d.Start(t.Context(), driver.Spec{}); !errors.Is(err, driver.ErrUnavailable) {
+		t.Errorf("Start = %v, want ErrUnavailable", err)
 	}
 }
