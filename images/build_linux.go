@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+
+	"github.com/vmdock/vmdock/atomicfile"
 )
 
 // Build runs hack/image/build.sh for arch from the vmdock checkout that
@@ -54,7 +56,7 @@ func publishBuild(out string) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp.Name(), filepath.Join(c.BuiltDir(), filepath.Base(out)))
+		err = atomicfile.Commit(tmp.Name(), filepath.Join(c.BuiltDir(), filepath.Base(out)))
 	}
 	if err != nil {
 		return fmt.Errorf("image build: copy %s into the cache: %w", out, err)

@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+
+	"github.com/vmdock/vmdock/atomicfile"
 )
 
 // PrepareDisk makes the instance root disk dst from img, sized to at least
@@ -48,7 +50,7 @@ func PrepareDisk(img *Image, dst string, size int64) error {
 		err = os.Chmod(tmp, 0o600)
 	}
 	if err == nil {
-		err = os.Rename(tmp, dst)
+		err = atomicfile.Commit(tmp, dst)
 	}
 	if err != nil {
 		os.Remove(tmp)

@@ -9,6 +9,8 @@ import (
 	"os"
 
 	"github.com/cheggaaa/pb/v3"
+
+	"github.com/vmdock/vmdock/atomicfile"
 )
 
 // ErrDigestMismatch is wrapped by errors for content that is not what its
@@ -66,7 +68,7 @@ func (c *Cache) download(ctx context.Context, opts Options, url string, want Dig
 	if err := checkFetchedDisk(tmp.Name()); err != nil {
 		return Digest{}, 0, fmt.Errorf("download %s: %w", url, err)
 	}
-	if err := os.Rename(tmp.Name(), c.blobPath(got)); err != nil {
+	if err := atomicfile.Commit(tmp.Name(), c.blobPath(got)); err != nil {
 		return Digest{}, 0, fmt.Errorf("download %s: store in cache: %w", url, err)
 	}
 	keep = true

@@ -13,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/vmdock/vmdock/atomicfile"
 )
 
 // Options tunes Ensure and Import.
@@ -227,7 +229,7 @@ func (c *Cache) copyIn(path string, want Digest) (Digest, error) {
 	if err := checkFetchedDisk(tmp.Name()); err != nil {
 		return Digest{}, fmt.Errorf("import %s: %w", path, err)
 	}
-	if err := os.Rename(tmp.Name(), c.blobPath(got)); err != nil {
+	if err := atomicfile.Commit(tmp.Name(), c.blobPath(got)); err != nil {
 		return Digest{}, fmt.Errorf("import %s: %w", path, err)
 	}
 	return got, nil

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/vmdock/vmdock/atomicfile"
 )
 
 // firmwarePair is one known location of a UEFI code image and its vars
@@ -108,7 +110,7 @@ func prepareEFIVars(dir string, fw Firmware) error {
 		_ = os.Remove(tmp)
 		return err
 	}
-	if err := os.Rename(tmp, dst); err != nil {
+	if err := atomicfile.Commit(tmp, dst); err != nil {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("create EFI vars %s: %w", dst, err)
 	}
