@@ -14,8 +14,9 @@ import (
 	"github.com/vmdock/vmdock/vm/driver"
 )
 
-// Mount is one host folder shared into the guest. It has the same fields as
-// vm.Mount, so the two convert with a plain type conversion.
+// Mount is one host folder shared into the guest, from a -V flag or the
+// YAML mounts: list. vm.Mount is an alias of it, so both have one
+// definition.
 type Mount struct {
 	Location  string `yaml:"location" json:"location"`
 	GuestPath string `yaml:"mountPoint,omitempty" json:"mountPoint,omitempty"`
