@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vmdock/vmdock/atomicfile"
 	"github.com/vmdock/vmdock/vm/driver"
 )
 
@@ -307,7 +308,7 @@ func startDaemon(ctx context.Context, bin string, args []string, sock, pidFile s
 	d.cmd = cmd
 	var waitErr error
 	go func() { waitErr = cmd.Wait(); close(d.done) }()
-	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o600); err != nil {
+	if err := atomicfile.WriteFile(pidFile, []byte(strconv.Itoa(cmd.Process.Pid)+"\n"), 0o600); err != nil {
 		return d, fmt.Errorf("write pid file: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, virtiofsdStartTimeout)
