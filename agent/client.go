@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -202,9 +203,15 @@ type halfCloseStream struct{ *yamux.Stream }
 
 func (s halfCloseStream) CloseWrite() error { return s.Stream.Close() }
 
+// maxPortEventLine bounds one line of the port watch. An event is under
+// 100 bytes; a guest that sends more without a newline is broken or
+// hostile, and must not make the host buffer it.
+const maxPortEventLine = 4 << 10
+
 // WatchPorts streams changes of the guest's listening sockets; the first
-// events are the current set. The channel closes when ctx ends or the
-// session dies.
+// events are the current set, ended by one with Synced set. The channel
+// closes when ctx ends, the session dies, or the guest sends a line longer
+// than maxPortEventLine or one that is not a PortEvent.
 func (c *Client) WatchPorts(ctx context.Context) (<-chan PortEvent, error) {
 	st, _, err := c.open(ctx, Request{Op: OpWatchPorts})
 	if err != nil {
@@ -216,13 +223,12 @@ func (c *Client) WatchPorts(ctx context.Context) (<-chan PortEvent, error) {
 		defer close(ch)
 		defer stop()
 		defer st.Close()
-		dec := json.NewDecoder(st)
-		for {
+		lines := bufio.NewScanner(st)
+		lines.Buffer(make([]byte, 0, 512), maxPortEventLine)
+		for lines.Scan() {
 			var ev PortEvent
-			if err := dec.Decode(&ev); err != nil {
-				if ctx.Err() == nil && !errors.Is(err, io.EOF) {
-					c.log.Debug("port watch ended", "err", err)
-				}
+			if err := json.Unmarshal(lines.Bytes(), &ev); err != nil {
+				c.log.Warn("port watch: the guest sent something that is not a port event; watch ended", "line", string(truncate(lines.Bytes())), "err", err)
 				return
 			}
 			select {
@@ -230,6 +236,13 @@ func (c *Client) WatchPorts(ctx context.Context) (<-chan PortEvent, error) {
 			case <-ctx.Done():
 				return
 			}
+		}
+		if err := lines.Err(); err != nil && ctx.Err() == nil {
+			if errors.Is(err, bufio.ErrTooLong) {
+				c.log.Warn("port watch: the guest sent a line over the limit; watch ended", "limit", maxPortEventLine)
+				return
+			}
+			c.log.Debug("port watch ended", "err", err)
 		}
 	}()
 	return ch, nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"time"
 
@@ -50,6 +51,7 @@ func (s *Server) runSerial(ctx context.Context, dev string) error {
 			}
 			continue
 		}
+		announce(f, s.log())
 		s.log().Info("waiting for the host", "dev", dev)
 		err = s.serve(ctx, waitHostReader{ctx: ctx, r: f}, f)
 		if ctx.Err() != nil {
@@ -61,6 +63,36 @@ func (s *Server) runSerial(ctx context.Context, dev string) error {
 		if err := sleepCtx(ctx, retryDelay); err != nil {
 			return err
 		}
+	}
+}
+
+// restartLine is what the agent writes when it opens the port. QEMU keeps
+// the host's end of a virtio-serial channel connected while the guest
+// agent dies and comes back, so the host agent's session would wait for
+// its keepalive (up to 45 s) to notice; this line is not a yamux frame,
+// so that session fails on it at once and the host redials. A host in
+// the middle of a handshake skips it like any other stray line.
+const restartLine = "VMDOCK-AGENT-RESTARTED\n"
+
+// announce writes restartLine if a host is connected, without waiting
+// for one: a host that connects later starts a fresh handshake anyway.
+func announce(f *os.File, log *slog.Logger) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		log.Debug("announce to the host", "err", err)
+		return
+	}
+	var werr error
+	// The descriptor is nonblocking (Go's poller holds it): one attempt.
+	err = rc.Write(func(fd uintptr) bool {
+		_, werr = unix.Write(int(fd), []byte(restartLine))
+		return true
+	})
+	if err == nil {
+		err = werr
+	}
+	if err != nil {
+		log.Debug("announce to the host", "err", err)
 	}
 }
 

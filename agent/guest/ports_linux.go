@@ -110,6 +110,7 @@ func (s *Server) watchPorts(ctx context.Context, st net.Conn) {
 	activity := s.activity()
 	list := s.portLister()
 	old := map[portKey]bool{}
+	synced := false
 	busyUntil := time.Now().Add(poll.busy)
 	due := time.Now() // of the next scan
 	timer := time.NewTimer(0)
@@ -141,6 +142,13 @@ func (s *Server) watchPorts(ctx context.Context, st net.Conn) {
 				if err := agent.WriteJSONLine(st, e); err != nil {
 					return
 				}
+			}
+			if !synced {
+				// The host drops forwards this first listing lacks.
+				if err := agent.WriteJSONLine(st, agent.PortEvent{Synced: true}); err != nil {
+					return
+				}
+				synced = true
 			}
 			old = cur
 			if len(ev) > 0 {

@@ -1,0 +1,111 @@
+package guest
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/yamux"
+	"golang.org/x/sys/unix"
+
+	"github.com/vmdock/vmdock/agent"
+)
+
+// channelPair is a stand-in for a virtio-serial channel that stays
+// connected on the host side whatever the guest does: the host end is a
+// net.Conn, the guest end an *os.File, as the agent opens the port.
+func channelPair(t *testing.T) (net.Conn, *os.File) {
+	t.Helper()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+	must(t, err)
+	hostFile := os.NewFile(uintptr(fds[0]), "host")
+	host, err := net.FileConn(hostFile)
+	hostFile.Close()
+	must(t, err)
+	guest := os.NewFile(uintptr(fds[1]), "guest")
+	t.Cleanup(func() { host.Close(); guest.Close() })
+	return host, guest
+}
+
+// A guest agent that dies leaves the host's session waiting on a channel
+// QEMU keeps open; the next agent's announcement must end that session at
+// once, so the host redials.
+func TestAnnounceEndsTheStaleHostSession(t *testing.T) {
+	host, guest := channelPair(t)
+	// The first agent's session runs on a duplicate of the port, so that
+	// "killing" it (closing the duplicate) leaves the channel itself open.
+	dup, err := unix.Dup(int(guest.Fd()))
+	must(t, err)
+	first := os.NewFile(uintptr(dup), "first-agent")
+	go func() {
+		if err := agent.GuestHello(first); err != nil {
+			return
+		}
+		sess, err := yamux.Server(first, agent.YamuxConfig(slog.Default()))
+		if err != nil {
+			return
+		}
+		for {
+			st, err := sess.AcceptStream()
+			if err != nil {
+				return
+			}
+			st.Close()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := agent.Connect(ctx, host)
+	must(t, err)
+	defer c.Close()
+	first.Close() // kill -9 of the first agent: the channel stays up
+
+	select {
+	case <-c.Done():
+		t.Fatal("the host session ended before any announcement; the test proves nothing")
+	case <-time.After(300 * time.Millisecond):
+	}
+	start := time.Now()
+	announce(guest, slog.Default())
+	select {
+	case <-c.Done():
+		t.Logf("host session ended %s after the announcement", time.Since(start))
+	case <-time.After(2 * time.Second):
+		t.Fatal("the host session outlived the new agent's announcement")
+	}
+}
+
+// A host in the middle of its handshake skips the announcement.
+func TestAnnounceIsSkippedByAHandshake(t *testing.T) {
+	host, guest := channelPair(t)
+	announce(guest, slog.Default())
+	errc := make(chan error, 1)
+	go func() { errc <- agent.GuestHello(guest) }()
+	if err := agent.HostHello(host, "n1"); err != nil {
+		t.Fatalf("HostHello after an announcement: %v", err)
+	}
+	must(t, <-errc)
+}
+
+// With no room to write (no host reading), announce returns at once
+// instead of holding up the agent.
+func TestAnnounceDoesNotBlock(t *testing.T) {
+	_, guest := channelPair(t)
+	junk := make([]byte, 1<<16)
+	for {
+		if _, err := unix.Write(int(guest.Fd()), junk); err != nil {
+			break // the buffer is full
+		}
+	}
+	done := make(chan struct{})
+	go func() { announce(guest, slog.New(slog.NewTextHandler(io.Discard, nil))); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		t.Fatal("announce blocked on a full channel")
+	}
+}

@@ -1,0 +1,147 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/yamux"
+)
+
+// fakeWatchGuest answers one watch-ports stream with the given handler.
+func fakeWatchGuest(t *testing.T, serve func(st net.Conn)) *Client {
+	t.Helper()
+	host, guest := net.Pipe()
+	go func() {
+		defer guest.Close()
+		if err := GuestHello(guest); err != nil {
+			return
+		}
+		sess, err := yamux.Server(guest, YamuxConfig(slog.Default()))
+		if err != nil {
+			return
+		}
+		defer sess.Close()
+		st, err := sess.AcceptStream()
+		if err != nil {
+			return
+		}
+		var req Request
+		if err := ReadJSONLine(st, &req); err != nil || req.Op != OpWatchPorts {
+			t.Errorf("request %+v, %v", req, err)
+			return
+		}
+		Reply(st, nil)
+		serve(st)
+		<-sess.CloseChan()
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Connect(ctx, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// A guest that sends a port event without end must not make the host
+// buffer it: the watch ends after maxPortEventLine bytes.
+func TestWatchPortsCapsALine(t *testing.T) {
+	var sent atomic.Int64
+	c := fakeWatchGuest(t, func(st net.Conn) {
+		WriteJSONLine(st, PortEvent{Added: true, Proto: "tcp", IP: "0.0.0.0", Port: 80})
+		WriteJSONLine(st, PortEvent{Synced: true})
+		st.Write([]byte(`{"added":true,"proto":"`))
+		chunk := bytes.Repeat([]byte("x"), 4096)
+		for range 64 << 20 / len(chunk) {
+			// Writes stop succeeding once the host stops reading and the
+			// stream's window is full.
+			st.SetWriteDeadline(time.Now().Add(3 * time.Second))
+			n, err := st.Write(chunk)
+			sent.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ch, err := c.WatchPorts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []PortEvent
+	for ev := range ch {
+		got = append(got, ev)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the watch did not end on an endless line")
+	}
+	want := []PortEvent{{Added: true, Proto: "tcp", IP: "0.0.0.0", Port: 80}, {Synced: true}}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("events %+v, want %+v", got, want)
+	}
+	// The host read at most the cap plus what yamux lets the guest send
+	// ahead of the reader (one receive window).
+	time.Sleep(100 * time.Millisecond)
+	if n := sent.Load(); n > maxPortEventLine+2<<20 {
+		t.Fatalf("the guest got %d bytes of one event through", n)
+	}
+}
+
+// A line that is not a PortEvent ends the watch instead of being skipped
+// or misread.
+func TestWatchPortsEndsOnGarbage(t *testing.T) {
+	c := fakeWatchGuest(t, func(st net.Conn) {
+		st.Write([]byte("not json\n"))
+		WriteJSONLine(st, PortEvent{Added: true, Proto: "tcp", IP: "0.0.0.0", Port: 81})
+		io.Copy(io.Discard, st)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ch, err := c.WatchPorts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ev := range ch {
+		t.Fatalf("event %+v after garbage", ev)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the watch did not end on garbage")
+	}
+}
+
+// The host's handshake finds its echo behind stray bytes of an earlier
+// session on the same line, as a reconnect over virtio-serial may see.
+func TestHostHelloSkipsAPartialFrameBeforeTheEcho(t *testing.T) {
+	host, guest := bufferedPair(t)
+	defer host.Close()
+	defer guest.Close()
+	errc := make(chan error, 1)
+	go func() {
+		var req []byte
+		b := make([]byte, 1)
+		for len(req) == 0 || req[len(req)-1] != '\n' {
+			if _, err := guest.Read(b); err != nil {
+				errc <- err
+				return
+			}
+			req = append(req, b[0])
+		}
+		guest.Write([]byte("\x00\x02\x00\x01\x00\x00"))
+		guest.Write(req) // the echo, on the same line as the junk
+		errc <- nil
+	}()
+	if err := HostHello(host, "n2"); err != nil {
+		t.Fatalf("HostHello: %v", err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+}
