@@ -20,7 +20,7 @@ import (
 	"github.com/vmdock/vmdock/bench/probe"
 )
 
-// Sections, in run order. sync is last: run.sh repeats it per disk-sync mode.
+// Sections, in run order.
 var Sections = []string{"disk", "tree", "ports", "api", "boot", "memory", "sync"}
 
 // ExecFunc runs argv in the guest (vm.Exec without the instance).
@@ -42,6 +42,10 @@ type Env struct {
 	HostAgentPID int
 	VMPID        int    // qemu; 0 when the VM runs in-process (vz)
 	HostAccessIP string // guest address that reaches the host's loopback
+	// Scratch hot-plugs disks for the sync section; nil when the VM cannot
+	// take disks while it runs, and NoScratch says why.
+	Scratch   ScratchDisks
+	NoScratch string
 }
 
 // Options choose what to run.
@@ -633,27 +637,6 @@ func (r *runner) rssUnderLoad(ctx context.Context) ([]Result, error) {
 		out = append(out, peak[m])
 	}
 	return out, nil
-}
-
-// sync measures small synchronous writes: each 4 KiB write is followed by
-// a flush, so the number is what --disk-sync changes.
-func (r *runner) sync(ctx context.Context) error {
-	count := 1000
-	if r.opt.Quick {
-		count = 300
-	}
-	f := filepath.Join(r.native, "sync.bin")
-	out, err := r.sh(ctx, fmt.Sprintf("mkdir -p %s && dd if=/dev/zero of=%s bs=4k count=%d oflag=dsync 2>&1; rc=$?; rm -f %s; exit $rc", shq(r.native), shq(f), count, shq(f)))
-	if err != nil {
-		return err
-	}
-	n, secs, err := parseDD(out)
-	if err != nil {
-		return err
-	}
-	ops := float64(n) / 4096 / secs
-	r.rep.Add(Result{Section: "sync", Metric: "4k write+fsync", Variant: "disk-sync " + orDash(r.rep.Machine.DiskSync), Value: ops, Unit: "ops/s", Better: Higher})
-	return nil
 }
 
 // shq quotes s for /bin/sh.

@@ -2,11 +2,14 @@ package probe
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -133,5 +136,59 @@ func TestTree(t *testing.T) {
 	}
 	if _, err := Tree(filepath.Join(t.TempDir(), "x"), 0, 1); err == nil {
 		t.Error("n=0 accepted")
+	}
+}
+
+// Each transaction is record, flush, marker, flush: a flush skipped or
+// moved would change what the row measures.
+func TestCommitLoopOrder(t *testing.T) {
+	var ops []string
+	w := writerFunc(func(b []byte) (int, error) {
+		ops = append(ops, fmt.Sprintf("w%d", len(b)))
+		return len(b), nil
+	})
+	if err := commitLoop(w, 3, func() error { ops = append(ops, "s"); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Repeat("w512 s w64 s ", 3)
+	if got := strings.Join(ops, " ") + " "; got != want {
+		t.Errorf("ops = %q, want %q", got, want)
+	}
+	failing := errors.New("disk gone")
+	err := commitLoop(w, 3, func() error { return failing })
+	if !errors.Is(err, failing) || !strings.Contains(err.Error(), "transaction 0") {
+		t.Errorf("commitLoop with a failing flush = %v", err)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
+
+func TestCommitsCleansUpAndRefusesBadInput(t *testing.T) {
+	dir := t.TempDir()
+	d, err := Commits(dir, 20)
+	if err != nil || d <= 0 {
+		t.Fatalf("Commits = %v, %v", d, err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
+	}
+	// A log already there is not ours to append to or remove.
+	existing := filepath.Join(dir, "commits.log")
+	if err := os.WriteFile(existing, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Commits(dir, 3); err == nil {
+		t.Error("Commits over an existing log did not fail")
+	}
+	if b, _ := os.ReadFile(existing); string(b) != "keep" {
+		t.Errorf("existing log changed to %q", b)
+	}
+	if _, err := Commits(dir, 0); err == nil {
+		t.Error("Commits(0) did not fail")
+	}
+	if _, err := Commits(filepath.Join(dir, "missing"), 1); err == nil {
+		t.Error("Commits in a missing folder did not fail")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vmdock/vmdock/bench"
+	"github.com/vmdock/vmdock/bench/scratch"
 	"github.com/vmdock/vmdock/vm"
 	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/qemu"
@@ -24,9 +25,10 @@ func newBenchCmd(g *globals) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure the running instance: shares vs native disk, port forwarding, Docker API, boot, memory",
+		Short: "Measure the running instance: shares vs native disk, port forwarding, Docker API, boot, memory, disk sync",
 		Long: "bench measures a running instance and prints each metric next to its baseline from the same run\n" +
-			"(native disk for shares, guest loopback for forwarded ports, in-guest socket for the Docker API).\n" +
+			"(native disk for shares, guest loopback for forwarded ports, in-guest socket for the Docker API,\n" +
+			"--disk-sync none for the other sync modes, on scratch disks hot-plugged into this VM; qemu only).\n" +
 			"Sections: " + fmt.Sprint(bench.Sections) + ". tree, ports and api need the guest helper\n" +
 			"(`make bench` builds it into bin/), found next to the vmdock binary or given with --helper.",
 		Example: `  vmdock bench --quick
@@ -69,18 +71,11 @@ func newBenchCmd(g *globals) *cobra.Command {
 				rep.Time = time.Now().UTC().Format(time.RFC3339)
 				rep.Machine = m
 			}
-			// The sync variant is named after this run's mode, even when
-			// appending to an earlier run's report.
-			saved := rep.Machine.DiskSync
-			rep.Machine.DiskSync = m.DiskSync
 			out := cmd.OutOrStdout()
 			if err := bench.WriteMachine(out, m); err != nil {
 				return err
 			}
 			err = bench.Run(ctx, env, bench.Options{Sections: secs, Quick: quick, Helper: helper, Progress: cmd.ErrOrStderr()}, rep)
-			if saved != "" {
-				rep.Machine.DiskSync = saved
-			}
 			if err != nil {
 				return err
 			}
@@ -154,6 +149,7 @@ func benchEnv(cmd *cobra.Command, inst *vm.Instance, cfg vm.Config) (bench.Env, 
 	if st.Machine.Driver != "" {
 		m.Driver = st.Machine.Driver
 	}
+	env.Scratch, env.NoScratch = scratchDisks(inst, m.Driver)
 	m.Accel = st.Machine.Accel
 	if f, err := os.Open(inst.HostAgentLogPath()); err == nil {
 		if b, err := bench.ParseBootLog(f); err == nil {
@@ -162,6 +158,16 @@ func benchEnv(cmd *cobra.Command, inst *vm.Instance, cfg vm.Config) (bench.Env, 
 		f.Close()
 	}
 	return env, m, nil
+}
+
+// scratchDisks is how the sync section hot-plugs its disks: through the
+// host agent, which owns the hypervisor. Only QEMU takes a disk while the
+// VM runs; vz would need a reboot, which would compare boots again.
+func scratchDisks(inst *vm.Instance, vmDriver string) (bench.ScratchDisks, string) {
+	if vmDriver != "qemu" {
+		return nil, fmt.Sprintf("the %s driver cannot attach a disk to a running VM, so the --disk-sync modes cannot be compared within one boot (compare them across restarts with `vmdock start --disk-sync <mode>`)", vmDriver)
+	}
+	return scratch.Client{HTTP: vm.ControlClient(inst.ControlSocketPath())}, ""
 }
 
 // defaultHelper is where `make bench` (hack/bench/run.sh) puts the guest helper: beside

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # make bench: boot a throwaway instance (isolated network, one 9p and one
-# virtiofs share), run every `vmdock bench` section but boot, re-run the
-# sync section under each --disk-sync mode (that needs restarts, which
-# `vmdock bench` itself never does), stop, boot the same VM spec with the
-# QEMU driver alone as the boot baseline, start once more for the boot
-# section, stop, and print the merged table.
+# virtiofs share), run every `vmdock bench` section but boot (sync compares
+# the --disk-sync modes on scratch disks hot-plugged into this one VM),
+# stop, boot the same VM spec with the QEMU driver alone as the boot
+# baseline, start once more for the boot section, stop, and print the
+# merged table.
 #
 # Env: BENCH_FULL=1 for the full workloads (20000 files; slow under TCG),
 #      BENCH_OUT (default bin/bench), VMDOCK_HOME, DOCKER_CONFIG.
@@ -55,12 +55,12 @@ cleanup() {
 trap cleanup EXIT
 
 start() {
-	stamp "starting the instance (disk-sync $1)"
+	stamp "starting the instance"
 	started=1
-	"$vmdock" start --network-mode isolated --disk-sync "$1"
+	"$vmdock" start --network-mode isolated
 }
 
-start fsync
+start
 # Docker contexts talk to the instance's socket directly.
 if [[ -f /tmp/vmdock-test.tar ]] || go run ./hack/testimage --arch "$arch" --out /tmp/vmdock-test.tar; then
 	docker --context vmdock load -i /tmp/vmdock-test.tar >/dev/null 2>&1 || stamp "test image load failed (not needed by bench)"
@@ -68,20 +68,13 @@ fi
 
 stamp "bench: all sections but boot"
 "$vmdock" bench $quick --sections disk,tree,ports,api,memory,sync --append "$out/bench.json"
-for mode in full none; do
-	"$vmdock" stop
-	started=0
-	start "$mode"
-	stamp "bench: sync under disk-sync $mode"
-	"$vmdock" bench $quick --sections sync --append "$out/bench.json" >/dev/null
-done
 "$vmdock" stop
 started=0
 # The boot baseline: the same VM spec booted by the QEMU driver alone, then
 # one more vmdock start whose steps up to the same agent hello compare.
 stamp "bench: boot baseline (qemu alone)"
 "$vmdock" bench --raw-boot --append "$out/bench.json"
-start fsync
+start
 stamp "bench: boot"
 "$vmdock" bench --sections boot --append "$out/bench.json" --svg "$out/bench.svg" >"$out/table.txt"
 "$vmdock" stop

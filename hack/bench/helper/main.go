@@ -9,6 +9,7 @@
 //	stream -addr A -bytes N                      echo throughput (seconds)
 //	http   -sock S -path P -n N                  GET latencies over a unix socket (µs)
 //	portscan -conns C -n N                       CPU per port listing, /proc/net vs sock_diag
+//	commits -dir D -n N                          N log+commit transactions, 2 fdatasync each (seconds)
 package main
 
 import (
@@ -33,11 +34,11 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("missing subcommand; accepted: tree, serve, echo, stream, http, portscan")
+		return fmt.Errorf("missing subcommand; accepted: tree, serve, echo, stream, http, portscan, commits")
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	dir := fs.String("dir", "", "tree root (must not exist)")
-	n := fs.Int("n", 100, "files (tree) or requests (http)")
+	n := fs.Int("n", 100, "files (tree), requests (http) or transactions (commits)")
 	seed := fs.Uint64("seed", 1, "tree size seed")
 	addr := fs.String("addr", "127.0.0.1:0", "TCP address")
 	maxLife := fs.Duration("max", 10*time.Minute, "serve: exit after this long")
@@ -96,6 +97,12 @@ func run(args []string) error {
 			return err
 		}
 		return out.Encode(map[string][]int64{"us": micros(lat)})
+	case "commits":
+		d, err := probe.Commits(*dir, *n)
+		if err != nil {
+			return err
+		}
+		return out.Encode(map[string]float64{"seconds": d.Seconds()})
 	case "portscan":
 		cost, err := portScan(*conns, *n)
 		if err != nil {
@@ -103,7 +110,7 @@ func run(args []string) error {
 		}
 		return out.Encode(cost)
 	}
-	return fmt.Errorf("subcommand %q; accepted: tree, serve, echo, stream, http, portscan", args[0])
+	return fmt.Errorf("subcommand %q; accepted: tree, serve, echo, stream, http, portscan, commits", args[0])
 }
 
 func micros(ds []time.Duration) []int64 {
