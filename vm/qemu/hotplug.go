@@ -42,14 +42,16 @@ func ScratchPath(dir string, slot int) string {
 }
 
 // scratchPortArgs are the empty root ports the scratch disks are plugged
-// into. Chassis numbers must be unique per port; 0x40 keeps clear of any
-// port a future device group might add from 1 up.
-func scratchPortArgs() []string {
+// into. They belong last in Args: devices before them keep their PCI
+// slots, so the guest's interface names do not change. Chassis numbers
+// must be unique per port; 0x40 keeps clear of any port a future device
+// group might add from 1 up.
+func scratchPortArgs() ([]string, error) {
 	var a []string
 	for i := 0; i < ScratchSlots; i++ {
 		a = append(a, "-device", fmt.Sprintf("pcie-root-port,id=%s,chassis=%d,slot=0", scratchPortID(i), 0x40+i))
 	}
-	return a
+	return a, nil
 }
 
 // blockdevCache is the blockdev-add form of the -drive cache mode that

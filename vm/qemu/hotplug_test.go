@@ -36,7 +36,8 @@ func startWithScratchPorts(t *testing.T) *Machine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, append(args, scratchPortArgs()...)...)
+	ports, _ := scratchPortArgs()
+	cmd := exec.Command(bin, append(args, ports...)...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -184,14 +185,14 @@ func TestAttachScratchWithoutPortCleansUp(t *testing.T) {
 }
 
 func TestScratchPortArgs(t *testing.T) {
-	got := scratchPortArgs()
+	got, err := scratchPortArgs()
 	want := []string{
 		"-device", "pcie-root-port,id=scratchport0,chassis=64,slot=0",
 		"-device", "pcie-root-port,id=scratchport1,chassis=65,slot=0",
 		"-device", "pcie-root-port,id=scratchport2,chassis=66,slot=0",
 	}
-	if !slices.Equal(got, want) {
-		t.Errorf("scratchPortArgs() = %q", got)
+	if !slices.Equal(got, want) || err != nil {
+		t.Errorf("scratchPortArgs() = %q, %v", got, err)
 	}
 }
 
