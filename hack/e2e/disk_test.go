@@ -31,7 +31,7 @@ func checkDiskGrowth(t *testing.T, e *env, startArgs []string) {
 		oldGiB := (fi.Size() + gib - 1) / gib
 		newGiB := oldGiB + 2
 		marker := fmt.Sprintf("grown-%d", time.Now().UnixNano())
-		e.run(2*time.Minute, e.vmdock, "ssh", "--", "sudo", "sh", "-c", "echo "+marker+" > "+dataMount+"/grow-marker")
+		e.run(2*time.Minute, e.vmdock, "ssh", "--", "sh", "-c", "echo "+marker+" > "+dataMount+"/grow-marker")
 		before := guestFSBytes(t, e)
 
 		e.run(5*time.Minute, e.vmdock, "stop")
