@@ -18,10 +18,10 @@ import (
 	"github.com/vmdock/vmdock/vm/driver"
 )
 
-// startWithScratchPorts runs the paused test VM's argv plus the scratch
-// root ports, and wraps it in a Machine that has just what the scratch
-// methods use (spec, QMP, log, done).
-func startWithScratchPorts(t *testing.T) *Machine {
+// startRaw runs the paused test VM's argv with or without the scratch
+// root ports (whether or not Args has them yet), and wraps it in a Machine
+// that has just what the scratch methods use (spec, QMP, log, done).
+func startRaw(t *testing.T, ports bool) *Machine {
 	t.Helper()
 	needQEMU(t)
 	dir := shortDir(t)
@@ -32,18 +32,31 @@ func startWithScratchPorts(t *testing.T) *Machine {
 		t.Fatal(err)
 	}
 	env.Accel = AccelTCG
-	args, err := Args(spec, env)
+	all, err := Args(spec, env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ports, _ := scratchPortArgs()
-	cmd := exec.Command(bin, append(args, ports...)...)
+	var args []string
+	for i := 0; i < len(all); i++ {
+		if all[i] == "-device" && i+1 < len(all) && strings.Contains(all[i+1], "id=scratchport") {
+			i++
+			continue
+		}
+		args = append(args, all[i])
+	}
+	if ports {
+		p, _ := scratchPortArgs()
+		args = append(args, p...)
+	}
+	cmd := exec.Command(bin, args...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var q *qmp
@@ -51,10 +64,13 @@ func startWithScratchPorts(t *testing.T) *Machine {
 		if q, err = dialQMP(ctx, QMPSocketPath(dir)); err == nil {
 			break
 		}
-		if ctx.Err() != nil {
+		select {
+		case <-exited:
+			t.Fatalf("qemu exited: %s", stderr.String())
+		case <-ctx.Done():
 			t.Fatalf("qemu did not answer QMP: %v; stderr: %s", err, stderr.String())
+		case <-time.After(50 * time.Millisecond):
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	t.Cleanup(func() { q.Close() })
 	return &Machine{spec: spec, qmp: q, log: slog.Default(), done: make(chan struct{})}
@@ -101,7 +117,7 @@ func qomGet(t *testing.T, m *Machine, path, prop string) string {
 // boot disks get: full and fsync flush to the host, none drops flushes;
 // all three show the guest a write cache, as -drive cache=writeback does.
 func TestAttachScratchCacheModesInOneVM(t *testing.T) {
-	m := startWithScratchPorts(t)
+	m := startRaw(t, true)
 	ctx := context.Background()
 	modes := []string{driver.DiskSyncNone, driver.DiskSyncFsync, driver.DiskSyncFull}
 	for slot, mode := range modes {
@@ -143,7 +159,7 @@ func TestAttachScratchCacheModesInOneVM(t *testing.T) {
 }
 
 func TestAttachScratchRejectsBadInputAndChangesNothing(t *testing.T) {
-	m := startWithScratchPorts(t)
+	m := startRaw(t, true)
 	ctx := context.Background()
 	for _, c := range []struct {
 		slot int
@@ -170,8 +186,7 @@ func TestAttachScratchRejectsBadInputAndChangesNothing(t *testing.T) {
 // Without the root ports (a VM booted before they existed) the attach
 // fails with QEMU's reason and leaves neither node nor file behind.
 func TestAttachScratchWithoutPortCleansUp(t *testing.T) {
-	needQEMU(t)
-	m := startPaused(t, pausedSpec(t, shortDir(t)))
+	m := startRaw(t, false)
 	_, err := m.AttachScratch(context.Background(), 1, driver.DiskSyncNone)
 	if err == nil || !strings.Contains(err.Error(), "attach scratch disk 1 (disk-sync none)") {
 		t.Fatalf("AttachScratch without a port = %v", err)
