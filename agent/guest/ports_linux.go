@@ -30,7 +30,7 @@ func (s *Server) portLister() func() ([]portlist.Port, error) {
 	return func() ([]portlist.Port, error) {
 		if !procNet {
 			ports, err := portlist.SockDiag()
-			if !errors.Is(err, portlist.ErrUnsupported) {
+			if !errors.Is(err, portlist.ErrNoSockDiag) {
 				return ports, err
 			}
 			s.log().Info("listing ports from /proc/net", "reason", err)

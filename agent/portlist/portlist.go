@@ -23,8 +23,9 @@ type Port struct {
 	Port  int
 }
 
-// ErrUnsupported means this kernel or OS cannot answer sock_diag requests.
-var ErrUnsupported = errors.New("sock_diag not supported")
+// ErrNoSockDiag means this kernel or OS cannot answer sock_diag requests;
+// ProcNet still works there.
+var ErrNoSockDiag = errors.New("sock_diag not supported")
 
 var localhost4 = netip.AddrFrom4([4]byte{127, 0, 0, 1})
 

@@ -13,11 +13,11 @@ import (
 // SockDiag lists forwardable sockets with NETLINK_SOCK_DIAG dumps (one per
 // family and protocol), asking the kernel for listening TCP and closed
 // (bound, unconnected) UDP sockets only. Errors from a kernel without the
-// inet_diag modules wrap ErrUnsupported.
+// inet_diag modules wrap ErrNoSockDiag.
 func SockDiag() ([]Port, error) {
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
 	if err != nil {
-		return nil, fmt.Errorf("%w: netlink socket: %v", ErrUnsupported, err)
+		return nil, fmt.Errorf("%w: netlink socket: %v", ErrNoSockDiag, err)
 	}
 	defer unix.Close(fd)
 	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
@@ -98,7 +98,7 @@ func dump(fd int, buf []byte, seq uint32, family, proto uint8, states uint32, pr
 				if errno == 0 {
 					continue // an ack
 				}
-				return nil, fmt.Errorf("%w: %s family %d: %v", ErrUnsupported, protoName, family, errno)
+				return nil, fmt.Errorf("%w: %s family %d: %v", ErrNoSockDiag, protoName, family, errno)
 			}
 			if p, ok := parseDiagMsg(m.Data, protoName); ok {
 				out = append(out, p)

@@ -3,4 +3,4 @@
 package portlist
 
 // SockDiag is Linux-only; the guest is always Linux.
-func SockDiag() ([]Port, error) { return nil, ErrUnsupported }
+func SockDiag() ([]Port, error) { return nil, ErrNoSockDiag }
