@@ -16,7 +16,7 @@ const (
 // HostAgentStatus is what a live host agent reports about its instance.
 type HostAgentStatus struct {
 	PID     int                `json:"pid"`
-	Phase   string             `json:"phase"` // starting, running, stopping
+	Phase   string             `json:"phase"` // starting, running, reconnecting (to the guest agent), stopping
 	Step    string             `json:"step,omitempty"`
 	Machine driver.MachineInfo `json:"machine"`
 	Ports   []ForwardedPort    `json:"ports"`

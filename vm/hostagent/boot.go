@@ -117,7 +117,7 @@ func (ha *hostAgent) bootSteps() []step {
 			return ha.client.StartDocker(ctx)
 		}},
 		{name: "tunnels", run: func(ctx context.Context) error {
-			t, err := startTunnels(ctx, ha.inst, ha.cfg, ha.client)
+			t, err := startTunnels(ctx, ha.inst, ha.cfg, &ha.link)
 			if err != nil {
 				return err
 			}
@@ -221,11 +221,7 @@ func (ha *hostAgent) connectAgent(ctx context.Context) error {
 		c, err := ha.dialAgentOnce(ctx)
 		if err == nil {
 			ha.console.bootDone()
-			ha.mu.Lock()
-			ha.client = c
-			ha.mu.Unlock()
-			c.HandleGuestStreams(ha.serveGuestStream)
-			go ha.followGuestLog(c)
+			ha.adoptClient(c)
 			return nil
 		}
 		lastErr = err
@@ -248,6 +244,9 @@ func (ha *hostAgent) dialAgentOnce(ctx context.Context) (*agent.Client, error) {
 		conn.Close()
 		return nil, err
 	}
+	// Before anything else: a guest with host-access connections waiting
+	// opens their streams as soon as the session is up.
+	c.HandleGuestStreams(ha.serveGuestStream)
 	info, err := c.Info(actx)
 	if err != nil {
 		c.Close()

@@ -83,6 +83,10 @@ type hostAgent struct {
 	client  *agent.Client
 	tunnels *tunnels
 	errs    []string
+	// link follows client across reconnects (reconnect.go); the tunnels
+	// dial through it.
+	link             agentLink
+	stopReconnecting func()
 
 	stopOnce sync.Once
 	stopCh   chan bool // carries force
@@ -102,6 +106,7 @@ func Run(ctx context.Context, inst *vm.Instance, opts Options) error {
 	if err := writePID(inst.PIDPath()); err != nil {
 		return err
 	}
+	raiseFileLimit()
 	capLogs(ctx, inst)
 	defer os.Remove(inst.PIDPath())
 	os.Remove(inst.BrokenPath())
@@ -146,6 +151,7 @@ func Run(ctx context.Context, inst *vm.Instance, opts Options) error {
 		return runErr
 	}
 	ha.setPhase("running")
+	ha.startReconnect(ctx)
 	ha.events.emit("ready", "ready", "", "")
 	slog.Info("instance ready", "timing", ha.seq.timing)
 
@@ -216,7 +222,7 @@ func (ha *hostAgent) status() vm.HostAgentStatus {
 		Errors: append([]string(nil), ha.errs...),
 		Ports:  []vm.ForwardedPort{},
 	}
-	if ha.phase == "running" {
+	if ha.phase == "running" || ha.phase == phaseReconnecting {
 		st.Step = "" // the boot steps are history once the instance is up
 	}
 	if ha.machine != nil {
@@ -232,6 +238,7 @@ func (ha *hostAgent) status() vm.HostAgentStatus {
 // shutdown powers the guest off (gracefully unless force), then undoes
 // every boot step in reverse. It returns how the guest went down.
 func (ha *hostAgent) shutdown(force bool) string {
+	ha.stopReconnect()
 	ctx, cancel := context.WithTimeout(context.Background(), ha.opts.StopTimeout+30*time.Second)
 	defer cancel()
 	ha.mu.Lock()

@@ -22,7 +22,9 @@ import (
 const guestDockerSocket = "/var/run/docker.sock"
 
 // tunnels are the host-side ends of everything the guest serves: the docker
-// socket and every forwarded port.
+// socket and every forwarded port. They dial through the agent link, so
+// they outlive one agent session, and the port watch starts again on each
+// new session.
 type tunnels struct {
 	docker    *network.SocketForwarder
 	forwarder *network.PortForwarder
@@ -30,35 +32,110 @@ type tunnels struct {
 	wg        sync.WaitGroup
 }
 
-func startTunnels(ctx context.Context, inst *vm.Instance, cfg vm.Config, c *agent.Client) (*tunnels, error) {
-	dial := network.DialFunc(c.Dial)
-	docker, err := network.ListenSocket(inst.DockerSocketPath(), "unix", guestDockerSocket, dial)
-	if err != nil {
-		return nil, err
-	}
+// tunnelSpec says where the tunnels listen and what they reach.
+type tunnelSpec struct {
+	hostSocket  string // the docker socket on the host
+	guestSocket string // dockerd's socket in the guest
+	portBind    string // host IP forwarded ports listen on
+	rules       *network.Rules
+}
+
+func startTunnels(ctx context.Context, inst *vm.Instance, cfg vm.Config, link *agentLink) (*tunnels, error) {
 	rules, err := network.ParseRules(toNetworkRules(cfg.PortForward))
 	if err != nil {
-		docker.Close()
 		return nil, err
 	}
-	ports := network.NewPortForwarder(network.PortForwarderConfig{BindAddr: cfg.Network.PortBind, Dial: dial, Rules: rules})
-	wctx, cancel := context.WithCancel(context.Background())
-	events, err := c.WatchPorts(wctx)
+	spec := tunnelSpec{hostSocket: inst.DockerSocketPath(), guestSocket: guestDockerSocket, portBind: cfg.Network.PortBind, rules: rules}
+	return openTunnels(ctx, spec, link)
+}
+
+func openTunnels(ctx context.Context, spec tunnelSpec, link *agentLink) (*tunnels, error) {
+	dial := network.DialFunc(link.Dial)
+	docker, err := network.ListenSocket(spec.hostSocket, "unix", spec.guestSocket, dial)
 	if err != nil {
+		return nil, err
+	}
+	ports := network.NewPortForwarder(network.PortForwarderConfig{BindAddr: spec.portBind, Dial: dial, Rules: spec.rules})
+	wctx, cancel := context.WithCancel(context.Background())
+	fail := func(err error) (*tunnels, error) {
 		cancel()
 		docker.Close()
 		ports.Close()
 		return nil, fmt.Errorf("watch guest ports: %w", err)
 	}
+	c, err := link.live(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	events, err := c.WatchPorts(wctx)
+	if err != nil {
+		return fail(err)
+	}
 	t := &tunnels{docker: docker, forwarder: ports, cancel: cancel}
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
-		for ev := range events {
-			ports.Apply(network.PortEvent{Added: ev.Added, Proto: ev.Proto, IP: ev.IP, Port: ev.Port})
-		}
+		t.followPorts(wctx, link, c, events)
 	}()
 	return t, nil
+}
+
+// followPorts applies the guest's port events until ctx ends; when a
+// watch ends (the session died) it watches again on the next session,
+// whose first full listing resyncs the forwards.
+func (t *tunnels) followPorts(ctx context.Context, link *agentLink, c *agent.Client, events <-chan agent.PortEvent) {
+	for {
+		t.apply(events)
+		if ctx.Err() != nil {
+			return
+		}
+		var err error
+		c, events, err = t.rewatch(ctx, link, c)
+		if err != nil {
+			return
+		}
+	}
+}
+
+// apply feeds one watch to the forwarder. Each watch starts with the
+// guest's full listing; ports the forwarder has that it lacks went away
+// while no watch ran.
+func (t *tunnels) apply(events <-chan agent.PortEvent) {
+	t.forwarder.BeginSync()
+	for ev := range events {
+		if ev.Synced {
+			t.forwarder.EndSync()
+			continue
+		}
+		t.forwarder.Apply(network.PortEvent{Added: ev.Added, Proto: ev.Proto, IP: ev.IP, Port: ev.Port})
+	}
+}
+
+// rewatch starts a watch on the current live session. A watch that ended
+// on a session still alive is retried after a pause, not in a loop.
+func (t *tunnels) rewatch(ctx context.Context, link *agentLink, last *agent.Client) (*agent.Client, <-chan agent.PortEvent, error) {
+	for {
+		c, err := link.live(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		if c == last {
+			select {
+			case <-time.After(redialMax):
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
+		}
+		events, err := c.WatchPorts(ctx)
+		if err == nil {
+			return c, events, nil
+		}
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		slog.Warn("watch guest ports", "err", err)
+		last = c
+	}
 }
 
 func (t *tunnels) ports() []vm.ForwardedPort {
