@@ -216,12 +216,13 @@ func (d *Driver) launch(ctx context.Context, spec driver.Spec, env HostEnv, bin 
 	fmt.Fprintf(logFile, "=== %s vmdock starting %s %s\n", time.Now().Format(time.RFC3339), bin, strings.Join(args, " "))
 
 	m := &Machine{
-		spec:  spec,
-		accel: choice,
-		log:   d.log.With("instance", spec.Name),
-		done:  make(chan struct{}),
-		tail:  newTail(8 << 10),
-		logF:  logFile,
+		spec:     spec,
+		accel:    choice,
+		log:      d.log.With("instance", spec.Name),
+		done:     make(chan struct{}),
+		qemuGone: make(chan struct{}),
+		tail:     newTail(8 << 10),
+		logF:     logFile,
 	}
 	ok := false
 	defer func() {

@@ -29,7 +29,8 @@ type Machine struct {
 
 	daemons []*daemon
 
-	done    chan struct{} // closed when qemu and its helpers are gone
+	done     chan struct{} // closed when qemu and its helpers are gone
+	qemuGone chan struct{} // closed when qemu itself has been reaped
 	waitErr error         // qemu's exit, valid after done
 
 	mu       sync.Mutex
@@ -178,6 +179,7 @@ func (m *Machine) killDaemons() {
 // sockets and pid files so the next start finds a clean folder.
 func (m *Machine) supervise() {
 	m.waitErr = m.cmd.Wait()
+	close(m.qemuGone)
 	deadline := time.After(quitGrace)
 	for _, d := range m.daemons {
 		select {
@@ -254,8 +256,12 @@ func (m *Machine) watchDaemons() {
 				return
 			case <-d.done:
 			}
-			if m.exited() {
+			// virtiofsd ends by itself when qemu goes: only a daemon that
+			// dies while qemu lives is a fault.
+			select {
+			case <-m.qemuGone:
 				return
+			case <-time.After(time.Second):
 			}
 			problem := fmt.Sprintf("virtiofsd for %s exited (%s); its share fails in the guest until `vmdock restart`", d.share, d.exitState())
 			m.log.Error("virtiofsd exited while the VM runs", "share", d.share, "state", d.exitState())

@@ -350,6 +350,10 @@ func TestVirtiofsd(t *testing.T) {
 				t.Error("virtiofsd still running after Stop")
 			}
 		}
+		time.Sleep(1500 * time.Millisecond) // past the daemon watch's grace
+		if p := m.Info().Problems; len(p) != 0 {
+			t.Errorf("virtiofsd ending with qemu counted as a fault: %q", p)
+		}
 		assertCleaned(t, dir)
 	})
 
