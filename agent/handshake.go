@@ -22,6 +22,14 @@ func NewNonce() string {
 // different attempts, and every retry fails the same way.
 const GoLine = "VMDOCK-GO"
 
+// RestartLine is what a guest agent writes when it opens its virtio-serial
+// port. QEMU keeps the host's end connected while the guest agent dies and
+// comes back, so without it the host's session would only notice through
+// its keepalive (up to 45 s). The line is not a yamux frame: a stale
+// session fails on it at once. A host in its handshake sends a new hello
+// instead, in case the old agent's session swallowed the first one.
+const RestartLine = "VMDOCK-AGENT-RESTARTED"
+
 // HostHello writes the hello line, waits for the guest's echo of exactly
 // that line (older echoes are skipped), then confirms with GO.
 func HostHello(rw io.ReadWriter, nonce string) error {
@@ -29,8 +37,24 @@ func HostHello(rw io.ReadWriter, nonce string) error {
 	if _, err := io.WriteString(rw, want+"\n"); err != nil {
 		return fmt.Errorf("send hello: %w", err)
 	}
-	if err := awaitLine(rw, want); err != nil {
-		return fmt.Errorf("wait for the guest's hello echo: %w", err)
+	for {
+		line, err := readLine(rw)
+		if err != nil {
+			return fmt.Errorf("wait for the guest's hello echo: %w", err)
+		}
+		// A partial frame of an earlier session may share the line.
+		if strings.HasSuffix(string(line), want) {
+			break
+		}
+		if strings.HasSuffix(string(line), RestartLine) {
+			// A fresh nonce: the guest may echo both hellos, and only
+			// the last may be confirmed.
+			nonce = NewNonce()
+			want = HelloLine + " " + nonce
+			if _, err := io.WriteString(rw, want+"\n"); err != nil {
+				return fmt.Errorf("send hello: %w", err)
+			}
+		}
 	}
 	if _, err := io.WriteString(rw, GoLine+" "+nonce+"\n"); err != nil {
 		return fmt.Errorf("send go: %w", err)
@@ -57,19 +81,6 @@ func GuestHello(rw io.ReadWriter) error {
 			continue
 		}
 		if current != "" && strings.HasSuffix(text, GoLine+" "+current) {
-			return nil
-		}
-	}
-}
-
-func awaitLine(r io.Reader, want string) error {
-	for {
-		line, err := readLine(r)
-		if err != nil {
-			return err
-		}
-		// A partial frame of an earlier session may share the line.
-		if strings.HasSuffix(string(line), want) {
 			return nil
 		}
 	}

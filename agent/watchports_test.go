@@ -145,3 +145,66 @@ func TestHostHelloSkipsAPartialFrameBeforeTheEcho(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A host whose hello the previous agent's session swallowed hears the new
+// agent's announcement and says hello again, instead of waiting for an
+// echo that never comes.
+func TestHostHelloSaysHelloAgainAfterARestart(t *testing.T) {
+	host, guest := bufferedPair(t)
+	defer host.Close()
+	defer guest.Close()
+	errc := make(chan error, 1)
+	go func() {
+		if _, err := readLine(guest); err != nil { // the old session eats it
+			errc <- err
+			return
+		}
+		io.WriteString(guest, RestartLine+"\n")
+		errc <- GuestHello(guest)
+	}()
+	done := make(chan error, 1)
+	go func() { done <- HostHello(host, "first") }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("HostHello: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("HostHello waits for an echo of the swallowed hello")
+	}
+	if err := <-errc; err != nil {
+		t.Fatalf("GuestHello: %v", err)
+	}
+	// Both sides agree: a byte one side writes next is the other's next.
+	go host.Write([]byte("y"))
+	b := make([]byte, 1)
+	if _, err := io.ReadFull(guest, b); err != nil || b[0] != 'y' {
+		t.Fatalf("after the handshake the guest read %q, %v", b, err)
+	}
+}
+
+// When the guest reads both hellos it echoes both; the host confirms only
+// the second, so nothing stray follows its GO.
+func TestHostHelloAfterARestartWithBothHellosRead(t *testing.T) {
+	host, guest := bufferedPair(t)
+	defer host.Close()
+	defer guest.Close()
+	errc := make(chan error, 1)
+	go func() {
+		io.WriteString(guest, RestartLine+"\n")
+		time.Sleep(100 * time.Millisecond) // let the second hello arrive too
+		errc <- GuestHello(guest)
+	}()
+	if err := HostHello(host, "first"); err != nil {
+		t.Fatalf("HostHello: %v", err)
+	}
+	if err := <-errc; err != nil {
+		t.Fatalf("GuestHello: %v", err)
+	}
+	go guest.Write([]byte("z"))
+	b := make([]byte, 1)
+	host.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadFull(host, b); err != nil || b[0] != 'z' {
+		t.Fatalf("after the handshake the host read %q, %v; want the guest's next byte, not a stray echo", b, err)
+	}
+}

@@ -66,16 +66,9 @@ func (s *Server) runSerial(ctx context.Context, dev string) error {
 	}
 }
 
-// restartLine is what the agent writes when it opens the port. QEMU keeps
-// the host's end of a virtio-serial channel connected while the guest
-// agent dies and comes back, so the host agent's session would wait for
-// its keepalive (up to 45 s) to notice; this line is not a yamux frame,
-// so that session fails on it at once and the host redials. A host in
-// the middle of a handshake skips it like any other stray line.
-const restartLine = "VMDOCK-AGENT-RESTARTED\n"
-
-// announce writes restartLine if a host is connected, without waiting
-// for one: a host that connects later starts a fresh handshake anyway.
+// announce writes agent.RestartLine if a host is connected, without
+// waiting for one: a host that connects later starts a fresh handshake
+// anyway. It ends a host session the previous agent left behind.
 func announce(f *os.File, log *slog.Logger) {
 	rc, err := f.SyscallConn()
 	if err != nil {
@@ -85,7 +78,7 @@ func announce(f *os.File, log *slog.Logger) {
 	var werr error
 	// The descriptor is nonblocking (Go's poller holds it): one attempt.
 	err = rc.Write(func(fd uintptr) bool {
-		_, werr = unix.Write(int(fd), []byte(restartLine))
+		_, werr = unix.Write(int(fd), []byte(agent.RestartLine+"\n"))
 		return true
 	})
 	if err == nil {
