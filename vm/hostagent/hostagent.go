@@ -388,5 +388,11 @@ func (ha *hostAgent) openAgentStream(ctx context.Context) (net.Conn, error) {
 	if c == nil {
 		return nil, errors.New("the guest agent is not connected")
 	}
-	return c.OpenRaw(ctx)
+	// Across a reconnect, wait for the new session rather than fail.
+	wctx, cancel := context.WithTimeout(ctx, reconnectWait)
+	defer cancel()
+	if c, err := ha.link.live(wctx); err == nil {
+		return c.OpenRaw(ctx)
+	}
+	return nil, fmt.Errorf("the guest agent is not connected (reconnecting for over %s)", reconnectWait)
 }

@@ -22,6 +22,8 @@ const phaseReconnecting = "reconnecting"
 const (
 	redialMin = 100 * time.Millisecond
 	redialMax = time.Second
+	// reconnectWait bounds how long a `vmdock ssh` waits for a session.
+	reconnectWait = 15 * time.Second
 )
 
 // agentLink holds the current guest agent session. Everything that outlives

@@ -291,6 +291,15 @@ func TestAgentReconnectRestoresTunnels(t *testing.T) {
 	// A docker client that connects while the agent is away waits for it.
 	during := make(chan error, 1)
 	go func() { during <- echoes("unix", sock) }()
+	// So does `vmdock ssh`.
+	sshDuring := make(chan error, 1)
+	go func() {
+		st, err := ha.openAgentStream(ctx)
+		if err == nil {
+			st.Close()
+		}
+		sshDuring <- err
+	}()
 	time.Sleep(300 * time.Millisecond)
 
 	secondOS := &recordingOS{}
@@ -300,6 +309,9 @@ func TestAgentReconnectRestoresTunnels(t *testing.T) {
 	t.Logf("reconnected %s after the guest agent came back", took)
 	if err := <-during; err != nil {
 		t.Fatalf("docker connection made during the reconnect: %v", err)
+	}
+	if err := <-sshDuring; err != nil {
+		t.Fatalf("agent stream (vmdock ssh) asked for during the reconnect: %v", err)
 	}
 	if err := echoes("unix", sock); err != nil {
 		t.Fatalf("docker socket after the reconnect: %v", err)
