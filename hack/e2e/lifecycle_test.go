@@ -83,13 +83,20 @@ func checkGuestPowerOff(t *testing.T, e *env) {
 func checkStopWithoutAgent(t *testing.T, e *env) {
 	e.timed("guest agent gone: vmdock stop within 15 s", func(t *testing.T) {
 		prev := e.previousContext(t)
-		// In a unit of its own, so the kill does not take this ssh session
-		// (a child of the agent) down before it returns.
-		e.run(time.Minute, e.vmdock, "ssh", "--", "systemd-run", "--no-block", "--collect", "sh", "-c",
-			"sleep 1; systemctl mask --runtime vmdock-agent; systemctl kill -s KILL vmdock-agent")
+		// A runtime drop-in turns the unit's restart off, then the agent
+		// is killed. It runs in a unit of its own, so the kill does not take
+		// this ssh session (a child of the agent) down before it returns;
+		// its output goes to the serial console for the post-mortem.
+		kill := `exec >/dev/console 2>&1; set -x; sleep 1
+d=/run/systemd/system/vmdock-agent.service.d
+mkdir -p $d && printf '[Service]\nRestart=no\n' > $d/zz-e2e-no-restart.conf
+systemctl daemon-reload
+systemctl kill -s KILL vmdock-agent`
+		e.run(time.Minute, e.vmdock, "ssh", "--", "systemd-run", "--no-block", "--collect", "sh", "-c", kill)
 		time.Sleep(4 * time.Second)
 		if _, _, err := e.try(20*time.Second, e.vmdock, "ssh", "--", "true"); err == nil {
-			t.Fatal("the guest agent still answers after the kill")
+			out, _ := os.ReadFile(filepath.Join(e.instDir(), "serial.log"))
+			t.Fatalf("the guest agent still answers after the kill; serial console:\n%s", tailLines(string(out), 30))
 		}
 		began := time.Now()
 		out := e.run(time.Minute, e.vmdock, "stop")
@@ -109,4 +116,12 @@ func checkStopWithoutAgent(t *testing.T, e *env) {
 		}
 		e.reliable("guest agent killed and kept down, then `vmdock stop`", 0, "stop falls back to the "+path+" in "+took.Round(100*time.Millisecond).String(), "none")
 	})
+}
+
+func tailLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
