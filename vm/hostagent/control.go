@@ -17,6 +17,7 @@ import (
 // controlServer answers `vmdock status`, follows for `vmdock start`, and
 // takes the stop request, on the instance's ha.sock.
 type controlServer struct {
+	mux    *http.ServeMux // for routes that need the host agent's state
 	srv    *http.Server
 	ln     net.Listener
 	status func() vm.HostAgentStatus
@@ -45,6 +46,7 @@ func listenControl(path string, status func() vm.HostAgentStatus, events *eventL
 	mux.HandleFunc("GET "+vm.ControlEventsPath, c.handleEvents)
 	mux.HandleFunc("POST "+vm.ControlStopPath, c.handleStop)
 	mux.HandleFunc("POST "+vm.ControlExecPath, c.handleAgentStream)
+	c.mux = mux
 	c.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go c.srv.Serve(ln)
 	return c, nil

@@ -19,6 +19,7 @@ import (
 
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/atomicfile"
+	"github.com/vmdock/vmdock/bench/scratch"
 	"github.com/vmdock/vmdock/vm"
 	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/logfile"
@@ -115,6 +116,7 @@ func Run(ctx context.Context, inst *vm.Instance, opts Options) error {
 	if err != nil {
 		return err
 	}
+	ctrl.mux.Handle("POST "+scratch.Path, scratch.Handler(ha.currentMachine))
 	defer func() {
 		// Give followers a moment to read the final event before the socket goes.
 		time.Sleep(300 * time.Millisecond)
@@ -199,6 +201,17 @@ func Run(ctx context.Context, inst *vm.Instance, opts Options) error {
 		ha.events.emit("vm", "failed", reason, "")
 		return errors.New(reason)
 	}
+}
+
+// currentMachine is the running VM for the bench's scratch disks; nil
+// while none runs.
+func (ha *hostAgent) currentMachine() any {
+	ha.mu.Lock()
+	defer ha.mu.Unlock()
+	if ha.machine == nil {
+		return nil
+	}
+	return ha.machine
 }
 
 func (ha *hostAgent) requestStop(force bool) {

@@ -181,6 +181,7 @@ func Args(spec driver.Spec, env HostEnv) ([]string, error) {
 	b.add(guestDeviceArgs(arch))
 	b.add(agentChannelArgs(spec.Dir))
 	b.add(shareArgs(spec, env.VirtiofsdPath))
+	b.add(scratchPortArgs())
 	return b.result()
 }
 

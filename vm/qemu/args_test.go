@@ -359,6 +359,9 @@ func TestArgsGroupOrder(t *testing.T) {
 		"-device", "virtserialport,bus=vser0.0,chardev=agent,name=org.vmdock.agent",
 		"-virtfs", "local,path=/home/u,mount_tag=m0,security_model=none,multidevs=remap,id=fs0",
 		"-virtfs", "local,path=/opt/ro,mount_tag=m1,security_model=none,multidevs=remap,id=fs1,readonly=on",
+		"-device", "pcie-root-port,id=scratchport0,chassis=64,slot=0",
+		"-device", "pcie-root-port,id=scratchport1,chassis=65,slot=0",
+		"-device", "pcie-root-port,id=scratchport2,chassis=66,slot=0",
 	)
 }
 
