@@ -227,7 +227,9 @@ func TestProbeRunsTheRealQEMU(t *testing.T) {
 
 func TestAutoWithoutKVMDeviceRunsTCGAndSaysWhy(t *testing.T) {
 	needQEMU(t)
-	missing := func() (string, error) { return AccelKVM, &os.PathError{Op: "open", Path: "/dev/kvm", Err: os.ErrNotExist} }
+	missing := func() (string, error) {
+		return AccelKVM, &os.PathError{Op: "open", Path: "/dev/kvm", Err: os.ErrNotExist}
+	}
 	d := New(Options{pausedBIOS: true, accelDevice: missing})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

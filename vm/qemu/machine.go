@@ -31,7 +31,7 @@ type Machine struct {
 
 	done     chan struct{} // closed when qemu and its helpers are gone
 	qemuGone chan struct{} // closed when qemu itself has been reaped
-	waitErr error         // qemu's exit, valid after done
+	waitErr  error         // qemu's exit, valid after done
 
 	mu       sync.Mutex
 	stopping bool  // Stop asked for the exit, so Wait reports none
