@@ -195,6 +195,7 @@ mounts:
 	checkPorts(t, e)
 	checkParallelStreams(t, e)
 	checkHostAccess(t, e)
+	checkConfigSafety(t, e)
 	for _, sh := range []struct{ name, dir string }{{"9p", share9p}, {"virtiofs", shareVFS}, {"workdir", e.work}} {
 		sh := sh
 		e.timed("bind mount round trip ("+sh.name+")", func(t *testing.T) {
@@ -219,6 +220,8 @@ mounts:
 			t.Fatalf("ssh uname: %q", out)
 		}
 	})
+	checkBenchSync(t, e)
+	checkAgentReconnect(t, e)
 	e.timed("vmdock stop", func(t *testing.T) {
 		e.run(5*time.Minute, e.vmdock, "stop")
 		checkNothingLeft(t, e)
@@ -239,6 +242,8 @@ mounts:
 			t.Fatalf("image lost across restart; images: %q", out)
 		}
 	})
+	checkDiskGrowth(t, e, startArgs)
+	checkGuestPowerOff(t, e)
 	e.timed("kill -9 host agent, then start recovers", func(t *testing.T) {
 		pidB, err := os.ReadFile(filepath.Join(e.home, "default", "ha.pid"))
 		if err != nil {
@@ -260,10 +265,8 @@ mounts:
 	})
 	checkDiskFullThenQEMUKill(t, e, startArgs)
 	checkVirtiofsdKill(t, e, shareVFS)
-	e.timed("final vmdock stop", func(t *testing.T) {
-		e.run(5*time.Minute, e.vmdock, "stop")
-		checkNothingLeft(t, e)
-	})
+	// The final stop is the one without a guest agent.
+	checkStopWithoutAgent(t, e)
 	e.timed("vmdock delete keeps the data disk", func(t *testing.T) {
 		e.run(time.Minute, e.vmdock, "delete")
 		dir := filepath.Join(e.home, "default")
