@@ -244,7 +244,8 @@ func checkHostAccessAfterReconnect(t *testing.T, e *env) {
 	go srv.Serve(ln)
 	defer srv.Close()
 	url := fmt.Sprintf("http://host.docker.internal:%d/", ln.Addr().(*net.TCPAddr).Port)
-	out := e.docker(3*time.Minute, "run", "--rm", "vmdock-test:latest", // busybox-static 1.35 wget segfaults with -T: bound it with timeout.
+	// busybox-static 1.35 wget segfaults with -T: bound it with timeout.
+	out := e.docker(3*time.Minute, "run", "--rm", "vmdock-test:latest",
 		"/bin/busybox", "timeout", "30", "/bin/busybox", "wget", "-q", "-O-", url)
 	if strings.TrimSpace(out) != "host-after-reconnect" {
 		t.Fatalf("host access after the reconnect: %q", out)
