@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"time"
 
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/vm/driver"
@@ -44,8 +45,35 @@ func (s *Server) mount(ctx context.Context, m agent.MountRequest) error {
 	if err := os.MkdirAll(s.path(m.Target), 0o755); err != nil {
 		return fmt.Errorf("create mount point: %w", err)
 	}
-	if _, err := s.OS.Run(ctx, "mount", args...); err != nil {
-		return fmt.Errorf("mount %s on %s: %w", m.Tag, m.Target, err)
+	return s.mountRetrying(ctx, m, args)
+}
+
+// Mount retry timing: a share's virtio device may still be binding its
+// driver when the host asks (modules load late in a TCG boot; 9p then says
+// "no channels available for device"), so a failed mount is tried again
+// for a while. A tag that never appears fails the same way, only later.
+var (
+	mountRetryFor   = 30 * time.Second
+	mountRetryEvery = 500 * time.Millisecond
+)
+
+func (s *Server) mountRetrying(ctx context.Context, m agent.MountRequest, args []string) error {
+	deadline := time.Now().Add(mountRetryFor)
+	for attempt := 1; ; attempt++ {
+		_, err := s.OS.Run(ctx, "mount", args...)
+		if err == nil {
+			if attempt > 1 {
+				s.Log.Info("share mounted after retries", "tag", m.Tag, "attempts", attempt)
+			}
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("mount %s on %s (%d attempts): %w", m.Tag, m.Target, attempt, err)
+		}
+		s.Log.Info("share not ready; retrying", "tag", m.Tag, "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(mountRetryEvery):
+		}
 	}
-	return nil
 }

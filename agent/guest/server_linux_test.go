@@ -24,6 +24,8 @@ type fakeOS struct {
 	cmds    []string
 	results map[string]error
 	clock   time.Time
+	// failFirst makes the next n commands with this prefix fail.
+	failFirst map[string]int
 }
 
 type exitErr int
@@ -36,6 +38,12 @@ func (f *fakeOS) Run(_ context.Context, name string, args ...string) ([]byte, er
 	defer f.mu.Unlock()
 	c := strings.Join(append([]string{name}, args...), " ")
 	f.cmds = append(f.cmds, c)
+	for p, n := range f.failFirst {
+		if strings.HasPrefix(c, p) && n > 0 {
+			f.failFirst[p] = n - 1
+			return nil, exitErr(32)
+		}
+	}
 	for p, err := range f.results {
 		if strings.HasPrefix(c, p) {
 			return nil, err

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vmdock/vmdock/agent"
 )
@@ -36,6 +37,25 @@ func TestMount(t *testing.T) {
 		if err := s.mount(context.Background(), bad); err == nil {
 			t.Errorf("mount %+v: want an error", bad)
 		}
+	}
+}
+
+func TestMountRetriesWhileTheDeviceBinds(t *testing.T) {
+	defer func(f, e time.Duration) { mountRetryFor, mountRetryEvery = f, e }(mountRetryFor, mountRetryEvery)
+	mountRetryFor, mountRetryEvery = 2*time.Second, 10*time.Millisecond
+	s, fos := newTestServer(t)
+	fos.failFirst = map[string]int{"mount": 3}
+	m := agent.MountRequest{Type: "9p", Tag: "share0", Target: "/src"}
+	must(t, s.mount(context.Background(), m))
+	if n := strings.Count(fos.ran(), "mount -t 9p"); n != 4 {
+		t.Fatalf("mount ran %d times, want 4 (3 failures, then success):\n%s", n, fos.ran())
+	}
+
+	mountRetryFor = 100 * time.Millisecond
+	fos.failFirst = map[string]int{"mount": 1 << 20}
+	err := s.mount(context.Background(), agent.MountRequest{Type: "9p", Tag: "missing", Target: "/other"})
+	if err == nil || !strings.Contains(err.Error(), "mount missing on /other (") {
+		t.Fatalf("a tag that never appears: %v", err)
 	}
 }
 
