@@ -23,6 +23,9 @@ func (s *Server) startDocker(ctx context.Context) error {
 	if err := s.writeDaemonJSON(); err != nil {
 		return err
 	}
+	if _, err := s.releaseReserveIfFull(); err != nil {
+		s.Log.Warn("data disk reserve", "err", err)
+	}
 	if _, err := s.OS.Run(ctx, "systemctl", "start", "containerd", "docker"); err != nil {
 		return fmt.Errorf("start docker: %w", err)
 	}

@@ -233,7 +233,10 @@ func (s *Server) dataDisk(ctx context.Context, dev string) error {
 			return err
 		}
 	}
-	return s.growFS(ctx, dev)
+	if err := s.growFS(ctx, dev); err != nil {
+		return err
+	}
+	return s.keepReserve()
 }
 
 // growFS lets a mounted ext4 take the space of a disk the host enlarged
