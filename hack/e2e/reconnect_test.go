@@ -4,8 +4,8 @@ package e2e
 
 import (
 	"fmt"
+	"io"
 	"net"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -61,7 +61,7 @@ func agentFault(t *testing.T, e *env, name, cmd string) {
 	statusSeen := watchStatusFor(e, "reconnecting")
 	// In a unit of its own: the fault takes the agent's cgroup, this ssh
 	// session's commands included, down with it.
-	e.run(time.Minute, e.vmdock, "ssh", "--", "systemd-run", "--no-block", "--collect", "sh", "-c", "sleep 1; "+cmd)
+	runT(t, e, time.Minute, e.vmdock, "ssh", "--", "systemd-run", "--no-block", "--collect", "sh", "-c", "sleep 1; "+cmd)
 	faultAt := time.Now().Add(time.Second)
 
 	var newPID int
@@ -123,7 +123,7 @@ func tryGuestAgentPID(e *env) (int, error) {
 func guestAgentStart(t *testing.T, e *env) time.Time {
 	t.Helper()
 	before := time.Now()
-	out := e.run(20*time.Second, e.vmdock, "ssh", "--", "sh", "-c",
+	out := runT(t, e, 20*time.Second, e.vmdock, "ssh", "--", "sh", "-c",
 		"echo $(cut -d' ' -f1 /proc/uptime) $(systemctl show -p ExecMainStartTimestampMonotonic --value vmdock-agent)")
 	asked := before.Add(time.Since(before) / 2)
 	f := strings.Fields(out)
@@ -231,23 +231,38 @@ func watchStatusFor(e *env, want string) func() bool {
 }
 
 // checkHostAccessAfterReconnect proves the new guest agent serves host
-// access again: its listener lived in the old agent process.
+// access (and the name host.docker.internal) again: its listener and DNS
+// server lived in the old agent process.
 func checkHostAccessAfterReconnect(t *testing.T, e *env) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprint(w, "host-after-reconnect")
-	})}
-	go srv.Serve(ln)
-	defer srv.Close()
-	url := fmt.Sprintf("http://host.docker.internal:%d/", ln.Addr().(*net.TCPAddr).Port)
-	// busybox-static 1.35 wget segfaults with -T: bound it with timeout.
-	out := e.docker(3*time.Minute, "run", "--rm", "vmdock-test:latest",
-		"/bin/busybox", "timeout", "30", "/bin/busybox", "wget", "-q", "-O-", url)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			io.WriteString(c, "host-after-reconnect\n")
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	out := runT(t, e, 3*time.Minute, "docker", "--context", "vmdock", "run", "--rm", "vmdock-test:latest",
+		"/bin/busybox", "sh", "-c", fmt.Sprintf("nc -w 30 host.docker.internal %d </dev/null", port))
 	if strings.TrimSpace(out) != "host-after-reconnect" {
 		t.Fatalf("host access after the reconnect: %q", out)
 	}
+}
+
+// runT is e.run failing t, for use inside subtests.
+func runT(t *testing.T, e *env, timeout time.Duration, name string, args ...string) string {
+	t.Helper()
+	out, errOut, err := e.try(timeout, name, args...)
+	if err != nil {
+		t.Fatalf("%s %s: %v\nstdout:\n%s\nstderr:\n%s", name, strings.Join(args, " "), err, out, errOut)
+	}
+	return out
 }
