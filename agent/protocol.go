@@ -86,15 +86,12 @@ type Setup struct {
 	HostAccessIP string `json:"hostAccessIP,omitempty"`
 }
 
-// MountRequest mounts one share at Target (the same path as on the host).
+// MountRequest mounts one share at Target, its guest path.
 type MountRequest struct {
 	Type     string `json:"type"` // virtiofs, 9p
 	Tag      string `json:"tag"`
 	Target   string `json:"target"`
 	ReadOnly bool   `json:"readOnly"`
-	// UID/GID of the host user, so 9p/virtiofs files look right to `docker -v`.
-	UID int `json:"uid"`
-	GID int `json:"gid"`
 }
 
 // ExecRequest runs a command in the guest; with TTY the stream carries a pty.

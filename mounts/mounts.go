@@ -82,12 +82,24 @@ func parseMode(s string) (writable, ok bool) {
 // Tag is the share tag of the i-th mount: the guest finds the share by it.
 func Tag(i int) string { return fmt.Sprintf("vmdock%d", i) }
 
-// Shares gives each mount its tag (vmdock0, vmdock1, ... in list order) for
-// the driver. Mounts should already be resolved.
-func Shares(ms []Mount) []driver.Share {
+// Shares turns mounts into the final shares, in list order: the driver
+// exports each under its tag (vmdock0, vmdock1, ...) and the guest mounts
+// it at its guest path. A mount without its own type gets defaultType (the
+// instance's mountType), one without a guest path appears at its host path,
+// and only writable mounts are writable. This is the one place these rules
+// live: the host agent, status and bench all read shares from here. Mounts
+// should already be resolved (Resolve).
+func Shares(ms []Mount, defaultType string) []driver.Share {
 	out := make([]driver.Share, 0, len(ms))
 	for i, m := range ms {
-		out = append(out, driver.Share{Tag: Tag(i), HostPath: m.Location, ReadOnly: !m.Writable, Type: m.Type})
+		sh := driver.Share{Tag: Tag(i), HostPath: m.Location, GuestPath: m.GuestPath, ReadOnly: !m.Writable, Type: m.Type}
+		if sh.Type == "" {
+			sh.Type = defaultType
+		}
+		if sh.GuestPath == "" {
+			sh.GuestPath = m.Location
+		}
+		out = append(out, sh)
 	}
 	return out
 }

@@ -122,9 +122,61 @@ func TestCheck(t *testing.T) {
 }
 
 func TestShares(t *testing.T) {
-	got := Shares([]Mount{{Location: "/a", Writable: true}, {Location: "/b"}})
-	want := []driver.Share{{Tag: "vmdock0", HostPath: "/a"}, {Tag: "vmdock1", HostPath: "/b", ReadOnly: true}}
+	tests := []struct {
+		name        string
+		mounts      []Mount
+		defaultType string
+		want        []driver.Share
+	}{
+		{name: "none", defaultType: driver.MountVirtiofs, want: []driver.Share{}},
+		{
+			name: "own type else the default, in list order", defaultType: driver.Mount9p,
+			mounts: []Mount{
+				{Location: "/a", GuestPath: "/a", Writable: true},
+				{Location: "/b", GuestPath: "/b", Type: driver.MountVirtiofs},
+				{Location: "/c", GuestPath: "/c", Type: driver.Mount9p},
+			},
+			want: []driver.Share{
+				{Tag: "vmdock0", HostPath: "/a", GuestPath: "/a", Type: driver.Mount9p},
+				{Tag: "vmdock1", HostPath: "/b", GuestPath: "/b", ReadOnly: true, Type: driver.MountVirtiofs},
+				{Tag: "vmdock2", HostPath: "/c", GuestPath: "/c", ReadOnly: true, Type: driver.Mount9p},
+			},
+		},
+		{
+			name: "guest path: its own, else the host path", defaultType: driver.MountVirtiofs,
+			mounts: []Mount{{Location: "/src", GuestPath: "/work", Writable: true}, {Location: "/data"}},
+			want: []driver.Share{
+				{Tag: "vmdock0", HostPath: "/src", GuestPath: "/work", Type: driver.MountVirtiofs},
+				{Tag: "vmdock1", HostPath: "/data", GuestPath: "/data", ReadOnly: true, Type: driver.MountVirtiofs},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Shares(tt.mounts, tt.defaultType); !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("Shares = %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// A -V flag and a ~ mount come out of Resolve and Shares as the guest
+// sees them.
+func TestSharesAfterResolve(t *testing.T) {
+	var ms []Mount
+	for _, f := range []string{"~/src:/src:rw", "~"} {
+		m, err := ParseFlag(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, m)
+	}
+	got := Shares(Resolve(ms, "/home/u"), driver.Mount9p)
+	want := []driver.Share{
+		{Tag: "vmdock0", HostPath: "/home/u/src", GuestPath: "/src", Type: driver.Mount9p},
+		{Tag: "vmdock1", HostPath: "/home/u", GuestPath: "/home/u", ReadOnly: true, Type: driver.Mount9p},
+	}
 	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("Shares = %+v, want %+v", got, want)
+		t.Fatalf("Shares = %+v\nwant %+v", got, want)
 	}
 }

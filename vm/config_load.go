@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 
 	"gopkg.in/yaml.v3"
 
@@ -26,21 +25,18 @@ const (
 	DefaultHostAccessIP    = "10.254.254.254"
 )
 
-// DefaultConfig is the configuration of a new instance on this host: host
-// arch, the best VM type and mount type available, the home folder shared
-// writable.
-func DefaultConfig() Config {
-	h := CurrentHost()
-	vmType := h.DefaultVMType()
-	return Config{
+// DefaultConfigFor is the configuration of a new instance on host h: the
+// host's arch, the best VM type and mount type it offers, the home folder
+// shared writable. It only reads h, so the same h gives the same config.
+func DefaultConfigFor(h Host) Config {
+	c := Config{
 		Arch:      h.Arch,
-		VMType:    vmType,
+		VMType:    h.DefaultVMType(),
 		Accel:     driver.AccelAuto,
 		CPUs:      min(DefaultCPUs, max(h.CPUs, 1)),
 		MemoryGiB: DefaultMemoryGiB,
 		DiskGiB:   DefaultDiskGiB,
 		Runtime:   DefaultRuntime,
-		MountType: h.DefaultMountType(vmType),
 		Mounts:    []Mount{{Location: "~", Writable: true}},
 		Binfmt:    true,
 		DiskSync:  driver.DiskSyncFsync,
@@ -52,25 +48,37 @@ func DefaultConfig() Config {
 		},
 		Activate: true,
 	}
+	c.FillDefaults(h)
+	return c
+}
+
+// FillDefaults sets what was left empty and follows from the host and the
+// VM type: the mount type. This is the one place the default mount type
+// is chosen, so a config that names only its vmType (a file, or
+// `start --vm-type` on a new instance) gets the mount type that suits it.
+func (c *Config) FillDefaults(h Host) {
+	if c.MountType == "" {
+		c.MountType = h.DefaultMountType(c.VMType)
+	}
 }
 
 // LoadConfig reads the instance's saved config (see LoadConfigFile).
-func LoadConfig(inst *Instance) (Config, error) { return LoadConfigFile(inst.ConfigPath()) }
+func LoadConfig(inst *Instance, h Host) (Config, error) { return LoadConfigFile(inst.ConfigPath(), h) }
 
 // MaxConfigBytes caps what is read of a config or template: a real one is
 // a few KiB, and reading a huge file whole would cost its size many times
 // over in memory before the YAML parser refused it.
 const MaxConfigBytes = 1 << 20
 
-// LoadConfigFile reads a YAML config over DefaultConfig. Unknown keys are
-// errors, so a typo is not silently ignored. A missing file returns an error
-// matching os.ErrNotExist.
-func LoadConfigFile(path string) (Config, error) {
+// LoadConfigFile reads a YAML config over the defaults for h. Unknown keys
+// are errors, so a typo is not silently ignored. A missing file returns an
+// error matching os.ErrNotExist.
+func LoadConfigFile(path string, h Host) (Config, error) {
 	b, err := ReadConfigFile(path)
 	if err != nil {
 		return Config{}, err
 	}
-	c, err := ParseConfig(b)
+	c, err := ParseConfig(b, h)
 	if err != nil {
 		return Config{}, fmt.Errorf("config %s: %w", path, err)
 	}
@@ -95,10 +103,10 @@ func ReadConfigFile(path string) ([]byte, error) {
 	return b, nil
 }
 
-// ParseConfig decodes YAML over DefaultConfig. A file that names a vmType
-// but no mountType gets the mount type that suits that vmType.
-func ParseConfig(b []byte) (Config, error) {
-	c := DefaultConfig()
+// ParseConfig decodes YAML over the defaults for h. A file that names a
+// vmType but no mountType gets the mount type that suits that vmType.
+func ParseConfig(b []byte, h Host) (Config, error) {
+	c := DefaultConfigFor(h)
 	c.MountType = ""
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
@@ -108,9 +116,7 @@ func ParseConfig(b []byte) (Config, error) {
 	if err := noSecondDocument(dec); err != nil {
 		return Config{}, err
 	}
-	if c.MountType == "" {
-		c.MountType = CurrentHost().DefaultMountType(c.VMType)
-	}
+	c.FillDefaults(h)
 	return c, nil
 }
 
@@ -173,8 +179,5 @@ func (c *Config) Normalize() {
 	home, _ := os.UserHomeDir()
 	c.Mounts = mounts.Resolve(c.Mounts, home)
 }
-
-// hostArch is the GOARCH vmdock runs as; a var so tests can pretend.
-var hostArch = runtime.GOARCH
 
 func oneLine(s string) string { return string(bytes.Join(bytes.Fields([]byte(s)), []byte(" "))) }

@@ -25,39 +25,10 @@ const (
 	MaxDiskGiB   = 8192
 )
 
-// Host is what validation needs to know about the machine vmdock runs on.
-type Host struct {
-	OS        string // GOOS
-	Arch      string // GOARCH
-	CPUs      int
-	VZ        bool   // Apple Virtualization.framework is usable (macOS 13+)
-	Virtiofsd string // a virtiofsd for QEMU; empty: none found
-}
-
-// DefaultVMType is vz where Virtualization.framework works, else qemu.
-func (h Host) DefaultVMType() string {
-	if h.VZ {
-		return "vz"
-	}
-	return "qemu"
-}
-
-// DefaultMountType is virtiofs on vz, and on qemu when a virtiofsd exists;
-// 9p otherwise.
-func (h Host) DefaultMountType(vmType string) string {
-	if vmType == "vz" || h.Virtiofsd != "" {
-		return driver.MountVirtiofs
-	}
-	return driver.Mount9p
-}
-
 var envKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// Validate checks c against this host and reports every problem at once,
+// ValidateOn checks c against host h and reports every problem at once,
 // one line each.
-func (c Config) Validate() error { return c.ValidateOn(CurrentHost()) }
-
-// ValidateOn checks c as if vmdock ran on h.
 func (c Config) ValidateOn(h Host) error {
 	var errs []error
 	bad := func(field string, value any, accepted string, args ...any) {
@@ -70,8 +41,8 @@ func (c Config) ValidateOn(h Host) error {
 		bad("arch", c.Arch, "amd64 or arm64")
 	}
 	switch c.VMType {
-	case "qemu":
-	case "vz":
+	case driver.TypeQEMU:
+	case driver.TypeVZ:
 		if !h.VZ {
 			bad("vmType", c.VMType, "qemu (vz needs macOS 13 or later; this host is %s)", h.OS)
 		} else if c.Arch != h.Arch {
@@ -94,11 +65,11 @@ func (c Config) ValidateOn(h Host) error {
 	}
 	switch c.MountType {
 	case driver.MountVirtiofs:
-		if c.VMType == "qemu" && h.Virtiofsd == "" {
+		if c.VMType == driver.TypeQEMU && h.Virtiofsd == "" {
 			bad("mountType", c.MountType, "9p (no virtiofsd found on PATH, /usr/libexec or /usr/lib/qemu)")
 		}
 	case driver.Mount9p:
-		if c.VMType == "vz" {
+		if c.VMType == driver.TypeVZ {
 			bad("mountType", c.MountType, "virtiofs (vz has no 9p)")
 		}
 	default:
@@ -107,11 +78,11 @@ func (c Config) ValidateOn(h Host) error {
 	for _, m := range c.Mounts {
 		switch m.Type {
 		case "", driver.Mount9p:
-			if m.Type != "" && c.VMType == "vz" {
+			if m.Type != "" && c.VMType == driver.TypeVZ {
 				bad("mounts[].type", m.Type, "virtiofs (vz has no 9p) for %s", m.Location)
 			}
 		case driver.MountVirtiofs:
-			if c.VMType == "qemu" && h.Virtiofsd == "" {
+			if c.VMType == driver.TypeQEMU && h.Virtiofsd == "" {
 				bad("mounts[].type", m.Type, "9p for %s (no virtiofsd found)", m.Location)
 			}
 		default:
@@ -120,7 +91,7 @@ func (c Config) ValidateOn(h Host) error {
 	}
 	if c.VZRosetta {
 		switch {
-		case c.VMType != "vz":
+		case c.VMType != driver.TypeVZ:
 			bad("vzRosetta", true, "false unless vmType is vz (it is %q)", c.VMType)
 		case h.Arch != driver.ArchARM64 || c.Arch != driver.ArchARM64:
 			bad("vzRosetta", true, "false unless host and guest are arm64 (host %s, guest %s)", h.Arch, c.Arch)
@@ -129,15 +100,15 @@ func (c Config) ValidateOn(h Host) error {
 	switch c.Accel {
 	case driver.AccelAuto, driver.AccelTCG:
 	case driver.AccelKVM, driver.AccelHVF:
-		if native := nativeAccelFor(h.OS); c.Accel != native {
+		if native := h.Accel; c.Accel != native {
 			bad("accel", c.Accel, "auto or tcg%s", prefixComma(native))
-		} else if c.VMType != "qemu" {
+		} else if c.VMType != driver.TypeQEMU {
 			bad("accel", c.Accel, "auto unless vmType is qemu (vz always uses the hardware)")
 		}
 	default:
 		bad("accel", c.Accel, "auto, kvm, hvf or tcg")
 	}
-	if c.Accel == driver.AccelTCG && c.VMType == "vz" {
+	if c.Accel == driver.AccelTCG && c.VMType == driver.TypeVZ {
 		bad("accel", c.Accel, "auto unless vmType is qemu (vz always uses the hardware)")
 	}
 	switch c.DiskSync {
@@ -290,17 +261,6 @@ func CheckChange(old, new Config) error {
 		errs = append(errs, fmt.Errorf("disk: cannot shrink from %d to %d GiB; accepted: %d GiB or more", old.DiskGiB, new.DiskGiB, old.DiskGiB))
 	}
 	return errors.Join(errs...)
-}
-
-// nativeAccelFor is the hardware accelerator QEMU has on an OS.
-func nativeAccelFor(goos string) string {
-	switch goos {
-	case "linux":
-		return driver.AccelKVM
-	case "darwin":
-		return driver.AccelHVF
-	}
-	return ""
 }
 
 func prefixComma(s string) string {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/vmdock/vmdock/atomicfile"
 	"github.com/vmdock/vmdock/network/dockerctx"
-	"github.com/vmdock/vmdock/vm/qemu"
 )
 
 // state is what vmdock remembers between commands about an instance.
@@ -90,7 +89,10 @@ func removeContext(inst *Instance) {
 
 // endOrphans ends VM processes a dead host agent left running.
 func endOrphans(inst *Instance) {
-	if err := qemu.CleanupOrphans(inst.Dir); err != nil {
+	if inst.EndOrphans == nil {
+		return
+	}
+	if err := inst.EndOrphans(inst.Dir); err != nil {
 		slog.Warn("end orphaned VM processes", "dir", inst.Dir, "err", err)
 	}
 }

@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	"github.com/vmdock/vmdock/images"
+	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/logfile"
-	"github.com/vmdock/vmdock/vm/qemu"
 )
 
 // Instance is one profile's folder under $VMDOCK_HOME. Every file vmdock
@@ -15,6 +15,11 @@ import (
 type Instance struct {
 	Name string // profile name
 	Dir  string // <home>/<profile>, mode 0700
+
+	// EndOrphans ends VM processes (qemu, virtiofsd) that a host agent
+	// which died left running for Dir. vm cannot import the drivers, so
+	// the program that links them sets it; nil ends nothing.
+	EndOrphans func(dir string) error
 }
 
 func (i *Instance) path(name string) string { return filepath.Join(i.Dir, name) }
@@ -51,8 +56,7 @@ var instanceFiles = func() map[string]bool {
 		i.AgentSocketPath(), i.ControlSocketPath(), i.PIDPath(), i.DockerSocketPath(),
 		i.SerialLogPath(), i.HostAgentLogPath(), i.GuestAgentLogPath(), i.StatePath(),
 		i.SpecPath(), i.BrokenPath(),
-		qemu.QMPSocketPath(""), qemu.AgentSocketPath(""), qemu.PIDFilePath(""),
-		qemu.LogPath(""), qemu.EFIVarsPath(""), // vz's EFI store has the same name
+		driver.QMPSocketFile, driver.QEMUPIDFile, driver.QEMULogFile, driver.EFIVarsFile,
 	} {
 		m[filepath.Base(p)] = true
 	}
@@ -60,7 +64,7 @@ var instanceFiles = func() map[string]bool {
 }()
 
 // instancePatterns match the numbered files of the drivers (one per share).
-var instancePatterns = []string{"virtiofs-*.sock", "virtiofsd-*.pid"}
+var instancePatterns = []string{driver.VirtiofsSocketFiles, driver.VirtiofsdPIDFiles}
 
 // isInstanceFile reports whether name is one vmdock makes in an instance
 // folder: a known file, a rotated log (.1), a driver's numbered file, or

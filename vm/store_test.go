@@ -60,7 +60,7 @@ func TestCreateAndList(t *testing.T) {
 		if err := inst.Create(); err != nil {
 			t.Fatal(err)
 		}
-		if err := DefaultConfig().Save(inst.ConfigPath()); err != nil {
+		if err := DefaultConfigFor(linuxHost).Save(inst.ConfigPath()); err != nil {
 			t.Fatal(err)
 		}
 		fi, err := os.Stat(inst.Dir)

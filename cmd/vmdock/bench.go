@@ -13,6 +13,7 @@ import (
 
 	"github.com/vmdock/vmdock/bench"
 	"github.com/vmdock/vmdock/bench/scratch"
+	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/vm"
 	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/qemu"
@@ -45,12 +46,12 @@ func newBenchCmd(g *globals) *cobra.Command {
 			}
 			ctx := cmd.Context()
 			if rawBoot {
-				return runRawBoot(cmd, inst, appendPath, jsonPath)
+				return runRawBoot(cmd, inst, g.host, appendPath, jsonPath)
 			}
 			if st := inst.Status(ctx); st.State != vm.StateRunning {
 				return fmt.Errorf("profile %q is not running (%s); start it with `vmdock start -p %s`", inst.Name, st, inst.Name)
 			}
-			cfg, err := vm.LoadConfig(inst)
+			cfg, err := vm.LoadConfig(inst, g.host)
 			if err != nil {
 				return err
 			}
@@ -127,18 +128,7 @@ func benchEnv(cmd *cobra.Command, inst *vm.Instance, cfg vm.Config) (bench.Env, 
 		HostAgentLog: inst.HostAgentLogPath(),
 		HostAccessIP: cfg.Network.HostAccessIP,
 	}
-	for _, mt := range cfg.Mounts {
-		// The helper and scratch paths assume the guest sees the share at
-		// the host path.
-		if mt.GuestPath != "" && mt.GuestPath != mt.Location {
-			continue
-		}
-		typ := mt.Type
-		if typ == "" {
-			typ = cfg.MountType
-		}
-		env.Shares = append(env.Shares, bench.Share{Path: mt.Location, Type: typ, Writable: mt.Writable})
-	}
+	env.Shares = benchShares(cfg)
 	m := bench.HostMachine()
 	m.Driver, m.GuestCPUs, m.GuestMemGiB, m.DiskSync = cfg.VMType, cfg.CPUs, cfg.MemoryGiB, cfg.DiskSync
 	st, err := vm.HostAgentState(ctx, inst)
@@ -160,11 +150,23 @@ func benchEnv(cmd *cobra.Command, inst *vm.Instance, cfg vm.Config) (bench.Env, 
 	return env, m, nil
 }
 
+// benchShares are the instance's shares the file sections can use: the
+// helper and scratch paths assume the guest sees a share at its host path.
+func benchShares(cfg vm.Config) []bench.Share {
+	var out []bench.Share
+	for _, sh := range mounts.Shares(cfg.Mounts, cfg.MountType) {
+		if sh.GuestPath == sh.HostPath {
+			out = append(out, bench.Share{Path: sh.HostPath, Type: sh.Type, Writable: !sh.ReadOnly})
+		}
+	}
+	return out
+}
+
 // scratchDisks is how the sync section hot-plugs its disks: through the
 // host agent, which owns the hypervisor. Only QEMU takes a disk while the
 // VM runs; vz would need a reboot, which would compare boots again.
 func scratchDisks(inst *vm.Instance, vmDriver string) (bench.ScratchDisks, string) {
-	if vmDriver != "qemu" {
+	if vmDriver != driver.TypeQEMU {
 		return nil, fmt.Sprintf("the %s driver cannot attach a disk to a running VM, so the --disk-sync modes cannot be compared within one boot (compare them across restarts with `vmdock start --disk-sync <mode>`)", vmDriver)
 	}
 	return scratch.Client{HTTP: vm.ControlClient(inst.ControlSocketPath())}, ""
@@ -202,13 +204,13 @@ func loadReport(path string) (*bench.Report, error) {
 // runRawBoot records the boot section's baseline: the instance's last VM
 // spec booted by the QEMU driver alone. It needs the instance stopped (the
 // same disks) and holds its lock while the VM runs.
-func runRawBoot(cmd *cobra.Command, inst *vm.Instance, paths ...string) error {
+func runRawBoot(cmd *cobra.Command, inst *vm.Instance, h vm.Host, paths ...string) error {
 	ctx := cmd.Context()
-	cfg, err := vm.LoadConfig(inst)
+	cfg, err := vm.LoadConfig(inst, h)
 	if err != nil {
 		return err
 	}
-	if cfg.VMType != "qemu" {
+	if cfg.VMType != driver.TypeQEMU {
 		return fmt.Errorf("--raw-boot: vm type %q: the raw-boot baseline is measured with qemu only", cfg.VMType)
 	}
 	lock, err := inst.Lock()

@@ -1,22 +1,42 @@
 package main
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/vmdock/vmdock/bench"
 	"github.com/vmdock/vmdock/vm"
+	"github.com/vmdock/vmdock/vm/driver"
 )
 
 // vz cannot take a disk while the VM runs: the sync section must say so
 // instead of asking the host agent; qemu gets the host agent's client.
 func TestScratchDisksPerDriver(t *testing.T) {
 	inst := &vm.Instance{Name: "default", Dir: t.TempDir()}
-	s, why := scratchDisks(inst, "vz")
+	s, why := scratchDisks(inst, driver.TypeVZ)
 	if s != nil || !strings.Contains(why, "the vz driver cannot attach a disk to a running VM") {
 		t.Errorf("vz: %v, %q", s, why)
 	}
-	s, why = scratchDisks(inst, "qemu")
+	s, why = scratchDisks(inst, driver.TypeQEMU)
 	if s == nil || why != "" {
 		t.Errorf("qemu: %v, %q", s, why)
+	}
+}
+
+// The bench measures the shares as the guest has them: resolved type and
+// mode, and only those at their host path.
+func TestBenchShares(t *testing.T) {
+	cfg := vm.DefaultConfigFor(testHost)
+	cfg.MountType = driver.Mount9p
+	cfg.Mounts = []vm.Mount{
+		{Location: "/home/u", GuestPath: "/home/u", Writable: true},
+		{Location: "/src", GuestPath: "/work", Writable: true},
+		{Location: "/data", Type: driver.MountVirtiofs},
+	}
+	got := benchShares(cfg)
+	want := []bench.Share{{Path: "/home/u", Type: driver.Mount9p, Writable: true}, {Path: "/data", Type: driver.MountVirtiofs}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("benchShares = %+v, want %+v", got, want)
 	}
 }

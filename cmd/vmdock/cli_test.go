@@ -44,13 +44,13 @@ func installFake(t *testing.T) *fakeVM {
 		f.execs = append(f.execs, argv)
 		return 3, nil
 	}
-	runHostAgent = func(context.Context, *vm.Instance) error { return errors.New("fake host agent") }
+	runHostAgent = func(context.Context, *vm.Instance, vm.Host) error { return errors.New("fake host agent") }
 	t.Cleanup(func() {
 		startVM = saved[0].(func(context.Context, *vm.Instance, vm.Config, vm.StartOptions) error)
 		stopVM = saved[1].(func(context.Context, *vm.Instance, vm.StopOptions) error)
 		deleteVM = saved[2].(func(context.Context, *vm.Instance, vm.DeleteOptions) error)
 		execVM = saved[3].(func(context.Context, *vm.Instance, []string, io.Reader, io.Writer, io.Writer) (int, error))
-		runHostAgent = saved[4].(func(context.Context, *vm.Instance) error)
+		runHostAgent = saved[4].(func(context.Context, *vm.Instance, vm.Host) error)
 	})
 	return f
 }
@@ -67,7 +67,7 @@ func env(t *testing.T) (home, user string) {
 }
 
 func run(args ...string) (string, error) {
-	root := newRootCmd()
+	root := newRootCmd(testHost)
 	var out bytes.Buffer
 	root.SetArgs(args)
 	root.SetOut(&out)
@@ -198,7 +198,7 @@ func TestStartRejectsBadInput(t *testing.T) {
 }
 
 func otherArch() string {
-	if vm.CurrentHost().Arch == "arm64" {
+	if testHost.Arch == "arm64" {
 		return "amd64"
 	}
 	return "arm64"
@@ -217,7 +217,7 @@ func TestStartSavesFlags(t *testing.T) {
 	if _, err := run("start", "--cpu", "1", "-m", "1.5", "-V", spaced+":w", "-V", "~/other/:/hosthome", "--env", "A=b=c", "--dns", "1.1.1.1"); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := vm.LoadConfigFile(filepath.Join(home, "default", "vmdock.yaml"))
+	cfg, err := vm.LoadConfigFile(filepath.Join(home, "default", "vmdock.yaml"), testHost)
 	if err != nil {
 		t.Fatal(err)
 	}

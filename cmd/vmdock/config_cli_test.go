@@ -12,7 +12,7 @@ import (
 
 // runSplit runs the CLI with stdout and stderr kept apart.
 func runSplit(args ...string) (stdout, stderr string, err error) {
-	root := newRootCmd()
+	root := newRootCmd(testHost)
 	var out, errOut bytes.Buffer
 	root.SetArgs(args)
 	root.SetOut(&out)

@@ -95,7 +95,7 @@ func TestStartCLI(t *testing.T) {
 	}
 	startWithSlowHostAgent(nil)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	root := newRootCmd()
+	root := newRootCmd(testHost)
 	root.SetArgs([]string{"start"})
 	err := root.ExecuteContext(ctx)
 	stop()

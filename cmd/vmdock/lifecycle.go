@@ -46,12 +46,12 @@ func newRestartCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cfg, err := vm.LoadConfig(inst)
+			cfg, err := vm.LoadConfig(inst, g.host)
 			if err != nil {
 				return err
 			}
 			cfg.Normalize()
-			if err := cfg.Validate(); err != nil {
+			if err := cfg.ValidateOn(g.host); err != nil {
 				return err
 			}
 			lock, err := inst.Lock()
@@ -123,7 +123,7 @@ func newHostAgentCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return runHostAgent(cmd.Context(), inst)
+			return runHostAgent(cmd.Context(), inst, g.host)
 		},
 	}
 }

@@ -17,7 +17,7 @@ var Version = "dev"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := newRootCmd().ExecuteContext(ctx)
+	err := newRootCmd(detectHost()).ExecuteContext(ctx)
 	stop()
 	os.Exit(exitCode(err, os.Stderr))
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/vmdock/vmdock/vm"
 	"github.com/vmdock/vmdock/vm/hostagent"
+	"github.com/vmdock/vmdock/vm/qemu"
 )
 
 // ProfileEnv sets the default of -p/--profile.
@@ -22,15 +23,16 @@ var (
 	stopVM       = vm.Stop
 	deleteVM     = vm.Delete
 	execVM       = vm.Exec
-	runHostAgent = func(ctx context.Context, inst *vm.Instance) error {
-		return hostagent.Run(ctx, inst, hostagent.Options{})
+	runHostAgent = func(ctx context.Context, inst *vm.Instance, h vm.Host) error {
+		return hostagent.Run(ctx, inst, hostagent.Options{Host: h})
 	}
 )
 
-// globals are the flags every command shares.
+// globals are the flags every command shares, and the host they run on.
 type globals struct {
 	profile string
 	debug   bool
+	host    vm.Host
 }
 
 // instance resolves the home folder and the profile's instance; it creates
@@ -40,7 +42,13 @@ func (g *globals) instance() (*vm.Instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	return vm.OpenInstance(home, g.profile)
+	inst, err := vm.OpenInstance(home, g.profile)
+	if err != nil {
+		return nil, err
+	}
+	// vm cannot import the drivers; QEMU is the one that leaves processes.
+	inst.EndOrphans = qemu.CleanupOrphans
+	return inst, nil
 }
 
 // existing is instance() for commands that need a created instance.
@@ -55,8 +63,9 @@ func (g *globals) existing() (*vm.Instance, error) {
 	return inst, nil
 }
 
-func newRootCmd() *cobra.Command {
-	g := &globals{}
+// newRootCmd builds the command tree for host h, which main detects once.
+func newRootCmd(h vm.Host) *cobra.Command {
+	g := &globals{host: h}
 	root := &cobra.Command{
 		Use:           "vmdock",
 		Short:         "A Docker engine in a lightweight Linux VM",

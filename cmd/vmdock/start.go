@@ -52,7 +52,7 @@ func newStartCmd(g *globals) *cobra.Command {
 			return runStart(cmd.Context(), g, cmd.Flags(), &f, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	d := vm.DefaultConfig()
+	d := vm.DefaultConfigFor(g.host)
 	fs := cmd.Flags()
 	fs.IntVarP(&f.cpus, "cpus", "c", d.CPUs, "number of virtual CPUs (alias --cpu)")
 	fs.Float64VarP(&f.memory, "memory", "m", d.MemoryGiB, "memory in GiB")
@@ -89,7 +89,7 @@ func runStart(ctx context.Context, g *globals, fs *pflag.FlagSet, f *startFlags,
 	if err != nil {
 		return err
 	}
-	cfg, old, err := plannedConfig(inst, fs, f)
+	cfg, old, err := plannedConfig(inst, g.host, fs, f)
 	if err != nil {
 		return err
 	}
@@ -112,29 +112,31 @@ func runStart(ctx context.Context, g *globals, fs *pflag.FlagSet, f *startFlags,
 	printWarnings(errOut, cfg.Warnings())
 	if f.foreground {
 		lock.Unlock() // the host agent must stay stoppable by `vmdock stop`
-		return runHostAgent(ctx, inst)
+		return runHostAgent(ctx, inst, g.host)
 	}
 	return startVM(ctx, inst, cfg, vm.StartOptions{Progress: out})
 }
 
-// plannedConfig is the config `start` would save: the saved one (or the
-// template, or the defaults) with the given flags on top. It returns every
-// problem at once and touches no file. old is the saved config, if any.
-func plannedConfig(inst *vm.Instance, fs *pflag.FlagSet, f *startFlags) (cfg vm.Config, old *vm.Config, err error) {
-	switch saved, err := vm.LoadConfig(inst); {
+// plannedConfig is the config `start` would save on host h: the saved one
+// (or the template, or the defaults) with the given flags on top. It
+// returns every problem at once and touches no file. old is the saved
+// config, if any.
+func plannedConfig(inst *vm.Instance, h vm.Host, fs *pflag.FlagSet, f *startFlags) (cfg vm.Config, old *vm.Config, err error) {
+	switch saved, err := vm.LoadConfig(inst, h); {
 	case err == nil:
 		old = &saved
 		cfg = saved
 	case errors.Is(err, os.ErrNotExist):
-		if cfg, err = baseConfig(filepath.Dir(inst.Dir)); err != nil {
+		if cfg, err = baseConfig(filepath.Dir(inst.Dir), h); err != nil {
 			return cfg, nil, err
 		}
 	default:
 		return cfg, nil, err
 	}
 	errs := applyFlags(&cfg, fs, f, old == nil)
+	cfg.FillDefaults(h)
 	cfg.Normalize()
-	errs = append(errs, cfg.Validate())
+	errs = append(errs, cfg.ValidateOn(h))
 	if old != nil {
 		errs = append(errs, vm.CheckChange(*old, cfg))
 	}
@@ -145,10 +147,10 @@ func plannedConfig(inst *vm.Instance, fs *pflag.FlagSet, f *startFlags) (cfg vm.
 func templatePath(home string) string { return filepath.Join(home, "template.yaml") }
 
 // baseConfig is the template when the user has one, else the defaults.
-func baseConfig(home string) (vm.Config, error) {
-	cfg, err := vm.LoadConfigFile(templatePath(home))
+func baseConfig(home string, h vm.Host) (vm.Config, error) {
+	cfg, err := vm.LoadConfigFile(templatePath(home), h)
 	if errors.Is(err, os.ErrNotExist) {
-		return vm.DefaultConfig(), nil
+		return vm.DefaultConfigFor(h), nil
 	}
 	return cfg, err
 }
@@ -169,7 +171,9 @@ func applyFlags(cfg *vm.Config, fs *pflag.FlagSet, f *startFlags, fresh bool) []
 	set("vm-type", func() {
 		cfg.VMType = f.vmType
 		if fresh && !fs.Changed("mount-type") {
-			cfg.MountType = vm.CurrentHost().DefaultMountType(f.vmType)
+			// A new instance's default mount type follows its VM type:
+			// FillDefaults chooses it again.
+			cfg.MountType = ""
 		}
 	})
 	set("accel", func() { cfg.Accel = f.accel })

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/vm"
 )
 
@@ -56,7 +57,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 			st := inst.Status(cmd.Context())
 			s := statusJSON{Profile: inst.Name, Status: st.State, Reason: st.Reason, Dir: inst.Dir, PID: st.PID,
 				DockerSocket: inst.DockerSocketPath(), HostAgent: st.HostAgent, LastError: st.LastError}
-			if cfg, err := vm.LoadConfig(inst); err != nil {
+			if cfg, err := vm.LoadConfig(inst, g.host); err != nil {
 				s.ConfigError = err.Error()
 			} else {
 				s.Config = &cfg
@@ -88,16 +89,12 @@ func writeStatusText(w io.Writer, s statusJSON, st vm.InstanceStatus) error {
 	if c := s.Config; c != nil {
 		fmt.Fprintf(tw, "vm:\t%s %s, %d CPUs, %g GiB memory, %d GiB disk\n", c.VMType, c.Arch, c.CPUs, c.MemoryGiB, c.DiskGiB)
 		fmt.Fprintf(tw, "runtime:\t%s\n", c.Runtime)
-		for _, m := range c.Mounts {
-			mode := "ro"
-			if m.Writable {
-				mode = "rw"
+		for _, sh := range mounts.Shares(c.Mounts, c.MountType) {
+			mode := "rw"
+			if sh.ReadOnly {
+				mode = "ro"
 			}
-			mtype := c.MountType
-			if m.Type != "" {
-				mtype = m.Type
-			}
-			fmt.Fprintf(tw, "mount:\t%s -> %s (%s, %s)\n", m.Location, m.GuestPath, mtype, mode)
+			fmt.Fprintf(tw, "mount:\t%s -> %s (%s, %s)\n", sh.HostPath, sh.GuestPath, sh.Type, mode)
 		}
 	} else {
 		fmt.Fprintf(tw, "config:\t%s\n", s.ConfigError)
@@ -154,7 +151,7 @@ func newListCmd(g *globals) *cobra.Command {
 			for _, inst := range insts {
 				st := inst.Status(cmd.Context())
 				r := listJSON{Profile: inst.Name, Status: st.State, Reason: st.Reason, Dir: inst.Dir}
-				if c, err := vm.LoadConfig(inst); err == nil {
+				if c, err := vm.LoadConfig(inst, g.host); err == nil {
 					r.Arch, r.CPUs, r.Memory, r.Disk, r.Runtime, r.VMType = c.Arch, c.CPUs, c.MemoryGiB, c.DiskGiB, c.Runtime, c.VMType
 				} else if r.Reason == "" {
 					r.Reason = "config: " + err.Error()

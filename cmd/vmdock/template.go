@@ -31,7 +31,7 @@ func newTemplateCmd(g *globals) *cobra.Command {
 			if !edit {
 				b, err := vm.ReadConfigFile(path)
 				if errors.Is(err, os.ErrNotExist) {
-					if b, err = defaultTemplate(); err != nil {
+					if b, err = defaultTemplate(g.host); err != nil {
 						return err
 					}
 				} else if err != nil {
@@ -41,7 +41,7 @@ func newTemplateCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-				b, err := defaultTemplate()
+				b, err := defaultTemplate(g.host)
 				if err != nil {
 					return err
 				}
@@ -59,10 +59,10 @@ func newTemplateCmd(g *globals) *cobra.Command {
 			if err := ed.Run(); err != nil {
 				return fmt.Errorf("editor %q: %w", editor, err)
 			}
-			cfg, err := vm.LoadConfigFile(path)
+			cfg, err := vm.LoadConfigFile(path, g.host)
 			if err == nil {
 				cfg.Normalize()
-				err = cfg.Validate()
+				err = cfg.ValidateOn(g.host)
 			}
 			if err != nil {
 				return fmt.Errorf("template %s is not valid, run `vmdock template --edit` again:\n%w", path, err)
@@ -75,8 +75,8 @@ func newTemplateCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func defaultTemplate() ([]byte, error) {
-	b, err := vm.DefaultConfig().Marshal()
+func defaultTemplate(h vm.Host) ([]byte, error) {
+	b, err := vm.DefaultConfigFor(h).Marshal()
 	if err != nil {
 		return nil, err
 	}

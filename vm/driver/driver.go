@@ -53,30 +53,14 @@ type Disk struct {
 	CDROM    bool // the cidata boot disk
 }
 
-// Share is one host folder exported to the guest under Tag.
+// Share is one host folder exported to the guest under Tag and mounted at
+// GuestPath; package mounts resolves the config's mounts into these.
 type Share struct {
-	Tag      string
-	HostPath string
-	ReadOnly bool
-	Type     string // MountVirtiofs or Mount9p; empty: Spec.MountType
-}
-
-// ShareType is the mount type of sh: its own, else the spec's default.
-func (s Spec) ShareType(sh Share) string {
-	if sh.Type != "" {
-		return sh.Type
-	}
-	return s.MountType
-}
-
-// HasShareType reports whether any share uses mount type t.
-func (s Spec) HasShareType(t string) bool {
-	for _, sh := range s.Shares {
-		if s.ShareType(sh) == t {
-			return true
-		}
-	}
-	return false
+	Tag       string
+	HostPath  string
+	GuestPath string // where the guest mounts it; drivers do not need it
+	ReadOnly  bool
+	Type      string // MountVirtiofs or Mount9p
 }
 
 // Spec describes one VM, independent of the hypervisor.
@@ -92,13 +76,12 @@ type Spec struct {
 	Initrd  string
 	Cmdline string
 
-	Disks     []Disk
-	Shares    []Share
-	MountType string // MountVirtiofs or Mount9p
-	Network   string // NetworkUser or NetworkIsolated
-	DiskSync  string
-	Rosetta   bool   // vz on arm64 only
-	Accel     string // AccelAuto (or empty), AccelKVM, AccelHVF, AccelTCG; qemu only
+	Disks    []Disk
+	Shares   []Share
+	Network  string // NetworkUser or NetworkIsolated
+	DiskSync string
+	Rosetta  bool   // vz on arm64 only
+	Accel    string // AccelAuto (or empty), AccelKVM, AccelHVF, AccelTCG; qemu only
 
 	SerialLog string // serial console output file
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/vmdock/vmdock/images"
 	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/network"
-	"github.com/vmdock/vmdock/vm"
 	"github.com/vmdock/vmdock/vm/cidata"
 	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/logfile"
@@ -105,8 +104,8 @@ func (ha *hostAgent) bootSteps() []step {
 			return ha.client.Setup(ctx, ha.guestSetup())
 		}},
 		{name: "mounts", run: func(ctx context.Context) error {
-			for i, sh := range spec.Shares {
-				req := ha.mountRequest(spec, sh, ha.cfg.Mounts[i])
+			for _, sh := range spec.Shares {
+				req := mountRequest(sh)
 				if err := ha.client.Mount(ctx, req); err != nil {
 					return fmt.Errorf("mount %s at %s: %w", sh.HostPath, req.Target, err)
 				}
@@ -291,19 +290,10 @@ func (ha *hostAgent) guestSetup() agent.Setup {
 	}
 }
 
-func (ha *hostAgent) mountRequest(spec driver.Spec, sh driver.Share, m vm.Mount) agent.MountRequest {
-	target := m.GuestPath
-	if target == "" {
-		target = m.Location
-	}
-	return agent.MountRequest{
-		Type:     spec.ShareType(sh),
-		Tag:      sh.Tag,
-		Target:   target,
-		ReadOnly: sh.ReadOnly,
-		UID:      os.Getuid(),
-		GID:      os.Getgid(),
-	}
+// mountRequest asks the guest to mount a resolved share where the config
+// put it.
+func mountRequest(sh driver.Share) agent.MountRequest {
+	return agent.MountRequest{Type: sh.Type, Tag: sh.Tag, Target: sh.GuestPath, ReadOnly: sh.ReadOnly}
 }
 
 // spec turns the config and the prepared image into the driver's VM spec.
@@ -322,14 +312,13 @@ func (ha *hostAgent) spec(img *images.Image) (driver.Spec, error) {
 			{Path: ha.inst.DataDiskPath(), Format: "raw"},
 			{Path: ha.inst.BootDiskPath(), Format: "raw", ReadOnly: true, CDROM: true},
 		},
-		MountType: ha.cfg.MountType,
 		Network:   ha.cfg.Network.Mode,
 		DiskSync:  ha.cfg.DiskSync,
 		Rosetta:   ha.cfg.VZRosetta,
 		Accel:     ha.cfg.Accel,
 		SerialLog: ha.inst.SerialLogPath(),
 	}
-	s.Shares = mounts.Shares(ha.cfg.Mounts)
+	s.Shares = mounts.Shares(ha.cfg.Mounts, ha.cfg.MountType)
 	if s.CPUs <= 0 || s.MemoryMiB <= 0 {
 		return s, errors.New("cpus and memory must be positive")
 	}
@@ -337,7 +326,7 @@ func (ha *hostAgent) spec(img *images.Image) (driver.Spec, error) {
 }
 
 func channelFor(vmType string) string {
-	if vmType == "vz" {
+	if vmType == driver.TypeVZ {
 		return agent.ChannelVsock
 	}
 	return agent.ChannelVirtioSerial

@@ -42,6 +42,9 @@ type Options struct {
 	// ACPITimeout bounds the wait for the guest to obey the ACPI power
 	// button (the fall back when the agent is gone) before the VM is ended.
 	ACPITimeout time.Duration
+	// Host is this machine as the command line detected it; the instance's
+	// config is read with its defaults.
+	Host vm.Host
 }
 
 func (o *Options) setDefaults() {
@@ -97,7 +100,7 @@ type hostAgent struct {
 // a requested stop, an error when booting failed or the VM died.
 func Run(ctx context.Context, inst *vm.Instance, opts Options) error {
 	opts.setDefaults()
-	cfg, err := vm.LoadConfig(inst)
+	cfg, err := vm.LoadConfig(inst, opts.Host)
 	if err != nil {
 		return err
 	}

@@ -188,12 +188,12 @@ func waitDockerPing(ctx context.Context, sock string, timeout time.Duration) err
 
 func newDriver(vmType string) (driver.Driver, error) {
 	switch vmType {
-	case "qemu":
+	case driver.TypeQEMU:
 		return qemu.New(qemu.Options{CacheDir: hostCacheDir()}), nil
-	case "vz":
+	case driver.TypeVZ:
 		return vz.New(), nil
 	}
-	return nil, fmt.Errorf("unknown vm type %q (accepted: qemu, vz)", vmType)
+	return nil, fmt.Errorf("unknown vm type %q (accepted: %s, %s)", vmType, driver.TypeQEMU, driver.TypeVZ)
 }
 
 // hostCacheDir keeps per-host verdicts (the accelerator probe) next to the

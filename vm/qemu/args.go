@@ -13,12 +13,13 @@ import (
 	"github.com/vmdock/vmdock/vm/driver"
 )
 
-// Files qemu and virtiofsd keep in the instance folder (Spec.Dir).
+// Files qemu and virtiofsd keep in the instance folder (Spec.Dir); the
+// names live in driver so the instance store knows them too.
 const (
-	qmpSocketName = "qmp.sock"
-	pidFileName   = "qemu.pid"
-	logFileName   = "qemu.log"
-	efiVarsName   = "efi-vars.fd"
+	qmpSocketName = driver.QMPSocketFile
+	pidFileName   = driver.QEMUPIDFile
+	logFileName   = driver.QEMULogFile
+	efiVarsName   = driver.EFIVarsFile
 )
 
 // Paths of the files above, so callers never build these names by hand.
@@ -29,11 +30,16 @@ func LogPath(dir string) string         { return filepath.Join(dir, logFileName)
 func EFIVarsPath(dir string) string     { return filepath.Join(dir, efiVarsName) }
 
 func virtiofsSocketPath(dir string, i int) string {
-	return filepath.Join(dir, fmt.Sprintf("virtiofs-%d.sock", i))
+	return filepath.Join(dir, numbered(driver.VirtiofsSocketFiles, i))
 }
 
 func virtiofsdPIDPath(dir string, i int) string {
-	return filepath.Join(dir, fmt.Sprintf("virtiofsd-%d.pid", i))
+	return filepath.Join(dir, numbered(driver.VirtiofsdPIDFiles, i))
+}
+
+// numbered fills the share index into a per-share file pattern.
+func numbered(pattern string, i int) string {
+	return strings.Replace(pattern, "*", strconv.Itoa(i), 1)
 }
 
 // Version is a QEMU release, as printed by `qemu-system-* --version`.
@@ -102,10 +108,10 @@ type Firmware struct {
 // HostEnv is everything Args needs to know about the host, detected once by
 // Driver.HostEnv so Args itself stays pure.
 type HostEnv struct {
-	Accel         string   // AccelKVM, AccelHVF or AccelTCG
-	Version       Version  // of the qemu binary
-	Firmware      Firmware // used when Spec.Kernel is empty
-	VirtiofsdPath string   // needed for MountVirtiofs shares; empty: not available
+	Accel     string    // AccelKVM, AccelHVF or AccelTCG
+	Version   Version   // of the qemu binary
+	Firmware  Firmware  // used when Spec.Kernel is empty
+	Virtiofsd Virtiofsd // needed for MountVirtiofs shares; empty Path: not available
 
 	// pausedBIOS boots with -S and the machine's default firmware (SeaBIOS
 	// on q35) with no kernel: the process tests need a qemu that stays up
@@ -169,7 +175,7 @@ func Args(spec driver.Spec, env HostEnv) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	virtiofs := spec.HasShareType(driver.MountVirtiofs)
+	virtiofs := hasVirtiofs(spec.Shares)
 	var b argv
 	b.add(identityArgs(spec.Name))
 	b.add(machineArgs(arch, env.Accel, virtiofs))
@@ -180,7 +186,7 @@ func Args(spec driver.Spec, env HostEnv) ([]string, error) {
 	b.add(networkArgs(spec.Network))
 	b.add(guestDeviceArgs(arch))
 	b.add(agentChannelArgs(spec.Dir))
-	b.add(shareArgs(spec, env.VirtiofsdPath))
+	b.add(shareArgs(spec, env.Virtiofsd.Path))
 	b.add(scratchPortArgs())
 	return b.result()
 }
@@ -413,10 +419,13 @@ func agentChannelArgs(dir string) ([]string, error) {
 	}, nil
 }
 
-// shareArgs export the shares, each by its own mount type.
+// shareArgs export the shares, each by its own mount type. The config
+// chose and checked the types; what is checked here is what QEMU can do
+// with them: virtiofs needs a virtiofsd.
 func shareArgs(spec driver.Spec, virtiofsdPath string) ([]string, error) {
-	if err := checkMountTypes(spec, virtiofsdPath); err != nil {
-		return nil, err
+	if hasVirtiofs(spec.Shares) && virtiofsdPath == "" {
+		return nil, fmt.Errorf("mount type %s needs virtiofsd, which was not found: install the virtiofsd package or use mount type %s",
+			driver.MountVirtiofs, driver.Mount9p)
 	}
 	var a []string
 	tags := map[string]bool{}
@@ -428,35 +437,16 @@ func shareArgs(spec driver.Spec, virtiofsdPath string) ([]string, error) {
 			return nil, fmt.Errorf("share tag %q is used twice: tags must be unique", s.Tag)
 		}
 		tags[s.Tag] = true
-		switch spec.ShareType(s) {
+		switch s.Type {
 		case driver.MountVirtiofs:
 			a = append(a, virtiofsShareArgs(spec.Dir, i, s)...)
 		case driver.Mount9p:
 			a = append(a, ninePShareArgs(i, s)...)
 		default:
-			return nil, fmt.Errorf("share %s: mount type %q: accepted values are %s and %s", s.HostPath, spec.ShareType(s), driver.MountVirtiofs, driver.Mount9p)
+			return nil, fmt.Errorf("share %s: mount type %q: accepted values are %s and %s", s.HostPath, s.Type, driver.MountVirtiofs, driver.Mount9p)
 		}
 	}
 	return a, nil
-}
-
-// checkMountTypes checks the spec's default mount type and that virtiofsd
-// exists when a share needs it.
-func checkMountTypes(spec driver.Spec, virtiofsdPath string) error {
-	switch spec.MountType {
-	case "", driver.Mount9p, driver.MountVirtiofs:
-	default:
-		return fmt.Errorf("mount type %q: accepted values are %s and %s", spec.MountType, driver.MountVirtiofs, driver.Mount9p)
-	}
-	if len(spec.Shares) > 0 && spec.MountType == "" {
-		return fmt.Errorf("spec has %d shares but no mount type: accepted values are %s and %s",
-			len(spec.Shares), driver.MountVirtiofs, driver.Mount9p)
-	}
-	if spec.HasShareType(driver.MountVirtiofs) && virtiofsdPath == "" {
-		return fmt.Errorf("mount type %s needs virtiofsd, which was not found: install the virtiofsd package or use mount type %s",
-			driver.MountVirtiofs, driver.Mount9p)
-	}
-	return nil
 }
 
 // virtiofsShareArgs connect share i to the virtiofsd the driver starts on

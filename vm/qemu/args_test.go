@@ -29,8 +29,7 @@ func baseSpec() driver.Spec {
 			{Path: "/home/u/.vmdock/default/boot.iso", CDROM: true},
 			{Path: "/home/u/.vmdock/default/data.raw", Format: "raw"},
 		},
-		Shares:    []driver.Share{{Tag: "m0", HostPath: "/home/u"}, {Tag: "m1", HostPath: "/opt/ro", ReadOnly: true}},
-		MountType: driver.Mount9p,
+		Shares:    []driver.Share{{Tag: "m0", HostPath: "/home/u", Type: driver.Mount9p}, {Tag: "m1", HostPath: "/opt/ro", ReadOnly: true, Type: driver.Mount9p}},
 		Network:   driver.NetworkIsolated,
 		DiskSync:  driver.DiskSyncFsync,
 		SerialLog: "/home/u/.vmdock/default/serial.log",
@@ -118,11 +117,9 @@ func TestArgs(t *testing.T) {
 			absent: []string{"-vga"},
 		},
 		{
-			name: "virtiofs shares use vhost-user-fs and shared memfd RAM",
-			mutate: func(s *driver.Spec) {
-				s.MountType = driver.MountVirtiofs
-			},
-			env: HostEnv{Accel: AccelTCG, VirtiofsdPath: "/usr/libexec/virtiofsd"},
+			name:   "virtiofs shares use vhost-user-fs and shared memfd RAM",
+			mutate: func(s *driver.Spec) { allShares(s, driver.MountVirtiofs) },
+			env:    HostEnv{Accel: AccelTCG, Virtiofsd: Virtiofsd{Path: "/usr/libexec/virtiofsd", Rust: true}},
 			want: map[string][]string{
 				"-machine": {"q35,memory-backend=mem"},
 				"-object":  {"memory-backend-memfd,id=mem,size=2048M,share=on"},
@@ -149,7 +146,7 @@ func TestArgs(t *testing.T) {
 			mutate: func(s *driver.Spec) {
 				s.Dir = "/tmp/a,b"
 				s.Disks = []driver.Disk{{Path: "/tmp/a,b/disk.raw", Format: "qcow2"}}
-				s.Shares = []driver.Share{{Tag: "t", HostPath: "/src/x,y"}}
+				s.Shares = []driver.Share{{Tag: "t", HostPath: "/src/x,y", Type: driver.Mount9p}}
 				s.SerialLog = ""
 			},
 			env: tcgEnv,
@@ -237,8 +234,8 @@ func TestArgsErrors(t *testing.T) {
 		{"tiny memory", func(s *driver.Spec) { s.MemoryMiB = 64 }, tcgEnv, "memory 64 MiB"},
 		{"bad disk sync", func(s *driver.Spec) { s.DiskSync = "sometimes" }, tcgEnv, `disk sync "sometimes": accepted values are full, fsync and none`},
 		{"bad network", func(s *driver.Spec) { s.Network = "bridged" }, tcgEnv, `network "bridged"`},
-		{"bad mount type", func(s *driver.Spec) { s.MountType = "nfs" }, tcgEnv, `mount type "nfs"`},
-		{"shares without mount type", func(s *driver.Spec) { s.MountType = "" }, tcgEnv, "no mount type"},
+		{"bad mount type", func(s *driver.Spec) { s.Shares[0].Type = "nfs" }, tcgEnv, `mount type "nfs"`},
+		{"share without mount type", func(s *driver.Spec) { s.Shares[1].Type = "" }, tcgEnv, `share /opt/ro: mount type ""`},
 		{"duplicate tag", func(s *driver.Spec) { s.Shares[1].Tag = "m0" }, tcgEnv, `share tag "m0" is used twice`},
 		{"bad disk format", func(s *driver.Spec) { s.Disks[0].Format = "vmdk" }, tcgEnv, `format "vmdk": accepted values are raw and qcow2`},
 		{"missing disk format", func(s *driver.Spec) { s.Disks[0].Format = "" }, tcgEnv, "has no format"},
@@ -246,7 +243,7 @@ func TestArgsErrors(t *testing.T) {
 		{"old qemu", nil, HostEnv{Accel: AccelTCG, Version: Version{5, 2, 0}}, "qemu 5.2.0 is too old"},
 		{"no x86 firmware", func(s *driver.Spec) { s.Kernel = "" }, tcgEnv, "install the ovmf package"},
 		{"no arm64 firmware", func(s *driver.Spec) { s.Kernel, s.Arch = "", driver.ArchARM64 }, tcgEnv, "install the qemu-efi-aarch64 package"},
-		{"virtiofs without daemon", func(s *driver.Spec) { s.MountType = driver.MountVirtiofs }, tcgEnv, "needs virtiofsd"},
+		{"virtiofs without daemon", func(s *driver.Spec) { allShares(s, driver.MountVirtiofs) }, tcgEnv, "needs virtiofsd"},
 		{"no dir", func(s *driver.Spec) { s.Dir = "" }, tcgEnv, "no instance folder"},
 	}
 	for _, tt := range tests {
@@ -532,12 +529,11 @@ func TestAgentChannelArgs(t *testing.T) {
 
 func TestShareArgs(t *testing.T) {
 	spec := driver.Spec{
-		Dir:       "/d",
-		MountType: driver.Mount9p,
+		Dir: "/d",
 		Shares: []driver.Share{
-			{Tag: "m0", HostPath: "/home/u"},
+			{Tag: "m0", HostPath: "/home/u", Type: driver.Mount9p},
 			{Tag: "m,1", HostPath: "/src", Type: driver.MountVirtiofs},
-			{Tag: "m2", HostPath: "/ro", ReadOnly: true},
+			{Tag: "m2", HostPath: "/ro", ReadOnly: true, Type: driver.Mount9p},
 		},
 	}
 	t.Run("each share by its own type", func(t *testing.T) {
@@ -561,9 +557,9 @@ func TestShareArgs(t *testing.T) {
 		error  string
 	}{
 		{"virtiofs share without virtiofsd", nil, "", "needs virtiofsd"},
-		{"unknown default type", func(s *driver.Spec) { s.MountType = "nfs" }, "/v", `mount type "nfs": accepted values are virtiofs and 9p`},
 		{"unknown share type", func(s *driver.Spec) { s.Shares[0].Type = "smb" }, "/v", `share /home/u: mount type "smb"`},
-		{"no default type", func(s *driver.Spec) { s.MountType = "" }, "/v", "spec has 3 shares but no mount type"},
+		{"share without a type", func(s *driver.Spec) { s.Shares[2].Type = "" }, "/v", `share /ro: mount type "": accepted values are virtiofs and 9p`},
+		{"without virtiofs shares no virtiofsd is needed", func(s *driver.Spec) { s.Shares[1].Type = "nfs" }, "", `share /src: mount type "nfs"`},
 		{"no tag", func(s *driver.Spec) { s.Shares[2].Tag = "" }, "/v", "share 2 needs a tag and a host path"},
 		{"no host path", func(s *driver.Spec) { s.Shares[0].HostPath = "" }, "/v", "share 0 needs a tag and a host path"},
 		{"tag twice", func(s *driver.Spec) { s.Shares[2].Tag = "m0" }, "/v", `share tag "m0" is used twice`},
@@ -577,5 +573,12 @@ func TestShareArgs(t *testing.T) {
 			got, err := shareArgs(s, tt.vfsd)
 			wantErr(t, got, err, tt.error)
 		})
+	}
+}
+
+// allShares gives every share of s mount type t.
+func allShares(s *driver.Spec, t string) {
+	for i := range s.Shares {
+		s.Shares[i].Type = t
 	}
 }

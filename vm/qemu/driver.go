@@ -49,10 +49,10 @@ func New(opts Options) *Driver {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Driver{opts: opts, log: log.With("driver", "qemu")}
+	return &Driver{opts: opts, log: log.With("driver", driver.TypeQEMU)}
 }
 
-func (d *Driver) Name() string { return "qemu" }
+func (d *Driver) Name() string { return driver.TypeQEMU }
 
 // QMPStartTimeout bounds how long Start waits for QEMU to answer QMP.
 const QMPStartTimeout = 10 * time.Second
@@ -107,13 +107,32 @@ func (d *Driver) HostEnv(spec driver.Spec) (HostEnv, string, error) {
 			return HostEnv{}, "", err
 		}
 	}
-	if spec.HasShareType(driver.MountVirtiofs) {
-		env.VirtiofsdPath = d.opts.Virtiofsd
-		if env.VirtiofsdPath == "" {
-			env.VirtiofsdPath = findVirtiofsd()
+	if hasVirtiofs(spec.Shares) {
+		if env.Virtiofsd, err = d.virtiofsd(); err != nil {
+			return HostEnv{}, "", fmt.Errorf("virtiofsd: %w", err)
 		}
 	}
 	return env, bin, nil
+}
+
+// virtiofsd is the daemon for virtiofs shares: the one Options names, else
+// the host's, which is probed once per process.
+func (d *Driver) virtiofsd() (Virtiofsd, error) {
+	if d.opts.Virtiofsd != "" {
+		return DetectVirtiofsd(d.opts.Virtiofsd)
+	}
+	c := Capabilities()
+	return c.Virtiofsd, c.virtiofsdErr
+}
+
+// hasVirtiofs reports whether any share needs a virtiofsd.
+func hasVirtiofs(shares []driver.Share) bool {
+	for _, s := range shares {
+		if s.Type == driver.MountVirtiofs {
+			return true
+		}
+	}
+	return false
 }
 
 // Validate checks spec against this host without starting anything.
@@ -150,7 +169,7 @@ func (d *Driver) prepare(spec driver.Spec) (HostEnv, string, error) {
 		}
 	}
 	socks := []string{QMPSocketPath(spec.Dir), AgentSocketPath(spec.Dir)}
-	if env.VirtiofsdPath != "" {
+	if env.Virtiofsd.Path != "" {
 		socks = append(socks, virtiofsSocketPath(spec.Dir, len(spec.Shares)-1))
 	}
 	for _, s := range socks {
@@ -236,8 +255,8 @@ func (d *Driver) launch(ctx context.Context, spec driver.Spec, env HostEnv, bin 
 		}
 	}()
 
-	if env.VirtiofsdPath != "" {
-		if err := m.startVirtiofsd(ctx, env.VirtiofsdPath, logFile); err != nil {
+	if env.Virtiofsd.Path != "" {
+		if err := m.startVirtiofsd(ctx, env.Virtiofsd, logFile); err != nil {
 			return nil, err
 		}
 	}

@@ -56,7 +56,7 @@ type daemon struct {
 const quitGrace = 5 * time.Second
 
 func (m *Machine) Info() driver.MachineInfo {
-	info := driver.MachineInfo{Driver: "qemu", Accel: m.accel.Accel, AccelReason: m.accel.Reason}
+	info := driver.MachineInfo{Driver: driver.TypeQEMU, Accel: m.accel.Accel, AccelReason: m.accel.Reason}
 	m.mu.Lock()
 	info.Problems = append([]string(nil), m.problems...)
 	m.mu.Unlock()
@@ -277,14 +277,10 @@ const virtiofsdStartTimeout = 5 * time.Second
 
 // startVirtiofsd runs one daemon per share and waits for each socket,
 // since qemu fails at once if a vhost-user socket is not there yet.
-func (m *Machine) startVirtiofsd(ctx context.Context, path string, logW io.Writer) error {
-	v, err := DetectVirtiofsd(path)
-	if err != nil {
-		return fmt.Errorf("virtiofsd: %w", err)
-	}
+func (m *Machine) startVirtiofsd(ctx context.Context, v Virtiofsd, logW io.Writer) error {
 	asRoot := os.Geteuid() == 0
 	for i, s := range m.spec.Shares {
-		if m.spec.ShareType(s) != driver.MountVirtiofs {
+		if s.Type != driver.MountVirtiofs {
 			continue
 		}
 		sock := virtiofsSocketPath(m.spec.Dir, i)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/vmdock/vmdock/vm/driver"
 )
 
 // CleanupOrphans ends a qemu or virtiofsd left running by an earlier host
@@ -19,7 +21,7 @@ import (
 func CleanupOrphans(dir string) error {
 	dir = filepath.Clean(dir)
 	var errs []error
-	pidFiles, _ := filepath.Glob(filepath.Join(dir, "virtiofsd-*.pid"))
+	pidFiles, _ := filepath.Glob(filepath.Join(dir, driver.VirtiofsdPIDFiles))
 	pidFiles = append([]string{PIDFilePath(dir)}, pidFiles...)
 	for _, pf := range pidFiles {
 		if err := killFromPIDFile(pf, dir); err != nil {
@@ -40,7 +42,7 @@ func CleanupOrphans(dir string) error {
 // socket left by a killed process would make the next connect fail with
 // "connection refused" instead of waiting for the new listener.
 func removeSockets(dir string) {
-	socks, _ := filepath.Glob(filepath.Join(dir, "virtiofs-*.sock"))
+	socks, _ := filepath.Glob(filepath.Join(dir, driver.VirtiofsSocketFiles))
 	socks = append(socks, QMPSocketPath(dir), AgentSocketPath(dir))
 	for _, s := range socks {
 		if err := os.Remove(s); err != nil && !os.IsNotExist(err) {

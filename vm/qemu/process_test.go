@@ -57,8 +57,7 @@ func pausedSpec(t *testing.T, dir string) driver.Spec {
 	return driver.Spec{
 		Name: "test", Dir: dir, Arch: driver.ArchAMD64, CPUs: 1, MemoryMiB: 128,
 		Disks:     []driver.Disk{{Path: disk, Format: "raw"}, {Path: iso, CDROM: true}},
-		Shares:    []driver.Share{{Tag: "s0", HostPath: share}, {Tag: "s1", HostPath: share, ReadOnly: true}},
-		MountType: driver.Mount9p,
+		Shares:    []driver.Share{{Tag: "s0", HostPath: share, Type: driver.Mount9p}, {Tag: "s1", HostPath: share, ReadOnly: true, Type: driver.Mount9p}},
 		Network:   driver.NetworkIsolated,
 		SerialLog: filepath.Join(dir, "serial.log"),
 	}
@@ -332,7 +331,7 @@ func TestVirtiofsd(t *testing.T) {
 	t.Run("qemu with virtiofs shares", func(t *testing.T) {
 		dir := shortDir(t)
 		spec := pausedSpec(t, dir)
-		spec.MountType = driver.MountVirtiofs
+		allShares(&spec, driver.MountVirtiofs)
 		m := startPaused(t, spec)
 		if len(m.daemons) != 2 {
 			t.Fatalf("%d virtiofsd running, want 2", len(m.daemons))
@@ -360,7 +359,7 @@ func TestVirtiofsd(t *testing.T) {
 	t.Run("a virtiofsd killed while the VM runs shows in Info", func(t *testing.T) {
 		dir := shortDir(t)
 		spec := pausedSpec(t, dir)
-		spec.MountType = driver.MountVirtiofs
+		allShares(&spec, driver.MountVirtiofs)
 		m := startPaused(t, spec)
 		if p := m.Info().Problems; len(p) != 0 {
 			t.Fatalf("problems before any fault: %v", p)
@@ -382,7 +381,7 @@ func TestVirtiofsd(t *testing.T) {
 	t.Run("daemon failure is reported", func(t *testing.T) {
 		dir := shortDir(t)
 		spec := pausedSpec(t, dir)
-		spec.MountType = driver.MountVirtiofs
+		allShares(&spec, driver.MountVirtiofs)
 		_, err := New(Options{pausedBIOS: true, Virtiofsd: "/bin/false"}).Start(context.Background(), spec)
 		if err == nil || !strings.Contains(err.Error(), "virtiofsd for") {
 			t.Errorf("Start with a failing virtiofsd = %v", err)
@@ -467,7 +466,7 @@ func TestGuestPanicEndsTheVMWithTheReason(t *testing.T) {
 	needQEMU(t)
 	dir := shortDir(t)
 	spec := pausedSpec(t, dir)
-	spec.Shares, spec.MountType = nil, ""
+	spec.Shares = nil
 	spec.Kernel = panicKernel(t, dir)
 	spec.Accel = AccelTCG
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

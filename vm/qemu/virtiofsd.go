@@ -2,7 +2,6 @@ package qemu
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 
@@ -65,18 +64,4 @@ func (v Virtiofsd) args(socket string, share driver.Share, asRoot bool) []string
 	// The legacy daemon needs root for any of its sandboxes; started
 	// unprivileged it fails at once and Start reports its stderr.
 	return a
-}
-
-// UsableVirtiofsd is the virtiofsd QEMU can use for this user, or "": the
-// legacy C daemon runs only as root, so for anyone else it does not count.
-func UsableVirtiofsd() string {
-	p := findVirtiofsd()
-	if p == "" {
-		return ""
-	}
-	v, err := DetectVirtiofsd(p)
-	if err != nil || (!v.Rust && os.Geteuid() != 0) {
-		return ""
-	}
-	return p
 }

@@ -22,11 +22,11 @@ import (
 )
 
 // DriverName is what Driver.Name and MachineInfo report.
-const DriverName = "vz"
+const DriverName = driver.TypeVZ
 
 // EFIVarsFile is the per-instance EFI variable store, kept in Spec.Dir so
 // that boot entries written by the guest survive a restart.
-const EFIVarsFile = "efi-vars.fd"
+const EFIVarsFile = driver.EFIVarsFile
 
 // StopTimeout is how long Stop waits after asking the guest to power off
 // before it pulls the plug.
@@ -356,14 +356,9 @@ func syncMode(s string) (SyncMode, error) {
 	return "", fmt.Errorf("vz: disk sync %q unknown (accepted: full, fsync, none)", s)
 }
 
+// planShares exports the shares over virtiofs, the only file sharing
+// Virtualization.framework has.
 func planShares(spec driver.Spec) ([]SharePlan, error) {
-	switch spec.MountType {
-	case "", driver.MountVirtiofs:
-	default:
-		if len(spec.Shares) > 0 {
-			return nil, fmt.Errorf("vz: mount type %q not supported (accepted: virtiofs)", spec.MountType)
-		}
-	}
 	seen := map[string]bool{agent.RosettaTag: true}
 	shares := make([]SharePlan, 0, len(spec.Shares))
 	for _, s := range spec.Shares {
@@ -376,7 +371,7 @@ func planShares(spec driver.Spec) ([]SharePlan, error) {
 			return nil, fmt.Errorf("vz: share tag %q used twice (or reserved)", s.Tag)
 		case !filepath.IsAbs(s.HostPath):
 			return nil, fmt.Errorf("vz: share path %q is not absolute", s.HostPath)
-		case s.Type != "" && s.Type != driver.MountVirtiofs:
+		case s.Type != driver.MountVirtiofs:
 			return nil, fmt.Errorf("vz: share %s: mount type %q not supported (accepted: virtiofs)", s.HostPath, s.Type)
 		}
 		seen[s.Tag] = true

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"runtime"
+	"strconv"
+	"strings"
+
+	"github.com/vmdock/vmdock/vm"
+	"github.com/vmdock/vmdock/vm/qemu"
+)
+
+// detectHost describes this machine. It is the one place vmdock probes the
+// host: main calls it once and every command, config and the host agent
+// read that value. QEMU's part (its accelerator, a virtiofsd) comes from
+// the driver, which probes at most once per process.
+func detectHost() vm.Host {
+	q := qemu.Capabilities()
+	h := vm.Host{
+		OS:           runtime.GOOS,
+		Arch:         runtime.GOARCH,
+		MacOSVersion: macOSVersion(),
+		CPUs:         runtime.NumCPU(),
+		Accel:        q.Accel,
+		Virtiofsd:    q.UsableVirtiofsd(),
+	}
+	h.VZ = vzUsable(h.MacOSVersion)
+	return h
+}
+
+// vzUsable: vz needs macOS 13 (Ventura) or later for the features vmdock
+// uses (virtiofs, Rosetta, EFI). An empty version is no macOS at all.
+func vzUsable(macOSVersion string) bool {
+	major, _, _ := strings.Cut(macOSVersion, ".")
+	n, err := strconv.Atoi(major)
+	return err == nil && n >= 13
+}

@@ -1,0 +1,4 @@
+package main
+
+// macOSVersion is empty: this is not a Mac.
+func macOSVersion() string { return "" }

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/vmdock/vmdock/vm"
+)
+
+// testHost is the fixed machine the CLI tests run on: Linux without vz or
+// a virtiofsd, whatever the machine running the tests has.
+var testHost = vm.Host{OS: "linux", Arch: runtime.GOARCH, CPUs: 4, Accel: "kvm"}
+
+func TestVZUsable(t *testing.T) {
+	for v, want := range map[string]bool{"": false, "12.7.4": false, "13.0": true, "14.5": true, "26.1": true, "x": false} {
+		if got := vzUsable(v); got != want {
+			t.Errorf("vzUsable(%q) = %v, want %v", v, got, want)
+		}
+	}
+}
+
+func TestDetectHost(t *testing.T) {
+	h := detectHost()
+	if h.OS != runtime.GOOS || h.Arch != runtime.GOARCH || h.CPUs != runtime.NumCPU() || h.CPUs < 1 {
+		t.Errorf("detectHost = %+v", h)
+	}
+	if h.VZ != vzUsable(h.MacOSVersion) {
+		t.Errorf("VZ %v but macOS %q", h.VZ, h.MacOSVersion)
+	}
+}
+
+// TestProbeCountHelper is not a test: it is the vmdock command line (with
+// the VM lifecycle faked) as a process of its own, so the probes it makes
+// can be counted from a fresh start.
+func TestProbeCountHelper(t *testing.T) {
+	args := os.Getenv("VMDOCK_TEST_PROBE_ARGS")
+	if args == "" {
+		t.Skip("helper process only")
+	}
+	installFake(t)
+	root := newRootCmd(detectHost())
+	root.SetArgs(strings.Fields(args))
+	os.Exit(exitCode(root.Execute(), os.Stderr))
+}
+
+// Each vmdock process runs `virtiofsd --help` at most once, whatever the
+// command: `start` used to run it three times, `version` once.
+func TestVirtiofsdProbedOncePerCommand(t *testing.T) {
+	bin, log := t.TempDir(), filepath.Join(t.TempDir(), "runs")
+	script := "#!/bin/sh\necho \"$*\" >> " + log + "\necho 'Usage: virtiofsd [OPTIONS] --shared-dir <SHARED_DIR>'\n"
+	if err := os.WriteFile(filepath.Join(bin, "virtiofsd"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	home, user := filepath.Join(t.TempDir(), "home"), t.TempDir()
+	for _, args := range []string{"version", "start --network-mode isolated", "status", "start --network-mode isolated --vm-type qemu"} {
+		os.Remove(log)
+		cmd := exec.Command(os.Args[0], "-test.run=^TestProbeCountHelper$")
+		cmd.Env = append(os.Environ(), "VMDOCK_TEST_PROBE_ARGS="+args, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
+			vm.HomeEnv+"="+home, "HOME="+user, "DOCKER_CONFIG="+t.TempDir(), ProfileEnv+"=")
+		out, err := cmd.CombinedOutput()
+		if err != nil && !strings.HasPrefix(args, "status") {
+			t.Fatalf("vmdock %s: %v\n%s", args, err, out)
+		}
+		b, _ := os.ReadFile(log)
+		if n := strings.Count(string(b), "--help"); n != 1 {
+			t.Errorf("vmdock %s ran virtiofsd --help %d times, want 1", args, n)
+		}
+	}
+	// The fake daemon was usable, so the new instance shares by virtiofs.
+	cfg, err := vm.LoadConfigFile(filepath.Join(home, "default", "vmdock.yaml"), testHost)
+	if err != nil || cfg.MountType != "virtiofs" {
+		t.Errorf("saved mount type %q, %v; want virtiofs from the detected daemon", cfg.MountType, err)
+	}
+}

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/vmdock/vmdock/vm"
+	"github.com/vmdock/vmdock/vm/driver"
+)
+
+// status shows each share as the guest gets it: its own type else the
+// instance's, its guest path, ro unless writable, in config order.
+func TestStatusShowsResolvedShares(t *testing.T) {
+	cfg := vm.DefaultConfigFor(testHost)
+	cfg.MountType = driver.MountVirtiofs
+	cfg.Mounts = []vm.Mount{
+		{Location: "/home/u", GuestPath: "/home/u", Writable: true},
+		{Location: "/src", GuestPath: "/work", Type: driver.Mount9p},
+		{Location: "/data"},
+	}
+	var out bytes.Buffer
+	s := statusJSON{Profile: "default", Status: vm.StateStopped, Config: &cfg}
+	if err := writeStatusText(&out, s, vm.InstanceStatus{State: vm.StateStopped}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(l, "mount:") {
+			got = append(got, strings.Join(strings.Fields(l), " "))
+		}
+	}
+	want := []string{
+		"mount: /home/u -> /home/u (virtiofs, rw)",
+		"mount: /src -> /work (9p, ro)",
+		"mount: /data -> /data (virtiofs, ro)",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("status mounts:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -1,0 +1,21 @@
+package driver
+
+// VM types: the vmType setting and each driver's Name.
+const (
+	TypeQEMU = "qemu"
+	TypeVZ   = "vz"
+)
+
+// Files the drivers keep in an instance folder (Spec.Dir). They are named
+// here rather than inside each driver so the instance store can tell them
+// from the user's files without importing the drivers.
+const (
+	QMPSocketFile = "qmp.sock"
+	QEMUPIDFile   = "qemu.pid"
+	QEMULogFile   = "qemu.log"
+	EFIVarsFile   = "efi-vars.fd" // qemu's and vz's EFI variable store
+
+	// One per virtiofs share, numbered by the share's index.
+	VirtiofsSocketFiles = "virtiofs-*.sock"
+	VirtiofsdPIDFiles   = "virtiofsd-*.pid"
+)

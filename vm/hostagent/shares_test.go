@@ -1,0 +1,47 @@
+package hostagent
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/images"
+	"github.com/vmdock/vmdock/vm"
+	"github.com/vmdock/vmdock/vm/driver"
+)
+
+// The spec's shares come resolved from the config, and the guest is asked
+// to mount each one where its share says: type, tag, guest path and
+// read-only travel together, not matched up by index.
+func TestSpecSharesAndMountRequests(t *testing.T) {
+	ha := &hostAgent{
+		inst: &vm.Instance{Name: "x", Dir: "/vmdock/x"},
+		cfg: vm.Config{
+			Arch: driver.ArchAMD64, VMType: driver.TypeQEMU, CPUs: 1, MemoryGiB: 1, MountType: driver.MountVirtiofs,
+			Mounts: []vm.Mount{
+				{Location: "/home/u", GuestPath: "/home/u", Writable: true},
+				{Location: "/src", GuestPath: "/work", Type: driver.Mount9p},
+			},
+		},
+	}
+	spec, err := ha.spec(&images.Image{Kernel: "/k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantShares := []driver.Share{
+		{Tag: "vmdock0", HostPath: "/home/u", GuestPath: "/home/u", Type: driver.MountVirtiofs},
+		{Tag: "vmdock1", HostPath: "/src", GuestPath: "/work", ReadOnly: true, Type: driver.Mount9p},
+	}
+	if !reflect.DeepEqual(spec.Shares, wantShares) {
+		t.Fatalf("spec shares %+v\nwant %+v", spec.Shares, wantShares)
+	}
+	wantReqs := []agent.MountRequest{
+		{Type: driver.MountVirtiofs, Tag: "vmdock0", Target: "/home/u"},
+		{Type: driver.Mount9p, Tag: "vmdock1", Target: "/work", ReadOnly: true},
+	}
+	for i, sh := range spec.Shares {
+		if got := mountRequest(sh); got != wantReqs[i] {
+			t.Errorf("mount request %d = %+v, want %+v", i, got, wantReqs[i])
+		}
+	}
+}
