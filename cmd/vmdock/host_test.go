@@ -76,3 +76,20 @@ func TestVirtiofsdProbedOncePerCommand(t *testing.T) {
 		t.Errorf("saved mount type %q, %v; want virtiofs from the detected daemon", cfg.MountType, err)
 	}
 }
+
+// Stop and start end the VM processes a dead host agent left: the command
+// line hands vm the QEMU driver's cleanup with every instance it opens.
+func TestInstancesEndQEMUOrphans(t *testing.T) {
+	env(t)
+	g := &globals{profile: "default", host: testHost}
+	inst, err := g.instance()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inst.EndOrphans == nil {
+		t.Fatal("the instance cannot end a dead host agent's qemu")
+	}
+	if err := inst.EndOrphans(t.TempDir()); err != nil {
+		t.Errorf("ending orphans in an empty folder: %v", err)
+	}
+}

@@ -1,0 +1,28 @@
+package vm
+
+import (
+	"errors"
+	"testing"
+)
+
+// vm cannot import the drivers: ending a dead host agent's VM processes
+// is what the caller put on the instance, asked for the instance's folder.
+func TestEndOrphansAsksTheCaller(t *testing.T) {
+	inst, err := OpenInstance(t.TempDir(), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	endOrphans(inst) // nil: nothing to end, and no panic
+
+	var asked []string
+	inst.EndOrphans = func(dir string) error {
+		asked = append(asked, dir)
+		return errors.New("a failure is logged, not fatal")
+	}
+	if err := cleanupStale(inst); err != nil {
+		t.Fatal(err)
+	}
+	if len(asked) != 1 || asked[0] != inst.Dir {
+		t.Fatalf("EndOrphans asked for %q, want [%s]", asked, inst.Dir)
+	}
+}
