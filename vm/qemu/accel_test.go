@@ -136,6 +136,20 @@ func kvmStarts(t *testing.T, count string) int {
 	return strings.Count(string(b), "start")
 }
 
+// bootInfo starts spec with d, reads what the machine reports and stops it.
+func bootInfo(t *testing.T, d *Driver, spec driver.Spec) driver.MachineInfo {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	mm, err := d.Start(ctx, spec)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	info := mm.Info()
+	mm.Stop(context.Background(), true)
+	return info
+}
+
 // workingDevice pretends /dev/kvm opens, whatever this host has.
 func workingDevice() (string, error) { return AccelKVM, nil }
 
@@ -145,14 +159,7 @@ func TestAutoFallsBackToTCGWhenKVMAborts(t *testing.T) {
 	cache := t.TempDir()
 	d := New(Options{Binary: bin, CacheDir: cache, pausedBIOS: true, accelDevice: workingDevice})
 	for boot := 1; boot <= 2; boot++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		mm, err := d.Start(ctx, pausedSpec(t, shortDir(t)))
-		cancel()
-		if err != nil {
-			t.Fatalf("boot %d: Start: %v", boot, err)
-		}
-		info := mm.Info()
-		mm.Stop(context.Background(), true)
+		info := bootInfo(t, d, pausedSpec(t, shortDir(t)))
 		if info.Accel != AccelTCG || !strings.Contains(info.AccelReason, "kvm unusable:") || !strings.Contains(info.AccelReason, "failed to set MSR 0x10a") {
 			t.Errorf("boot %d: Info = %+v; want tcg with QEMU's reason", boot, info)
 		}
@@ -191,14 +198,7 @@ func TestRealBootFailureUnderKVMRetriesWithTCG(t *testing.T) {
 	bin, count := brokenKVMWrapper(t, real, true)
 	cache := t.TempDir()
 	d := New(Options{Binary: bin, CacheDir: cache, pausedBIOS: true, accelDevice: workingDevice})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	mm, err := d.Start(ctx, pausedSpec(t, shortDir(t)))
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	info := mm.Info()
-	mm.Stop(context.Background(), true)
+	info := bootInfo(t, d, pausedSpec(t, shortDir(t)))
 	if info.Accel != AccelTCG || !strings.Contains(info.AccelReason, "failed to set MSR") {
 		t.Errorf("Info = %+v; want tcg after the real boot died under kvm", info)
 	}
@@ -206,12 +206,7 @@ func TestRealBootFailureUnderKVMRetriesWithTCG(t *testing.T) {
 		t.Errorf("kvm starts = %d; want 2 (probe passed, real boot died)", n)
 	}
 	// The failure is remembered: the next start goes straight to tcg.
-	mm, err = d.Start(ctx, pausedSpec(t, shortDir(t)))
-	if err != nil {
-		t.Fatalf("second Start: %v", err)
-	}
-	info = mm.Info()
-	mm.Stop(context.Background(), true)
+	info = bootInfo(t, d, pausedSpec(t, shortDir(t)))
 	if n := kvmStarts(t, count); n != 2 || info.Accel != AccelTCG {
 		t.Errorf("second start: kvm starts = %d, Info = %+v; want no new kvm try, tcg", n, info)
 	}
@@ -230,15 +225,7 @@ func TestAutoWithoutKVMDeviceRunsTCGAndSaysWhy(t *testing.T) {
 	missing := func() (string, error) {
 		return AccelKVM, &os.PathError{Op: "open", Path: "/dev/kvm", Err: os.ErrNotExist}
 	}
-	d := New(Options{pausedBIOS: true, accelDevice: missing})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	mm, err := d.Start(ctx, pausedSpec(t, shortDir(t)))
-	if err != nil {
-		t.Fatalf("Start: %v", err)
-	}
-	info := mm.Info()
-	mm.Stop(context.Background(), true)
+	info := bootInfo(t, New(Options{pausedBIOS: true, accelDevice: missing}), pausedSpec(t, shortDir(t)))
 	if info.Accel != AccelTCG || info.AccelReason != "kvm unavailable: open /dev/kvm: file does not exist" {
 		t.Errorf("Info = %+v", info)
 	}
