@@ -3,54 +3,21 @@ package agent
 import (
 	"context"
 	"io"
-	"log/slog"
 	"net"
 	"testing"
 	"time"
-
-	"github.com/hashicorp/yamux"
 )
 
 // TestDialPassesHalfCloseToTheGuest plays a guest whose dialled service
 // echoes until its input ends (as TCP echo servers and `nc -N` peers do):
 // the host must be able to end its input and still read the whole reply.
 func TestDialPassesHalfCloseToTheGuest(t *testing.T) {
-	host, guest := net.Pipe()
-	defer host.Close()
-	go func() {
-		defer guest.Close()
-		if err := GuestHello(guest); err != nil {
-			t.Error(err)
-			return
-		}
-		sess, err := yamux.Server(guest, YamuxConfig(slog.Default()))
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer sess.Close()
-		st, err := sess.AcceptStream()
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		var req Request
-		if err := ReadJSONLine(st, &req); err != nil || req.Op != OpDial {
-			t.Errorf("request %+v, %v", req, err)
-			return
-		}
-		Reply(st, nil)
+	c := fakeGuest(t, OpDial, func(st net.Conn) {
 		io.Copy(st, st) // returns only when the host's input ends
 		st.Close()
-		<-sess.CloseChan()
-	}()
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := Connect(ctx, host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
 	conn, err := c.Dial(ctx, "tcp", "127.0.0.1:82")
 	if err != nil {
 		t.Fatal(err)

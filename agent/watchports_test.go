@@ -15,6 +15,12 @@ import (
 
 // fakeWatchGuest answers one watch-ports stream with the given handler.
 func fakeWatchGuest(t *testing.T, serve func(st net.Conn)) *Client {
+	return fakeGuest(t, OpWatchPorts, serve)
+}
+
+// fakeGuest plays a guest agent that accepts one stream, checks it asks
+// for op, replies ok and hands the stream to serve.
+func fakeGuest(t *testing.T, op string, serve func(st net.Conn)) *Client {
 	t.Helper()
 	host, guest := net.Pipe()
 	go func() {
@@ -32,7 +38,7 @@ func fakeWatchGuest(t *testing.T, serve func(st net.Conn)) *Client {
 			return
 		}
 		var req Request
-		if err := ReadJSONLine(st, &req); err != nil || req.Op != OpWatchPorts {
+		if err := ReadJSONLine(st, &req); err != nil || req.Op != op {
 			t.Errorf("request %+v, %v", req, err)
 			return
 		}
