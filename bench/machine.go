@@ -15,12 +15,3 @@ func HostMachine() Machine {
 	}
 	return m
 }
-
-// FillFromBootLog copies the VM facts the host agent logged.
-func (m *Machine) FillFromBootLog(b BootLog) {
-	if b.Accel != "" {
-		m.Accel = b.Accel
-	}
-	m.QEMUVersion = b.QEMUVersion
-	m.GuestKernel = b.GuestKernel
-}

@@ -62,35 +62,19 @@ func RawBoot(ctx context.Context, drv driver.Driver, spec driver.Spec) (time.Dur
 // handshake and answers info, retrying quickly: the baseline is the best
 // the machine can do.
 func helloWhenUp(ctx context.Context, m driver.Machine, exited <-chan error) (*agent.Client, agent.Info, error) {
-	var last error
-	for {
-		select {
-		case err := <-exited:
-			return nil, agent.Info{}, fmt.Errorf("raw boot: the VM exited before its agent answered: %v", err)
-		case <-ctx.Done():
-			return nil, agent.Info{}, fmt.Errorf("raw boot: no agent hello (last error: %v): %w", last, ctx.Err())
-		default:
-		}
-		actx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		conn, err := m.DialAgent(actx)
-		if err == nil {
-			var c *agent.Client
-			if c, err = agent.Connect(actx, conn); err == nil {
-				var info agent.Info
-				if info, err = c.Info(actx); err == nil {
-					cancel()
-					return c, info, nil
-				}
-				c.Close()
-			} else {
-				conn.Close()
+	c, info, err := agent.DialUntilUp(ctx, m.DialAgent, agent.RetryOptions{
+		Delay: 100 * time.Millisecond,
+		Check: func() error {
+			select {
+			case err := <-exited:
+				return fmt.Errorf("the VM exited before its agent answered: %v", err)
+			default:
+				return nil
 			}
-		}
-		cancel()
-		last = err
-		select {
-		case <-time.After(100 * time.Millisecond):
-		case <-ctx.Done():
-		}
+		},
+	})
+	if err != nil {
+		return nil, agent.Info{}, fmt.Errorf("raw boot: %w", err)
 	}
+	return c, info, nil
 }

@@ -38,7 +38,7 @@ type Env struct {
 	Exec         ExecFunc
 	Shares       []Share
 	DockerSocket string // host side of the docker.sock tunnel
-	HostAgentLog string
+	Boot         Boot   // the host agent's report of the latest boot
 	HostAgentPID int
 	VMPID        int    // qemu; 0 when the VM runs in-process (vz)
 	HostAccessIP string // guest address that reaches the host's loopback
@@ -467,14 +467,9 @@ func (r *runner) api(ctx context.Context) error {
 }
 
 func (r *runner) boot(context.Context) error {
-	f, err := os.Open(r.env.HostAgentLog)
-	if err != nil {
-		return fmt.Errorf("host agent log: %w", err)
-	}
-	defer f.Close()
-	b, err := ParseBootLog(f)
-	if err != nil {
-		return err
+	b := r.env.Boot
+	if len(b.Steps) == 0 {
+		return fmt.Errorf("the host agent reported no boot steps (is the instance ready?)")
 	}
 	total := 0.0
 	for _, s := range b.Steps {

@@ -2,6 +2,7 @@ package network
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -143,16 +144,26 @@ func echoTCPServer(t *testing.T) net.Listener {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { io.Copy(c, c); c.Close() }()
-		}
-	}()
+	go serveEcho(ln)
 	return ln
+}
+
+// serveEcho echoes every connection on ln until ln is closed. An accept
+// that fails for another reason is retried: the EMFILE test runs these
+// servers in the process whose descriptors it exhausts, and a server that
+// gave up there would look like a forwarder that hangs.
+func serveEcho(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if errors.Is(err, net.ErrClosed) {
+			return
+		}
+		if err != nil {
+			time.Sleep(5 * time.Millisecond)
+			continue
+		}
+		go func() { io.Copy(c, c); c.Close() }()
+	}
 }
 
 func echoUDPServer(t *testing.T) net.PacketConn {

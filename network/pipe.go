@@ -1,10 +1,12 @@
 package network
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
 	"sync"
+	"time"
 )
 
 // Pipe copies a<->b until both directions end, passing each end-of-stream
@@ -38,4 +40,25 @@ func copyHalf(dst, src net.Conn) {
 	}
 	// Without a half-close the other direction may still carry a reply;
 	// Pipe closes dst once both directions are done.
+}
+
+// dialAndPipe connects c to a new guest connection and pipes the two until
+// both ends are done. Both stay in conns meanwhile, so a forwarder's Close
+// ends them; a forwarder that is closing refuses the new guest conn.
+func dialAndPipe(ctx context.Context, c net.Conn, conns *connSet, timeout time.Duration, dial func(ctx context.Context) (net.Conn, error)) error {
+	dctx, cancel := context.WithTimeout(ctx, timeout)
+	g, err := dial(dctx)
+	cancel()
+	if err != nil {
+		c.Close()
+		return err
+	}
+	if !conns.add(g) {
+		g.Close()
+		c.Close()
+		return nil
+	}
+	defer conns.remove(g)
+	Pipe(c, g)
+	return nil
 }

@@ -101,7 +101,7 @@ type forward struct {
 }
 
 // NewPortForwarder returns a forwarder with no ports open yet. A bad
-// BindAddr (vm.Config validation rejects it earlier) shows up as an error
+// BindAddr (config validation rejects it earlier) shows up as an error
 // on each port in Ports, like any other listen failure.
 func NewPortForwarder(opts PortForwarderConfig) *PortForwarder {
 	if opts.Dial == nil {
@@ -347,21 +347,12 @@ func (f *PortForwarder) tunnelTCP(fw *forward, c net.Conn) {
 	defer f.wg.Done()
 	defer f.conns.remove(c)
 	addr := f.guestAddr(fw)
-	ctx, cancel := context.WithTimeout(f.ctx, 30*time.Second)
-	g, err := f.opts.Dial(ctx, "tcp", addr)
-	cancel()
+	err := dialAndPipe(f.ctx, c, f.conns, 30*time.Second, func(ctx context.Context) (net.Conn, error) {
+		return f.opts.Dial(ctx, "tcp", addr)
+	})
 	if err != nil {
 		f.opts.Log.Warn("dial guest port", "guest", addr, "err", err)
-		c.Close()
-		return
 	}
-	if !f.conns.add(g) {
-		g.Close()
-		c.Close()
-		return
-	}
-	defer f.conns.remove(g)
-	Pipe(c, g)
 }
 
 // Ports lists every forwarded guest port, sorted by protocol and port.

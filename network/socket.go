@@ -19,7 +19,7 @@ type SocketForwarder struct {
 	guestNet    string
 	guestAddr   string
 	log         *slog.Logger
-	ln          *net.UnixListener
+	ln          net.Listener
 	ctx         context.Context
 	cancel      context.CancelFunc
 	conns       *connSet
@@ -36,6 +36,26 @@ func ListenSocket(path, guestNet, guestAddr string, dial DialFunc) (*SocketForwa
 		return nil, fmt.Errorf("listen on %s: no dial function", path)
 	}
 	log := slog.Default()
+	ln, err := ListenUnix(path)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &SocketForwarder{
+		path: path, dial: dial, guestNet: guestNet, guestAddr: guestAddr,
+		log: log.With("socket", path, "guest", guestNet+" "+guestAddr),
+		ln:  ln, ctx: ctx, cancel: cancel, conns: newConnSet(),
+		dialTimeout: 30 * time.Second,
+	}
+	f.wg.Add(1)
+	go f.serve()
+	return f, nil
+}
+
+// ListenUnix listens on a private (mode 0600) unix socket at path. A stale
+// socket file left by a crashed process is replaced; any other kind of
+// file, or a socket somebody still answers on, is not.
+func ListenUnix(path string) (net.Listener, error) {
 	if err := removeStaleSocket(path); err != nil {
 		return nil, err
 	}
@@ -49,16 +69,7 @@ func ListenSocket(path, guestNet, guestAddr string, dial DialFunc) (*SocketForwa
 		ln.Close()
 		return nil, fmt.Errorf("restrict %s to mode 0600: %w", path, err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	f := &SocketForwarder{
-		path: path, dial: dial, guestNet: guestNet, guestAddr: guestAddr,
-		log: log.With("socket", path, "guest", guestNet+" "+guestAddr),
-		ln:  ln, ctx: ctx, cancel: cancel, conns: newConnSet(),
-		dialTimeout: 30 * time.Second,
-	}
-	f.wg.Add(1)
-	go f.serve()
-	return f, nil
+	return ln, nil
 }
 
 // removeStaleSocket clears path for a new listener. It refuses to delete a
@@ -106,21 +117,12 @@ func (f *SocketForwarder) serve() {
 func (f *SocketForwarder) tunnel(c net.Conn) {
 	defer f.wg.Done()
 	defer f.conns.remove(c)
-	ctx, cancel := context.WithTimeout(f.ctx, f.dialTimeout)
-	g, err := f.dial(ctx, f.guestNet, f.guestAddr)
-	cancel()
+	err := dialAndPipe(f.ctx, c, f.conns, f.dialTimeout, func(ctx context.Context) (net.Conn, error) {
+		return f.dial(ctx, f.guestNet, f.guestAddr)
+	})
 	if err != nil {
 		f.log.Warn("dial guest", "err", err)
-		c.Close()
-		return
 	}
-	if !f.conns.add(g) {
-		g.Close()
-		c.Close()
-		return
-	}
-	defer f.conns.remove(g)
-	Pipe(c, g)
 }
 
 // Close stops listening, removes the socket file, ends every tunnel and

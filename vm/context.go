@@ -9,6 +9,8 @@ import (
 
 	"github.com/vmdock/vmdock/atomicfile"
 	"github.com/vmdock/vmdock/network/dockerctx"
+	"github.com/vmdock/vmdock/vm/config"
+	"github.com/vmdock/vmdock/vm/store"
 )
 
 // state is what vmdock remembers between commands about an instance.
@@ -18,7 +20,7 @@ type state struct {
 	PreviousContext string `json:"previousContext,omitempty"`
 }
 
-func loadState(inst *Instance) state {
+func loadState(inst *store.Instance) state {
 	var s state
 	b, err := os.ReadFile(inst.StatePath())
 	if err == nil {
@@ -27,7 +29,7 @@ func loadState(inst *Instance) state {
 	return s
 }
 
-func saveState(inst *Instance, s state) error {
+func saveState(inst *store.Instance, s state) error {
 	b, _ := json.MarshalIndent(s, "", "  ")
 	return atomicfile.WriteFile(inst.StatePath(), b, 0o600)
 }
@@ -35,7 +37,7 @@ func saveState(inst *Instance, s state) error {
 // activateContext creates or updates our context and, when the config asks,
 // makes it current, remembering the one it replaces. A restart while ours
 // is already current keeps the remembered one.
-func activateContext(inst *Instance, cfg Config) error {
+func activateContext(inst *store.Instance, cfg config.Config) error {
 	name := dockerctx.Name(inst.Name)
 	host := "unix://" + inst.DockerSocketPath()
 	if err := dockerctx.Ensure(name, host, fmt.Sprintf("vmdock profile %s", inst.Name)); err != nil {
@@ -62,11 +64,11 @@ func activateContext(inst *Instance, cfg Config) error {
 // RestoreContext puts the docker context back when the instance went down
 // without `vmdock stop`: the host agent calls it when the guest powered
 // itself off.
-func RestoreContext(inst *Instance) { restoreContext(inst) }
+func RestoreContext(inst *store.Instance) { restoreContext(inst) }
 
 // restoreContext switches back to the remembered context, but only if ours
 // is still current: a user who switched away by hand keeps their choice.
-func restoreContext(inst *Instance) {
+func restoreContext(inst *store.Instance) {
 	s := loadState(inst)
 	if s.PreviousContext == "" {
 		return
@@ -81,14 +83,14 @@ func restoreContext(inst *Instance) {
 	}
 }
 
-func removeContext(inst *Instance) {
+func removeContext(inst *store.Instance) {
 	if err := dockerctx.Remove(dockerctx.Name(inst.Name)); err != nil {
 		slog.Warn("remove docker context", "err", err)
 	}
 }
 
 // endOrphans ends VM processes a dead host agent left running.
-func endOrphans(inst *Instance) {
+func endOrphans(inst *store.Instance) {
 	if inst.EndOrphans == nil {
 		return
 	}

@@ -3,12 +3,14 @@ package vm
 import (
 	"errors"
 	"testing"
+
+	"github.com/vmdock/vmdock/vm/store"
 )
 
-// vm cannot import the drivers: ending a dead host agent's VM processes
+// vm does not import the drivers: ending a dead host agent's VM processes
 // is what the caller put on the instance, asked for the instance's folder.
 func TestEndOrphansAsksTheCaller(t *testing.T) {
-	inst, err := OpenInstance(t.TempDir(), "x")
+	inst, err := store.Open(t.TempDir(), "x")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,14 +1,11 @@
 package vm
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +14,10 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/network/loopback"
+	"github.com/vmdock/vmdock/vm/config"
+	"github.com/vmdock/vmdock/vm/control"
 	"github.com/vmdock/vmdock/vm/logfile"
+	"github.com/vmdock/vmdock/vm/store"
 )
 
 // StartOptions tune `vmdock start`.
@@ -48,20 +48,20 @@ var ErrNotRunning = errors.New("instance is not running")
 // holds the instance lock) and returns when Docker answers. A host agent
 // that is still booting (its start was interrupted) is followed, not
 // started twice.
-func Start(ctx context.Context, inst *Instance, cfg Config, opts StartOptions) error {
+func Start(ctx context.Context, inst *store.Instance, cfg config.Config, opts StartOptions) error {
 	progress := opts.Progress
 	if progress == nil {
 		progress = io.Discard
 	}
 	st := inst.Status(ctx)
 	switch st.State {
-	case StateRunning:
+	case store.StateRunning:
 		fmt.Fprintf(progress, "instance %q is already running (host agent pid %d)\n", inst.Name, st.PID)
 		return activateContext(inst, cfg)
-	case StateStarting:
+	case store.StateStarting:
 		fmt.Fprintf(progress, "instance %q is already starting (host agent pid %d, step %s); following its boot\n", inst.Name, st.PID, st.HostAgent.Step)
 		return finishStart(ctx, inst, cfg, st.PID, progress)
-	case StateStopping:
+	case store.StateStopping:
 		fmt.Fprintf(progress, "instance %q is stopping (host agent pid %d); waiting for it to finish\n", inst.Name, st.PID)
 		if !waitPIDExitCtx(ctx, st.PID, 3*time.Minute) {
 			return fmt.Errorf("instance %q is still stopping (host agent pid %d); try again when `vmdock status -p %s` says Stopped", inst.Name, st.PID, inst.Name)
@@ -80,7 +80,7 @@ func Start(ctx context.Context, inst *Instance, cfg Config, opts StartOptions) e
 
 // finishStart follows the host agent's boot, then does the host-side
 // steps that need the user's environment (alias, docker context).
-func finishStart(ctx context.Context, inst *Instance, cfg Config, pid int, progress io.Writer) error {
+func finishStart(ctx context.Context, inst *store.Instance, cfg config.Config, pid int, progress io.Writer) error {
 	if err := followStart(ctx, inst, pid, progress); err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func finishStart(ctx context.Context, inst *Instance, cfg Config, pid int, progr
 }
 
 // rotateLogs caps the logs a boot appends to before it starts writing.
-func rotateLogs(inst *Instance) {
+func rotateLogs(inst *store.Instance) {
 	for _, p := range []string{inst.HostAgentLogPath(), inst.SerialLogPath(), inst.GuestAgentLogPath()} {
 		if err := logfile.Rotate(p, logfile.MaxSize); err != nil {
 			slog.Warn("rotate log", "err", err)
@@ -105,7 +105,7 @@ func rotateLogs(inst *Instance) {
 	}
 }
 
-func spawnHostAgent(inst *Instance, args []string) (int, error) {
+func spawnHostAgent(inst *store.Instance, args []string) (int, error) {
 	if len(args) == 0 {
 		exe, err := os.Executable()
 		if err != nil {
@@ -134,43 +134,43 @@ func spawnHostAgent(inst *Instance, args []string) (int, error) {
 // followStart prints the host agent's boot events until it is ready, it
 // fails, or it dies. Interrupting it (Ctrl-C) leaves the boot running in
 // the background, and says so.
-func followStart(ctx context.Context, inst *Instance, pid int, progress io.Writer) error {
+func followStart(ctx context.Context, inst *store.Instance, pid int, progress io.Writer) error {
 	deadline := time.Now().Add(15 * time.Second)
-	var resp *http.Response
+	client := control.NewClient(inst.ControlSocketPath())
+	var events *control.EventStream
 	for {
 		var err error
-		resp, err = controlRequest(ctx, inst, http.MethodGet, ControlEventsPath, 0)
+		events, err = client.Events(ctx)
 		if err == nil {
 			break
 		}
 		if ctx.Err() != nil {
 			return interrupted(inst, pid)
 		}
-		if !processAlive(pid) || time.Now().After(deadline) {
+		if !store.ProcessAlive(pid) || time.Now().After(deadline) {
 			return startFailure(inst, "host agent", fmt.Errorf("host agent (pid %d) did not come up: %v", pid, err))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
+	defer events.Close()
 	n := 0
-	for sc.Scan() {
-		var ev Event
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			continue
+	for {
+		ev, err := events.Next()
+		if err != nil {
+			break
 		}
 		switch ev.State {
-		case "begin":
+		case control.EventBegin:
 			n++
 			fmt.Fprintf(progress, "[%d] %s ...\n", n, ev.Step)
-		case "done":
+		case control.EventDone:
 			fmt.Fprintf(progress, "    %s done (%s)\n", ev.Step, ev.Detail)
-		case "note":
+		case control.EventNote:
 			fmt.Fprintf(progress, "    %s\n", ev.Detail)
-		case "ready":
+		case control.EventReady:
 			fmt.Fprintf(progress, "instance %q is running; docker socket: %s\n", inst.Name, inst.DockerSocketPath())
 			return nil
-		case "failed":
+		case control.EventFailed:
 			// The host agent is unwinding the boot: let it finish, so
 			// nothing runs and status says Broken when start returns.
 			waitPIDExit(pid, 30*time.Second)
@@ -180,7 +180,7 @@ func followStart(ctx context.Context, inst *Instance, pid int, progress io.Write
 			return startFailure(inst, ev.Step, errors.New(ev.Error))
 		}
 	}
-	if ctx.Err() != nil && processAlive(pid) {
+	if ctx.Err() != nil && store.ProcessAlive(pid) {
 		return interrupted(inst, pid)
 	}
 	waitPIDExit(pid, 5*time.Second)
@@ -194,7 +194,7 @@ func followStart(ctx context.Context, inst *Instance, pid int, progress io.Write
 // interrupted is what an interrupted start tells: the host agent runs in
 // its own session, so the boot goes on, and the user needs to know how to
 // reach it.
-func interrupted(inst *Instance, pid int) error {
+func interrupted(inst *store.Instance, pid int) error {
 	p := inst.Name
 	return fmt.Errorf("interrupted; the boot of %q goes on in the background (host agent pid %d)\n"+
 		"follow it: `vmdock status -p %s` or `vmdock logs -p %s -f`\n"+
@@ -209,7 +209,7 @@ func fileExists(path string) bool {
 
 // startFailure names the failed step and shows the last lines of the logs a
 // user needs to see to understand it.
-func startFailure(inst *Instance, step string, err error) error {
+func startFailure(inst *store.Instance, step string, err error) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "start failed at step %q: %v", step, err)
 	for _, f := range []struct{ name, path string }{
@@ -226,7 +226,7 @@ func startFailure(inst *Instance, step string, err error) error {
 // Stop powers the instance off gracefully (opts.Force: kill it now) and
 // puts the previous docker context back. It says how the guest went down:
 // through the guest agent, the ACPI power button, or forced.
-func Stop(ctx context.Context, inst *Instance, opts StopOptions) error {
+func Stop(ctx context.Context, inst *store.Instance, opts StopOptions) error {
 	progress := opts.Progress
 	if progress == nil {
 		progress = io.Discard
@@ -241,24 +241,19 @@ func Stop(ctx context.Context, inst *Instance, opts StopOptions) error {
 		return cleanupStale(inst)
 	}
 	// Follow the events before asking, so the stop's own event is not missed.
+	client := control.NewClient(inst.ControlSocketPath())
 	how := make(chan string, 1)
-	if resp, err := controlRequest(ctx, inst, http.MethodGet, ControlEventsPath, 0); err == nil {
+	if events, err := client.Events(ctx); err == nil {
 		go func() {
-			defer resp.Body.Close()
-			how <- stopPath(resp.Body, progress)
+			defer events.Close()
+			how <- stopPath(events, progress)
 		}()
 	} else {
 		how <- ""
 	}
-	q := 0
-	if opts.Force {
-		q = 1
+	if err := client.Stop(ctx, opts.Force); err != nil {
+		return err
 	}
-	resp, err := controlRequest(ctx, inst, http.MethodPost, ControlStopPath, q)
-	if err != nil {
-		return fmt.Errorf("ask host agent to stop: %w", err)
-	}
-	resp.Body.Close()
 	timeout := 3 * time.Minute
 	if opts.Force {
 		timeout = 30 * time.Second
@@ -281,48 +276,40 @@ func Stop(ctx context.Context, inst *Instance, opts StopOptions) error {
 	return cleanupStale(inst)
 }
 
-// How the guest went down: the detail of the host agent's "stop" event.
-const (
-	StopByAgent    = "agent"  // the guest agent ran the power-off
-	StopByACPI     = "acpi"   // the guest obeyed the ACPI power button
-	StopByForce    = "forced" // the VM was killed
-	StopBySelf     = "guest"  // the guest powered itself off
-	StopDuringBoot = "boot"   // the stop came during the boot, which was undone
-)
-
 // stopPaths say what each stop path means, for `vmdock stop`.
 var stopPaths = map[string]string{
-	StopByAgent:    "the guest agent powered the guest off",
-	StopByACPI:     "the guest powered off on the ACPI power button",
-	StopByForce:    "the VM was ended (forced)",
-	StopBySelf:     "the guest had powered itself off",
-	StopDuringBoot: "the boot was stopped and undone",
+	control.StopByAgent:    "the guest agent powered the guest off",
+	control.StopByACPI:     "the guest powered off on the ACPI power button",
+	control.StopByForce:    "the VM was ended (forced)",
+	control.StopBySelf:     "the guest had powered itself off",
+	control.StopDuringBoot: "the boot was stopped and undone",
 }
 
 // stopPath reads the host agent's events until its stop event, printing
 // the notes of the stop on the way, and returns the path it took.
-func stopPath(r io.Reader, progress io.Writer) string {
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		var ev Event
-		if json.Unmarshal(sc.Bytes(), &ev) != nil || ev.Step != "stop" {
+func stopPath(events *control.EventStream, progress io.Writer) string {
+	for {
+		ev, err := events.Next()
+		if err != nil {
+			return ""
+		}
+		if ev.Step != "stop" {
 			continue
 		}
 		switch ev.State {
-		case "note":
+		case control.EventNote:
 			fmt.Fprintf(progress, "%s\n", ev.Detail)
-		case "stopped":
+		case control.EventStopped:
 			return ev.Detail
 		}
 	}
-	return ""
 }
 
 // Delete removes the instance; the data disk (docker images and volumes)
 // stays unless opts.Data. Only files vmdock makes are removed: a file it
 // does not know keeps the folder in place, and a symlinked instance folder
 // is refused outright, since deleting through it would empty its target.
-func Delete(ctx context.Context, inst *Instance, opts DeleteOptions) error {
+func Delete(ctx context.Context, inst *store.Instance, opts DeleteOptions) error {
 	progress := opts.Progress
 	if progress == nil {
 		progress = io.Discard
@@ -357,11 +344,11 @@ func Delete(ctx context.Context, inst *Instance, opts DeleteOptions) error {
 	for _, e := range entries {
 		switch {
 		case keep[e.Name()]:
-		case e.IsDir() || !isInstanceFile(e.Name()):
+		case e.IsDir() || !store.IsInstanceFile(e.Name()):
 			unknown = append(unknown, e.Name())
 		default:
-			if err := os.Remove(inst.path(e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
-				errs = append(errs, fmt.Errorf("delete %s: %w", inst.path(e.Name()), err))
+			if err := os.Remove(filepath.Join(inst.Dir, e.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, fmt.Errorf("delete %s: %w", filepath.Join(inst.Dir, e.Name()), err))
 			}
 		}
 	}
@@ -378,7 +365,7 @@ func Delete(ctx context.Context, inst *Instance, opts DeleteOptions) error {
 // CheckDelete refuses an instance whose folder is a symbolic link:
 // deleting through it would empty the link's target. The CLI asks before
 // it takes the lock, which would create a file there.
-func CheckDelete(inst *Instance) error {
+func CheckDelete(inst *store.Instance) error {
 	fi, err := os.Lstat(inst.Dir)
 	if err != nil || fi.Mode()&os.ModeSymlink == 0 {
 		return nil
@@ -389,10 +376,10 @@ func CheckDelete(inst *Instance) error {
 
 // liveHostAgent reports the host agent's pid when it is alive and answers
 // on its control socket.
-func liveHostAgent(ctx context.Context, inst *Instance) (int, bool) {
+func liveHostAgent(ctx context.Context, inst *store.Instance) (int, bool) {
 	st := inst.Status(ctx)
 	switch st.State {
-	case StateRunning, StateStarting, StateStopping:
+	case store.StateRunning, store.StateStarting, store.StateStopping:
 		return st.PID, true
 	}
 	return st.PID, false
@@ -401,8 +388,8 @@ func liveHostAgent(ctx context.Context, inst *Instance) (int, bool) {
 // cleanupStale removes what a dead host agent left behind so a plain
 // `start` recovers without --force. A live host agent that no longer
 // answers is ended first.
-func cleanupStale(inst *Instance) error {
-	if pid, err := readPIDFile(inst.PIDPath()); err == nil && processAlive(pid) {
+func cleanupStale(inst *store.Instance) error {
+	if pid, err := store.ReadPID(inst.PIDPath()); err == nil && store.ProcessAlive(pid) {
 		if ours, why := isOwnHostAgent(inst, pid, inst.PIDPath()); ours {
 			slog.Info("ending the instance's unresponsive host agent", "pid", pid)
 			syscall.Kill(pid, syscall.SIGKILL)
@@ -420,44 +407,32 @@ func cleanupStale(inst *Instance) error {
 	return nil
 }
 
-func controlRequest(ctx context.Context, inst *Instance, method, path string, force int) (*http.Response, error) {
-	url := "http://hostagent" + path
-	if force == 1 {
-		url += "?force=1"
-	}
-	req, err := http.NewRequestWithContext(ctx, method, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	return ControlClient(inst.ControlSocketPath()).Do(req)
-}
-
 // HostAgentState asks a live host agent for its status.
-func HostAgentState(ctx context.Context, inst *Instance) (*HostAgentStatus, error) {
-	return QueryHostAgent(ctx, inst.ControlSocketPath())
+func HostAgentState(ctx context.Context, inst *store.Instance) (*control.Status, error) {
+	return control.NewClient(inst.ControlSocketPath()).Status(ctx)
 }
 
 func waitPIDExit(pid int, timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		if !processAlive(pid) {
+		if !store.ProcessAlive(pid) {
 			return true
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return !processAlive(pid)
+	return !store.ProcessAlive(pid)
 }
 
 // waitPIDExitCtx is waitPIDExit that also ends with ctx.
 func waitPIDExitCtx(ctx context.Context, pid int, timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if !processAlive(pid) {
+		if !store.ProcessAlive(pid) {
 			return true
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return !processAlive(pid)
+	return !store.ProcessAlive(pid)
 }
 
 func tailFile(path string, n int) string {

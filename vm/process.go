@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/vmdock/vmdock/vm/store"
 )
 
 // procInfo is what the OS tells about a process that may be a host agent.
@@ -25,7 +27,7 @@ const startSlack = 2 * time.Second
 // command for inst's profile, run in inst's folder (vmdock start sets its
 // working folder there), and started no later than it wrote pidFile. The
 // reason says why not, for the log.
-func isOwnHostAgent(inst *Instance, pid int, pidFile string) (bool, string) {
+func isOwnHostAgent(inst *store.Instance, pid int, pidFile string) (bool, string) {
 	info, err := processInfo(pid)
 	if err != nil {
 		return false, fmt.Sprintf("cannot inspect pid %d: %v", pid, err)

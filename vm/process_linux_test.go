@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/vmdock/vmdock/vm/store"
 )
 
 // TestSleeper is not a test: it is a process that looks like a host agent
@@ -46,7 +48,7 @@ func TestCleanupStaleKillsOnlyOwnHostAgent(t *testing.T) {
 	otherHome := t.TempDir()
 	tests := []struct {
 		name    string
-		dir     func(inst *Instance) string
+		dir     func(inst *store.Instance) string
 		args    []string
 		pidFile func(t *testing.T, path string) // touches the pid file after the process started
 		killed  bool
@@ -55,7 +57,7 @@ func TestCleanupStaleKillsOnlyOwnHostAgent(t *testing.T) {
 		{name: "own, -p form", args: []string{"hostagent", "-p", "x"}, killed: true},
 		{name: "other profile", args: []string{"hostagent", "--profile", "y"}},
 		{name: "same profile, other VMDOCK_HOME", args: []string{"hostagent", "--profile", "x"},
-			dir: func(*Instance) string { d := filepath.Join(otherHome, "x"); os.MkdirAll(d, 0o700); return d }},
+			dir: func(*store.Instance) string { d := filepath.Join(otherHome, "x"); os.MkdirAll(d, 0o700); return d }},
 		{name: "not a host agent", args: []string{"serve", "--profile", "x"}},
 		{name: "pid reused after the pid file was written", args: []string{"hostagent", "--profile", "x"},
 			pidFile: func(t *testing.T, path string) {
@@ -68,7 +70,7 @@ func TestCleanupStaleKillsOnlyOwnHostAgent(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			os.RemoveAll(filepath.Join(home, "x"))
-			inst, _ := OpenInstance(home, "x")
+			inst, _ := store.Open(home, "x")
 			if err := inst.Create(); err != nil {
 				t.Fatal(err)
 			}

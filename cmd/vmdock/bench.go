@@ -15,8 +15,11 @@ import (
 	"github.com/vmdock/vmdock/bench/scratch"
 	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/vm"
+	"github.com/vmdock/vmdock/vm/config"
+	"github.com/vmdock/vmdock/vm/control"
 	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/qemu"
+	"github.com/vmdock/vmdock/vm/store"
 )
 
 func newBenchCmd(g *globals) *cobra.Command {
@@ -48,10 +51,10 @@ func newBenchCmd(g *globals) *cobra.Command {
 			if rawBoot {
 				return runRawBoot(cmd, inst, g.host, appendPath, jsonPath)
 			}
-			if st := inst.Status(ctx); st.State != vm.StateRunning {
+			if st := inst.Status(ctx); st.State != store.StateRunning {
 				return fmt.Errorf("profile %q is not running (%s); start it with `vmdock start -p %s`", inst.Name, st, inst.Name)
 			}
-			cfg, err := vm.LoadConfig(inst, g.host)
+			cfg, err := config.Load(inst.ConfigPath(), g.host)
 			if err != nil {
 				return err
 			}
@@ -118,14 +121,13 @@ func newBenchCmd(g *globals) *cobra.Command {
 }
 
 // benchEnv gathers what the runner needs from the instance.
-func benchEnv(cmd *cobra.Command, inst *vm.Instance, cfg vm.Config) (bench.Env, bench.Machine, error) {
+func benchEnv(cmd *cobra.Command, inst *store.Instance, cfg config.Config) (bench.Env, bench.Machine, error) {
 	ctx := cmd.Context()
 	env := bench.Env{
 		Exec: func(ctx2 context.Context, argv []string, in io.Reader, out, errw io.Writer) (int, error) {
 			return execVM(ctx2, inst, argv, in, out, errw)
 		},
 		DockerSocket: inst.DockerSocketPath(),
-		HostAgentLog: inst.HostAgentLogPath(),
 		HostAccessIP: cfg.Network.HostAccessIP,
 	}
 	env.Shares = benchShares(cfg)
@@ -140,19 +142,29 @@ func benchEnv(cmd *cobra.Command, inst *vm.Instance, cfg vm.Config) (bench.Env, 
 		m.Driver = st.Machine.Driver
 	}
 	env.Scratch, env.NoScratch = scratchDisks(inst, m.Driver)
-	m.Accel = st.Machine.Accel
-	if f, err := os.Open(inst.HostAgentLogPath()); err == nil {
-		if b, err := bench.ParseBootLog(f); err == nil {
-			m.FillFromBootLog(b)
-		}
-		f.Close()
+	m.Accel, m.QEMUVersion = st.Machine.Accel, st.Machine.Version
+	env.Boot = benchBoot(st.Boot)
+	if st.Boot != nil {
+		m.GuestKernel = st.Boot.GuestKernel
 	}
 	return env, m, nil
 }
 
+// benchBoot is the host agent's boot report as the bench reads it.
+func benchBoot(r *control.BootReport) bench.Boot {
+	if r == nil {
+		return bench.Boot{}
+	}
+	b := bench.Boot{HelloUptime: r.GuestUptime}
+	for _, s := range r.Steps {
+		b.Steps = append(b.Steps, bench.StepTime{Step: s.Step, Seconds: s.Seconds})
+	}
+	return b
+}
+
 // benchShares are the instance's shares the file sections can use: the
 // helper and scratch paths assume the guest sees a share at its host path.
-func benchShares(cfg vm.Config) []bench.Share {
+func benchShares(cfg config.Config) []bench.Share {
 	var out []bench.Share
 	for _, sh := range mounts.Shares(cfg.Mounts, cfg.MountType) {
 		if sh.GuestPath == sh.HostPath {
@@ -165,11 +177,11 @@ func benchShares(cfg vm.Config) []bench.Share {
 // scratchDisks is how the sync section hot-plugs its disks: through the
 // host agent, which owns the hypervisor. Only QEMU takes a disk while the
 // VM runs; vz would need a reboot, which would compare boots again.
-func scratchDisks(inst *vm.Instance, vmDriver string) (bench.ScratchDisks, string) {
+func scratchDisks(inst *store.Instance, vmDriver string) (bench.ScratchDisks, string) {
 	if vmDriver != driver.TypeQEMU {
 		return nil, fmt.Sprintf("the %s driver cannot attach a disk to a running VM, so the --disk-sync modes cannot be compared within one boot (compare them across restarts with `vmdock start --disk-sync <mode>`)", vmDriver)
 	}
-	return scratch.Client{HTTP: vm.ControlClient(inst.ControlSocketPath())}, ""
+	return scratch.Client{HTTP: control.NewClient(inst.ControlSocketPath()).HTTP()}, ""
 }
 
 // defaultHelper is where `make bench` (hack/bench/run.sh) puts the guest helper: beside
@@ -204,9 +216,9 @@ func loadReport(path string) (*bench.Report, error) {
 // runRawBoot records the boot section's baseline: the instance's last VM
 // spec booted by the QEMU driver alone. It needs the instance stopped (the
 // same disks) and holds its lock while the VM runs.
-func runRawBoot(cmd *cobra.Command, inst *vm.Instance, h vm.Host, paths ...string) error {
+func runRawBoot(cmd *cobra.Command, inst *store.Instance, h config.Host, paths ...string) error {
 	ctx := cmd.Context()
-	cfg, err := vm.LoadConfig(inst, h)
+	cfg, err := config.Load(inst.ConfigPath(), h)
 	if err != nil {
 		return err
 	}
@@ -218,7 +230,7 @@ func runRawBoot(cmd *cobra.Command, inst *vm.Instance, h vm.Host, paths ...strin
 		return err
 	}
 	defer lock.Unlock()
-	if st := inst.Status(ctx); st.State == vm.StateRunning {
+	if st := inst.Status(ctx); st.State == store.StateRunning {
 		return fmt.Errorf("--raw-boot: profile %q is running; stop it first (the baseline boots the same disks)", inst.Name)
 	}
 	b, err := os.ReadFile(inst.SpecPath())

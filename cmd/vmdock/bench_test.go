@@ -6,14 +6,15 @@ import (
 	"testing"
 
 	"github.com/vmdock/vmdock/bench"
-	"github.com/vmdock/vmdock/vm"
+	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/driver"
+	"github.com/vmdock/vmdock/vm/store"
 )
 
 // vz cannot take a disk while the VM runs: the sync section must say so
 // instead of asking the host agent; qemu gets the host agent's client.
 func TestScratchDisksPerDriver(t *testing.T) {
-	inst := &vm.Instance{Name: "default", Dir: t.TempDir()}
+	inst := &store.Instance{Name: "default", Dir: t.TempDir()}
 	s, why := scratchDisks(inst, driver.TypeVZ)
 	if s != nil || !strings.Contains(why, "the vz driver cannot attach a disk to a running VM") {
 		t.Errorf("vz: %v, %q", s, why)
@@ -27,9 +28,9 @@ func TestScratchDisksPerDriver(t *testing.T) {
 // The bench measures the shares as the guest has them: resolved type and
 // mode, and only those at their host path.
 func TestBenchShares(t *testing.T) {
-	cfg := vm.DefaultConfigFor(testHost)
+	cfg := config.Default(testHost)
 	cfg.MountType = driver.Mount9p
-	cfg.Mounts = []vm.Mount{
+	cfg.Mounts = []config.Mount{
 		{Location: "/home/u", GuestPath: "/home/u", Writable: true},
 		{Location: "/src", GuestPath: "/work", Writable: true},
 		{Location: "/data", Type: driver.MountVirtiofs},

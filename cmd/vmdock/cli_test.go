@@ -18,11 +18,13 @@ import (
 	"testing"
 
 	"github.com/vmdock/vmdock/vm"
+	"github.com/vmdock/vmdock/vm/config"
+	"github.com/vmdock/vmdock/vm/store"
 )
 
 // fakeVM replaces the lifecycle so no test boots anything.
 type fakeVM struct {
-	starts []vm.Config
+	starts []config.Config
 	stops  []bool
 	execs  [][]string
 }
@@ -31,26 +33,26 @@ func installFake(t *testing.T) *fakeVM {
 	t.Helper()
 	f := &fakeVM{}
 	saved := [...]any{startVM, stopVM, deleteVM, execVM, runHostAgent}
-	startVM = func(_ context.Context, _ *vm.Instance, cfg vm.Config, _ vm.StartOptions) error {
+	startVM = func(_ context.Context, _ *store.Instance, cfg config.Config, _ vm.StartOptions) error {
 		f.starts = append(f.starts, cfg)
 		return nil
 	}
-	stopVM = func(_ context.Context, _ *vm.Instance, opts vm.StopOptions) error {
+	stopVM = func(_ context.Context, _ *store.Instance, opts vm.StopOptions) error {
 		f.stops = append(f.stops, opts.Force)
 		return nil
 	}
-	deleteVM = func(_ context.Context, inst *vm.Instance, _ vm.DeleteOptions) error { return os.RemoveAll(inst.Dir) }
-	execVM = func(_ context.Context, _ *vm.Instance, argv []string, _ io.Reader, _, _ io.Writer) (int, error) {
+	deleteVM = func(_ context.Context, inst *store.Instance, _ vm.DeleteOptions) error { return os.RemoveAll(inst.Dir) }
+	execVM = func(_ context.Context, _ *store.Instance, argv []string, _ io.Reader, _, _ io.Writer) (int, error) {
 		f.execs = append(f.execs, argv)
 		return 3, nil
 	}
-	runHostAgent = func(context.Context, *vm.Instance, vm.Host) error { return errors.New("fake host agent") }
+	runHostAgent = func(context.Context, *store.Instance, config.Host) error { return errors.New("fake host agent") }
 	t.Cleanup(func() {
-		startVM = saved[0].(func(context.Context, *vm.Instance, vm.Config, vm.StartOptions) error)
-		stopVM = saved[1].(func(context.Context, *vm.Instance, vm.StopOptions) error)
-		deleteVM = saved[2].(func(context.Context, *vm.Instance, vm.DeleteOptions) error)
-		execVM = saved[3].(func(context.Context, *vm.Instance, []string, io.Reader, io.Writer, io.Writer) (int, error))
-		runHostAgent = saved[4].(func(context.Context, *vm.Instance, vm.Host) error)
+		startVM = saved[0].(func(context.Context, *store.Instance, config.Config, vm.StartOptions) error)
+		stopVM = saved[1].(func(context.Context, *store.Instance, vm.StopOptions) error)
+		deleteVM = saved[2].(func(context.Context, *store.Instance, vm.DeleteOptions) error)
+		execVM = saved[3].(func(context.Context, *store.Instance, []string, io.Reader, io.Writer, io.Writer) (int, error))
+		runHostAgent = saved[4].(func(context.Context, *store.Instance, config.Host) error)
 	})
 	return f
 }
@@ -60,7 +62,7 @@ func env(t *testing.T) (home, user string) {
 	t.Helper()
 	home = filepath.Join(t.TempDir(), "vmdock-home")
 	user = t.TempDir()
-	t.Setenv(vm.HomeEnv, home)
+	t.Setenv(store.HomeEnv, home)
 	t.Setenv("HOME", user)
 	t.Setenv(ProfileEnv, "")
 	return home, user
@@ -217,14 +219,14 @@ func TestStartSavesFlags(t *testing.T) {
 	if _, err := run("start", "--cpu", "1", "-m", "1.5", "-V", spaced+":w", "-V", "~/other/:/hosthome", "--env", "A=b=c", "--dns", "1.1.1.1"); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := vm.LoadConfigFile(filepath.Join(home, "default", "vmdock.yaml"), testHost)
+	cfg, err := config.Load(filepath.Join(home, "default", "vmdock.yaml"), testHost)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.CPUs != 1 || cfg.MemoryGiB != 1.5 || cfg.DiskGiB != vm.DefaultDiskGiB || cfg.Env["A"] != "b=c" || len(cfg.Network.DNS) != 1 {
+	if cfg.CPUs != 1 || cfg.MemoryGiB != 1.5 || cfg.DiskGiB != config.DefaultDiskGiB || cfg.Env["A"] != "b=c" || len(cfg.Network.DNS) != 1 {
 		t.Fatalf("saved config %+v", cfg)
 	}
-	wantMounts := []vm.Mount{{Location: spaced, GuestPath: spaced, Writable: true}, {Location: other, GuestPath: "/hosthome"}}
+	wantMounts := []config.Mount{{Location: spaced, GuestPath: spaced, Writable: true}, {Location: other, GuestPath: "/hosthome"}}
 	if fmt.Sprint(cfg.Mounts) != fmt.Sprint(wantMounts) {
 		t.Fatalf("mounts %+v, want %+v", cfg.Mounts, wantMounts)
 	}
@@ -257,7 +259,7 @@ func TestLockHolder(t *testing.T) {
 	if dir == "" {
 		t.Skip("helper process only")
 	}
-	l, err := (&vm.Instance{Name: "default", Dir: dir}).Lock()
+	l, err := (&store.Instance{Name: "default", Dir: dir}).Lock()
 	if err != nil {
 		fmt.Println("error:", err)
 		os.Exit(1)

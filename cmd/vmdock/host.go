@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/vmdock/vmdock/vm"
+	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/qemu"
 )
 
@@ -13,9 +13,9 @@ import (
 // host: main calls it once and every command, config and the host agent
 // read that value. QEMU's part (its accelerator, a virtiofsd) comes from
 // the driver, which probes at most once per process.
-func detectHost() vm.Host {
+func detectHost() config.Host {
 	q := qemu.Capabilities()
-	h := vm.Host{
+	h := config.Host{
 		OS:           runtime.GOOS,
 		Arch:         runtime.GOARCH,
 		MacOSVersion: macOSVersion(),

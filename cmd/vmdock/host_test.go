@@ -8,12 +8,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vmdock/vmdock/vm"
+	"github.com/vmdock/vmdock/vm/config"
+	"github.com/vmdock/vmdock/vm/store"
 )
 
 // testHost is the fixed machine the CLI tests run on: Linux without vz or
 // a virtiofsd, whatever the machine running the tests has.
-var testHost = vm.Host{OS: "linux", Arch: runtime.GOARCH, CPUs: 4, Accel: "kvm"}
+var testHost = config.Host{OS: "linux", Arch: runtime.GOARCH, CPUs: 4, Accel: "kvm"}
 
 func TestVZUsable(t *testing.T) {
 	for v, want := range map[string]bool{"": false, "12.7.4": false, "13.0": true, "14.5": true, "26.1": true, "x": false} {
@@ -60,7 +61,7 @@ func TestVirtiofsdProbedOncePerCommand(t *testing.T) {
 		os.Remove(log)
 		cmd := exec.Command(os.Args[0], "-test.run=^TestProbeCountHelper$")
 		cmd.Env = append(os.Environ(), "VMDOCK_TEST_PROBE_ARGS="+args, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
-			vm.HomeEnv+"="+home, "HOME="+user, "DOCKER_CONFIG="+t.TempDir(), ProfileEnv+"=")
+			store.HomeEnv+"="+home, "HOME="+user, "DOCKER_CONFIG="+t.TempDir(), ProfileEnv+"=")
 		out, err := cmd.CombinedOutput()
 		if err != nil && !strings.HasPrefix(args, "status") {
 			t.Fatalf("vmdock %s: %v\n%s", args, err, out)
@@ -71,7 +72,7 @@ func TestVirtiofsdProbedOncePerCommand(t *testing.T) {
 		}
 	}
 	// The fake daemon was usable, so the new instance shares by virtiofs.
-	cfg, err := vm.LoadConfigFile(filepath.Join(home, "default", "vmdock.yaml"), testHost)
+	cfg, err := config.Load(filepath.Join(home, "default", "vmdock.yaml"), testHost)
 	if err != nil || cfg.MountType != "virtiofs" {
 		t.Errorf("saved mount type %q, %v; want virtiofs from the detected daemon", cfg.MountType, err)
 	}

@@ -13,7 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/vmdock/vmdock/images"
-	"github.com/vmdock/vmdock/vm"
+	"github.com/vmdock/vmdock/vm/store"
 )
 
 // newImageCmd is the `vmdock image` command tree: the guest image cache.
@@ -167,7 +167,7 @@ func newImagePruneCmd() *cobra.Command {
 		Short: "Remove cached images no instance uses",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			home, err := vm.Home()
+			home, err := store.Home()
 			if err != nil {
 				return err
 			}

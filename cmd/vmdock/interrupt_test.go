@@ -17,6 +17,9 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/vm"
+	"github.com/vmdock/vmdock/vm/config"
+	"github.com/vmdock/vmdock/vm/control"
+	"github.com/vmdock/vmdock/vm/store"
 )
 
 // readyFile, created in the instance folder, lets the slow fake host agent
@@ -39,17 +42,17 @@ func TestSlowHostAgent(t *testing.T) {
 	}
 	stopped := make(chan struct{})
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+vm.ControlStatusPath, func(w http.ResponseWriter, r *http.Request) {
-		st := vm.HostAgentStatus{PID: os.Getpid(), Phase: "starting", Step: "image"}
+	mux.HandleFunc("GET "+control.StatusPath, func(w http.ResponseWriter, r *http.Request) {
+		st := control.Status{PID: os.Getpid(), Phase: "starting", Step: "image"}
 		if ready() {
 			st.Phase, st.Step = "running", ""
 		}
 		json.NewEncoder(w).Encode(st)
 	})
-	mux.HandleFunc("GET "+vm.ControlEventsPath, func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET "+control.EventsPath, func(w http.ResponseWriter, r *http.Request) {
 		enc := json.NewEncoder(w)
 		send := func(step, state string) {
-			enc.Encode(vm.Event{Step: step, State: state, Detail: "1s"})
+			enc.Encode(control.Event{Step: step, State: state, Detail: "1s"})
 			w.(http.Flusher).Flush()
 		}
 		send("image", "begin")
@@ -64,7 +67,7 @@ func TestSlowHostAgent(t *testing.T) {
 		send("ready", "ready")
 		<-r.Context().Done()
 	})
-	mux.HandleFunc("POST "+vm.ControlStopPath, func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("POST "+control.StopPath, func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted)
 		close(stopped)
 	})
@@ -78,7 +81,7 @@ func TestSlowHostAgent(t *testing.T) {
 // startWithSlowHostAgent makes `start` spawn the slow fake host agent.
 func startWithSlowHostAgent(t *testing.T) {
 	saved := startVM
-	startVM = func(ctx context.Context, inst *vm.Instance, cfg vm.Config, opts vm.StartOptions) error {
+	startVM = func(ctx context.Context, inst *store.Instance, cfg config.Config, opts vm.StartOptions) error {
 		opts.HostAgentArgs = []string{os.Args[0], "-test.run=^TestSlowHostAgent$"}
 		return vm.Start(ctx, inst, cfg, opts)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vmdock/vmdock/vm"
+	"github.com/vmdock/vmdock/vm/config"
 )
 
 func newStopCmd(g *globals) *cobra.Command {
@@ -46,7 +47,7 @@ func newRestartCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			cfg, err := vm.LoadConfig(inst, g.host)
+			cfg, err := config.Load(inst.ConfigPath(), g.host)
 			if err != nil {
 				return err
 			}

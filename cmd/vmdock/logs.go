@@ -11,15 +11,14 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-
-	"github.com/vmdock/vmdock/vm"
+	"github.com/vmdock/vmdock/vm/store"
 )
 
 // logFiles maps `vmdock logs <which>` to the instance's files.
-var logFiles = map[string]func(*vm.Instance) string{
-	"hostagent": (*vm.Instance).HostAgentLogPath,
-	"serial":    (*vm.Instance).SerialLogPath,
-	"guest":     (*vm.Instance).GuestAgentLogPath,
+var logFiles = map[string]func(*store.Instance) string{
+	"hostagent": (*store.Instance).HostAgentLogPath,
+	"serial":    (*store.Instance).SerialLogPath,
+	"guest":     (*store.Instance).GuestAgentLogPath,
 }
 
 const logNames = "hostagent, serial or guest"

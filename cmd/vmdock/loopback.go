@@ -8,13 +8,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vmdock/vmdock/network/loopback"
-	"github.com/vmdock/vmdock/vm"
+	"github.com/vmdock/vmdock/vm/store"
 )
 
 // newLoopbackManager is a variable so CLI tests can swap in a Manager
 // whose commands never reach this machine's loopback.
 var newLoopbackManager = func(out io.Writer) (*loopback.Manager, error) {
-	home, err := vm.Home()
+	home, err := store.Home()
 	if err != nil {
 		return nil, err
 	}

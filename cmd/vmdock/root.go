@@ -9,8 +9,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vmdock/vmdock/vm"
+	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/hostagent"
 	"github.com/vmdock/vmdock/vm/qemu"
+	"github.com/vmdock/vmdock/vm/store"
 )
 
 // ProfileEnv sets the default of -p/--profile.
@@ -23,7 +25,7 @@ var (
 	stopVM       = vm.Stop
 	deleteVM     = vm.Delete
 	execVM       = vm.Exec
-	runHostAgent = func(ctx context.Context, inst *vm.Instance, h vm.Host) error {
+	runHostAgent = func(ctx context.Context, inst *store.Instance, h config.Host) error {
 		return hostagent.Run(ctx, inst, hostagent.Options{Host: h})
 	}
 )
@@ -32,27 +34,27 @@ var (
 type globals struct {
 	profile string
 	debug   bool
-	host    vm.Host
+	host    config.Host
 }
 
 // instance resolves the home folder and the profile's instance; it creates
 // nothing.
-func (g *globals) instance() (*vm.Instance, error) {
-	home, err := vm.Home()
+func (g *globals) instance() (*store.Instance, error) {
+	home, err := store.Home()
 	if err != nil {
 		return nil, err
 	}
-	inst, err := vm.OpenInstance(home, g.profile)
+	inst, err := store.Open(home, g.profile)
 	if err != nil {
 		return nil, err
 	}
-	// vm cannot import the drivers; QEMU is the one that leaves processes.
+	// vm and store do not import the drivers; QEMU is the one that leaves processes.
 	inst.EndOrphans = qemu.CleanupOrphans
 	return inst, nil
 }
 
 // existing is instance() for commands that need a created instance.
-func (g *globals) existing() (*vm.Instance, error) {
+func (g *globals) existing() (*store.Instance, error) {
 	inst, err := g.instance()
 	if err != nil {
 		return nil, err
@@ -64,7 +66,7 @@ func (g *globals) existing() (*vm.Instance, error) {
 }
 
 // newRootCmd builds the command tree for host h, which main detects once.
-func newRootCmd(h vm.Host) *cobra.Command {
+func newRootCmd(h config.Host) *cobra.Command {
 	g := &globals{host: h}
 	root := &cobra.Command{
 		Use:           "vmdock",

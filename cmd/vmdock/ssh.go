@@ -4,8 +4,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-
-	"github.com/vmdock/vmdock/vm"
+	"github.com/vmdock/vmdock/vm/store"
 )
 
 func newSSHCmd(g *globals) *cobra.Command {
@@ -19,7 +18,7 @@ func newSSHCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if st := inst.Status(cmd.Context()); st.State != vm.StateRunning {
+			if st := inst.Status(cmd.Context()); st.State != store.StateRunning {
 				return fmt.Errorf("profile %q is not running (%s); start it with `vmdock start -p %s`", inst.Name, st, inst.Name)
 			}
 			code, err := execVM(cmd.Context(), inst, args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())

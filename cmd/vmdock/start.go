@@ -15,6 +15,8 @@ import (
 
 	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/vm"
+	"github.com/vmdock/vmdock/vm/config"
+	"github.com/vmdock/vmdock/vm/store"
 )
 
 // startFlags mirror Config; only flags the user gave (Changed) are applied.
@@ -52,7 +54,7 @@ func newStartCmd(g *globals) *cobra.Command {
 			return runStart(cmd.Context(), g, cmd.Flags(), &f, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	d := vm.DefaultConfigFor(g.host)
+	d := config.Default(g.host)
 	fs := cmd.Flags()
 	fs.IntVarP(&f.cpus, "cpus", "c", d.CPUs, "number of virtual CPUs (alias --cpu)")
 	fs.Float64VarP(&f.memory, "memory", "m", d.MemoryGiB, "memory in GiB")
@@ -94,7 +96,7 @@ func runStart(ctx context.Context, g *globals, fs *pflag.FlagSet, f *startFlags,
 		return err
 	}
 	st := inst.Status(ctx)
-	if (st.State == vm.StateRunning || st.State == vm.StateStarting) && old != nil && !reflect.DeepEqual(*old, cfg) {
+	if (st.State == store.StateRunning || st.State == store.StateStarting) && old != nil && !reflect.DeepEqual(*old, cfg) {
 		return fmt.Errorf("profile %q is running; its settings change only when stopped: run `vmdock stop -p %s` first", inst.Name, inst.Name)
 	}
 	// Everything is checked: only now may the instance folder change.
@@ -121,8 +123,8 @@ func runStart(ctx context.Context, g *globals, fs *pflag.FlagSet, f *startFlags,
 // (or the template, or the defaults) with the given flags on top. It
 // returns every problem at once and touches no file. old is the saved
 // config, if any.
-func plannedConfig(inst *vm.Instance, h vm.Host, fs *pflag.FlagSet, f *startFlags) (cfg vm.Config, old *vm.Config, err error) {
-	switch saved, err := vm.LoadConfig(inst, h); {
+func plannedConfig(inst *store.Instance, h config.Host, fs *pflag.FlagSet, f *startFlags) (cfg config.Config, old *config.Config, err error) {
+	switch saved, err := config.Load(inst.ConfigPath(), h); {
 	case err == nil:
 		old = &saved
 		cfg = saved
@@ -138,7 +140,7 @@ func plannedConfig(inst *vm.Instance, h vm.Host, fs *pflag.FlagSet, f *startFlag
 	cfg.Normalize()
 	errs = append(errs, cfg.ValidateOn(h))
 	if old != nil {
-		errs = append(errs, vm.CheckChange(*old, cfg))
+		errs = append(errs, config.CheckChange(*old, cfg))
 	}
 	return cfg, old, errors.Join(errs...)
 }
@@ -147,17 +149,17 @@ func plannedConfig(inst *vm.Instance, h vm.Host, fs *pflag.FlagSet, f *startFlag
 func templatePath(home string) string { return filepath.Join(home, "template.yaml") }
 
 // baseConfig is the template when the user has one, else the defaults.
-func baseConfig(home string, h vm.Host) (vm.Config, error) {
-	cfg, err := vm.LoadConfigFile(templatePath(home), h)
+func baseConfig(home string, h config.Host) (config.Config, error) {
+	cfg, err := config.Load(templatePath(home), h)
 	if errors.Is(err, os.ErrNotExist) {
-		return vm.DefaultConfigFor(h), nil
+		return config.Default(h), nil
 	}
 	return cfg, err
 }
 
 // applyFlags copies the flags the user gave onto cfg and returns what could
 // not be parsed; Validate judges the values.
-func applyFlags(cfg *vm.Config, fs *pflag.FlagSet, f *startFlags, fresh bool) []error {
+func applyFlags(cfg *config.Config, fs *pflag.FlagSet, f *startFlags, fresh bool) []error {
 	var errs []error
 	set := func(name string, apply func()) {
 		if fs.Changed(name) {
@@ -186,7 +188,7 @@ func applyFlags(cfg *vm.Config, fs *pflag.FlagSet, f *startFlags, fresh bool) []
 				errs = append(errs, err)
 				continue
 			}
-			cfg.Mounts = append(cfg.Mounts, vm.Mount(m))
+			cfg.Mounts = append(cfg.Mounts, config.Mount(m))
 		}
 	})
 	set("vz-rosetta", func() { cfg.VZRosetta = f.rosetta })

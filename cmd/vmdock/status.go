@@ -10,23 +10,25 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vmdock/vmdock/mounts"
-	"github.com/vmdock/vmdock/vm"
+	"github.com/vmdock/vmdock/vm/config"
+	"github.com/vmdock/vmdock/vm/control"
+	"github.com/vmdock/vmdock/vm/store"
 )
 
 // statusJSON is `vmdock status --json`; the field names are documented in
 // README.md, so renaming one breaks users' scripts.
 type statusJSON struct {
-	Profile      string              `json:"profile"`
-	Status       string              `json:"status"` // Running, Stopped, Broken
-	Reason       string              `json:"reason,omitempty"`
-	Dir          string              `json:"dir"`
-	PID          int                 `json:"pid,omitempty"`
-	DockerSocket string              `json:"dockerSocket"`
-	Config       *vm.Config          `json:"config"`
-	ConfigError  string              `json:"configError,omitempty"`
-	HostAgent    *vm.HostAgentStatus `json:"hostAgent,omitempty"`
-	LastError    string              `json:"lastError,omitempty"`
-	Warnings     []string            `json:"warnings,omitempty"`
+	Profile      string          `json:"profile"`
+	Status       string          `json:"status"` // Running, Stopped, Broken
+	Reason       string          `json:"reason,omitempty"`
+	Dir          string          `json:"dir"`
+	PID          int             `json:"pid,omitempty"`
+	DockerSocket string          `json:"dockerSocket"`
+	Config       *config.Config  `json:"config"`
+	ConfigError  string          `json:"configError,omitempty"`
+	HostAgent    *control.Status `json:"hostAgent,omitempty"`
+	LastError    string          `json:"lastError,omitempty"`
+	Warnings     []string        `json:"warnings,omitempty"`
 }
 
 // listJSON is one element of `vmdock list --json` (documented in README.md).
@@ -57,7 +59,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 			st := inst.Status(cmd.Context())
 			s := statusJSON{Profile: inst.Name, Status: st.State, Reason: st.Reason, Dir: inst.Dir, PID: st.PID,
 				DockerSocket: inst.DockerSocketPath(), HostAgent: st.HostAgent, LastError: st.LastError}
-			if cfg, err := vm.LoadConfig(inst, g.host); err != nil {
+			if cfg, err := config.Load(inst.ConfigPath(), g.host); err != nil {
 				s.ConfigError = err.Error()
 			} else {
 				s.Config = &cfg
@@ -71,7 +73,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if st.State != vm.StateRunning {
+			if st.State != store.StateRunning {
 				return exitError{code: 1}
 			}
 			return nil
@@ -81,7 +83,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func writeStatusText(w io.Writer, s statusJSON, st vm.InstanceStatus) error {
+func writeStatusText(w io.Writer, s statusJSON, st store.InstanceStatus) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "profile:\t%s\n", s.Profile)
 	fmt.Fprintf(tw, "status:\t%s\n", st)
@@ -105,7 +107,7 @@ func writeStatusText(w io.Writer, s statusJSON, st vm.InstanceStatus) error {
 	for _, w := range s.Warnings {
 		fmt.Fprintf(tw, "warning:\t%s\n", w)
 	}
-	if s.Status == vm.StateRunning {
+	if s.Status == store.StateRunning {
 		fmt.Fprintf(tw, "docker socket:\t%s\n", s.DockerSocket)
 	}
 	if h := s.HostAgent; h != nil {
@@ -139,11 +141,11 @@ func newListCmd(g *globals) *cobra.Command {
 		Short:   "List instances",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			home, err := vm.Home()
+			home, err := store.Home()
 			if err != nil {
 				return err
 			}
-			insts, err := vm.ListInstances(home)
+			insts, err := store.List(home)
 			if err != nil {
 				return err
 			}
@@ -151,7 +153,7 @@ func newListCmd(g *globals) *cobra.Command {
 			for _, inst := range insts {
 				st := inst.Status(cmd.Context())
 				r := listJSON{Profile: inst.Name, Status: st.State, Reason: st.Reason, Dir: inst.Dir}
-				if c, err := vm.LoadConfig(inst, g.host); err == nil {
+				if c, err := config.Load(inst.ConfigPath(), g.host); err == nil {
 					r.Arch, r.CPUs, r.Memory, r.Disk, r.Runtime, r.VMType = c.Arch, c.CPUs, c.MemoryGiB, c.DiskGiB, c.Runtime, c.VMType
 				} else if r.Reason == "" {
 					r.Reason = "config: " + err.Error()

@@ -5,23 +5,24 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vmdock/vmdock/vm"
+	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/driver"
+	"github.com/vmdock/vmdock/vm/store"
 )
 
 // status shows each share as the guest gets it: its own type else the
 // instance's, its guest path, ro unless writable, in config order.
 func TestStatusShowsResolvedShares(t *testing.T) {
-	cfg := vm.DefaultConfigFor(testHost)
+	cfg := config.Default(testHost)
 	cfg.MountType = driver.MountVirtiofs
-	cfg.Mounts = []vm.Mount{
+	cfg.Mounts = []config.Mount{
 		{Location: "/home/u", GuestPath: "/home/u", Writable: true},
 		{Location: "/src", GuestPath: "/work", Type: driver.Mount9p},
 		{Location: "/data"},
 	}
 	var out bytes.Buffer
-	s := statusJSON{Profile: "default", Status: vm.StateStopped, Config: &cfg}
-	if err := writeStatusText(&out, s, vm.InstanceStatus{State: vm.StateStopped}); err != nil {
+	s := statusJSON{Profile: "default", Status: store.StateStopped, Config: &cfg}
+	if err := writeStatusText(&out, s, store.InstanceStatus{State: store.StateStopped}); err != nil {
 		t.Fatal(err)
 	}
 	var got []string

@@ -9,7 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vmdock/vmdock/atomicfile"
-	"github.com/vmdock/vmdock/vm"
+	"github.com/vmdock/vmdock/vm/config"
+	"github.com/vmdock/vmdock/vm/store"
 )
 
 const templateHeader = `# vmdock default config for new instances (vmdock template --edit).
@@ -23,13 +24,13 @@ func newTemplateCmd(g *globals) *cobra.Command {
 		Short: "Print (or --edit) the default config new instances start from",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			home, err := vm.Home()
+			home, err := store.Home()
 			if err != nil {
 				return err
 			}
 			path := templatePath(home)
 			if !edit {
-				b, err := vm.ReadConfigFile(path)
+				b, err := config.Read(path)
 				if errors.Is(err, os.ErrNotExist) {
 					if b, err = defaultTemplate(g.host); err != nil {
 						return err
@@ -59,7 +60,7 @@ func newTemplateCmd(g *globals) *cobra.Command {
 			if err := ed.Run(); err != nil {
 				return fmt.Errorf("editor %q: %w", editor, err)
 			}
-			cfg, err := vm.LoadConfigFile(path, g.host)
+			cfg, err := config.Load(path, g.host)
 			if err == nil {
 				cfg.Normalize()
 				err = cfg.ValidateOn(g.host)
@@ -75,8 +76,8 @@ func newTemplateCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func defaultTemplate(h vm.Host) ([]byte, error) {
-	b, err := vm.DefaultConfigFor(h).Marshal()
+func defaultTemplate(h config.Host) ([]byte, error) {
+	b, err := config.Default(h).Marshal()
 	if err != nil {
 		return nil, err
 	}

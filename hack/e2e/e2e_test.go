@@ -166,7 +166,9 @@ mounts:
 		if !strings.Contains(out, "Running") {
 			t.Fatalf("status: %s", out)
 		}
+		checkBootReport(t, out)
 	})
+	checkShareTypes(t, e, []share{{share9p, share9p, "9p"}, {shareVFS, shareVFS, "virtiofs"}, {e.work, e.work, "9p"}})
 	e.timed("docker info shows the guest kernel", func(t *testing.T) {
 		out := e.docker(2*time.Minute, "info", "--format", "{{.KernelVersion}} {{.OperatingSystem}}")
 		if !strings.Contains(out, "Debian") {

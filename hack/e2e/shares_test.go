@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -43,4 +44,41 @@ func guestMount(procMounts, dir string) (fsType, opts string, ok bool) {
 		}
 	}
 	return "", "", false
+}
+
+// checkBootReport: the host agent's control API reports the boot's steps
+// (what `vmdock bench` reads, instead of parsing logs), each with a
+// duration, and the guest's uptime when its agent answered.
+func checkBootReport(t *testing.T, statusJSON string) {
+	t.Helper()
+	var st struct {
+		HostAgent struct {
+			Boot struct {
+				Steps []struct {
+					Step    string
+					Seconds float64
+				}
+				GuestUptime float64
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(statusJSON), &st); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, statusJSON)
+	}
+	b := st.HostAgent.Boot
+	seen := map[string]bool{}
+	for _, s := range b.Steps {
+		if s.Seconds <= 0 {
+			t.Errorf("boot step %s took %v s", s.Step, s.Seconds)
+		}
+		seen[s.Step] = true
+	}
+	for _, want := range []string{"image", "vm", "agent", "docker-ping"} {
+		if !seen[want] {
+			t.Errorf("boot report lacks step %q: %+v", want, b.Steps)
+		}
+	}
+	if b.GuestUptime <= 0 {
+		t.Errorf("boot report has no guest uptime: %+v", b)
+	}
 }

@@ -127,6 +127,9 @@ type MachineInfo struct {
 	// "kvm unusable: <QEMU's message>" after an automatic fall back to tcg.
 	AccelReason string `json:"accelReason,omitempty"`
 	PID         int    `json:"pid,omitempty"`
+	// Version is the hypervisor's: QEMU's "8.2.2", or the macOS release
+	// for vz. Benchmarks print it beside their numbers.
+	Version string `json:"version,omitempty"`
 	// Problems are faults the VM runs on with, such as a dead virtiofsd:
 	// its share fails in the guest until the next start.
 	Problems []string `json:"problems,omitempty"`

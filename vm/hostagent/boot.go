@@ -19,6 +19,7 @@ import (
 	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/network"
 	"github.com/vmdock/vmdock/vm/cidata"
+	"github.com/vmdock/vmdock/vm/control"
 	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/logfile"
 )
@@ -35,109 +36,130 @@ const guestDataDisk = "/dev/vdb"
 const rootDiskHeadroom = 4 << 30
 
 // bootSteps is the whole start sequence; each step's undo reverses it.
+// Steps hand their results on through the hostAgent's fields (img, spec,
+// machine, client, tunnels), in this order.
 func (ha *hostAgent) bootSteps() []step {
-	var (
-		img  *images.Image
-		spec driver.Spec
-	)
 	return []step{
-		{name: "image", run: func(ctx context.Context) error {
-			var err error
-			img, err = ha.prepareDisks(ctx)
-			return err
-		}},
-		{name: "boot-disk", run: func(ctx context.Context) error {
-			return ha.writeBootDisk(img)
-		}},
-		{name: "vm", run: func(ctx context.Context) error {
-			var err error
-			spec, err = ha.spec(img)
-			if err != nil {
-				return err
-			}
-			drv, err := newDriver(ha.cfg.VMType)
-			if err != nil {
-				return err
-			}
-			if err := drv.Validate(spec); err != nil {
-				return err
-			}
-			if err := writeSpec(ha.inst.SpecPath(), spec); err != nil {
-				return err
-			}
-			console := newConsoleWatch(spec.SerialLog, ha.opts.BootSilence)
-			m, err := drv.Start(ctx, spec)
-			if err != nil {
-				return err
-			}
-			ha.watchConsole(console, m)
-			if info := m.Info(); info.AccelReason != "" {
-				ha.events.emit("vm", "note", "", fmt.Sprintf("accel: %s (%s)", info.Accel, info.AccelReason))
-			}
-			ha.mu.Lock()
-			ha.machine = m
-			ha.mu.Unlock()
-			return nil
-		}, undo: func(ctx context.Context) error {
-			ha.mu.Lock()
-			m := ha.machine
-			ha.mu.Unlock()
-			if m == nil {
-				return nil
-			}
-			if err := m.Stop(ctx, true); err != nil {
-				return err
-			}
-			return nil
-		}},
-		{name: "agent", run: ha.connectAgent, undo: func(context.Context) error {
-			ha.mu.Lock()
-			c := ha.client
-			ha.client = nil
-			ha.mu.Unlock()
-			if c != nil {
-				c.Close()
-			}
-			return nil
-		}},
-		{name: "setup", run: func(ctx context.Context) error {
-			return ha.client.Setup(ctx, ha.guestSetup())
-		}},
-		{name: "mounts", run: func(ctx context.Context) error {
-			for _, sh := range spec.Shares {
-				req := mountRequest(sh)
-				if err := ha.client.Mount(ctx, req); err != nil {
-					return fmt.Errorf("mount %s at %s: %w", sh.HostPath, req.Target, err)
-				}
-			}
-			return nil
-		}},
-		{name: "docker", run: func(ctx context.Context) error {
-			return ha.client.StartDocker(ctx)
-		}},
-		{name: "tunnels", run: func(ctx context.Context) error {
-			t, err := startTunnels(ctx, ha.inst, ha.cfg, &ha.link)
-			if err != nil {
-				return err
-			}
-			ha.mu.Lock()
-			ha.tunnels = t
-			ha.mu.Unlock()
-			return nil
-		}, undo: func(context.Context) error {
-			ha.mu.Lock()
-			t := ha.tunnels
-			ha.tunnels = nil
-			ha.mu.Unlock()
-			if t != nil {
-				t.close()
-			}
-			return nil
-		}},
-		{name: "docker-ping", run: func(ctx context.Context) error {
-			return waitDockerPing(ctx, ha.inst.DockerSocketPath(), 2*time.Minute)
-		}},
+		{name: "image", run: ha.stepImage},
+		{name: "boot-disk", run: ha.stepBootDisk},
+		{name: "spec", run: ha.stepSpec},
+		{name: "vm", run: ha.stepVM, undo: ha.undoVM},
+		{name: "agent", run: ha.connectAgent, undo: ha.undoAgent},
+		{name: "setup", run: ha.stepSetup},
+		{name: "mounts", run: ha.stepMounts},
+		{name: "docker", run: ha.stepDocker},
+		{name: "tunnels", run: ha.stepTunnels, undo: ha.undoTunnels},
+		{name: "docker-ping", run: ha.stepDockerPing},
 	}
+}
+
+func (ha *hostAgent) stepImage(ctx context.Context) error {
+	img, err := ha.prepareDisks(ctx)
+	ha.img = img
+	return err
+}
+
+func (ha *hostAgent) stepBootDisk(context.Context) error { return ha.writeBootDisk(ha.img) }
+
+// stepSpec turns config and image into the VM spec, checks it against the
+// driver once, and records it (spec.json) before anything runs.
+func (ha *hostAgent) stepSpec(context.Context) error {
+	spec, err := ha.buildSpec(ha.img)
+	if err != nil {
+		return err
+	}
+	drv, err := newDriver(ha.cfg.VMType)
+	if err != nil {
+		return err
+	}
+	if err := drv.Validate(spec); err != nil {
+		return err
+	}
+	if err := writeSpec(ha.inst.SpecPath(), spec); err != nil {
+		return err
+	}
+	ha.spec, ha.driver = spec, drv
+	return nil
+}
+
+// stepVM starts the VM and watches its console from the first byte.
+func (ha *hostAgent) stepVM(ctx context.Context) error {
+	console := newConsoleWatch(ha.spec.SerialLog, ha.opts.BootSilence)
+	m, err := ha.driver.Start(ctx, ha.spec)
+	if err != nil {
+		return err
+	}
+	ha.watchConsole(console, m)
+	if info := m.Info(); info.AccelReason != "" {
+		ha.events.Emit("vm", control.EventNote, "", fmt.Sprintf("accel: %s (%s)", info.Accel, info.AccelReason))
+	}
+	ha.mu.Lock()
+	ha.machine = m
+	ha.mu.Unlock()
+	return nil
+}
+
+func (ha *hostAgent) undoVM(ctx context.Context) error {
+	ha.mu.Lock()
+	m := ha.machine
+	ha.mu.Unlock()
+	if m == nil {
+		return nil
+	}
+	return m.Stop(ctx, true)
+}
+
+func (ha *hostAgent) undoAgent(context.Context) error {
+	ha.mu.Lock()
+	c := ha.client
+	ha.client = nil
+	ha.mu.Unlock()
+	if c != nil {
+		c.Close()
+	}
+	return nil
+}
+
+func (ha *hostAgent) stepSetup(ctx context.Context) error {
+	return ha.client.Setup(ctx, ha.guestSetup())
+}
+
+func (ha *hostAgent) stepMounts(ctx context.Context) error {
+	for _, sh := range ha.spec.Shares {
+		req := mountRequest(sh)
+		if err := ha.client.Mount(ctx, req); err != nil {
+			return fmt.Errorf("mount %s at %s: %w", sh.HostPath, req.Target, err)
+		}
+	}
+	return nil
+}
+
+func (ha *hostAgent) stepDocker(ctx context.Context) error { return ha.client.StartDocker(ctx) }
+
+func (ha *hostAgent) stepTunnels(ctx context.Context) error {
+	t, err := startTunnels(ctx, ha.inst, ha.cfg, &ha.link)
+	if err != nil {
+		return err
+	}
+	ha.mu.Lock()
+	ha.tunnels = t
+	ha.mu.Unlock()
+	return nil
+}
+
+func (ha *hostAgent) undoTunnels(context.Context) error {
+	ha.mu.Lock()
+	t := ha.tunnels
+	ha.tunnels = nil
+	ha.mu.Unlock()
+	if t != nil {
+		t.close()
+	}
+	return nil
+}
+
+func (ha *hostAgent) stepDockerPing(ctx context.Context) error {
+	return waitDockerPing(ctx, ha.inst.DockerSocketPath(), 2*time.Minute)
 }
 
 func (ha *hostAgent) prepareDisks(ctx context.Context) (*images.Image, error) {
@@ -203,56 +225,52 @@ func (ha *hostAgent) connectAgent(ctx context.Context) error {
 	defer cancel()
 	exited := make(chan error, 1)
 	go func() { exited <- ha.machine.Wait() }()
-	var lastErr error
-	for {
-		select {
-		case err := <-exited:
-			if perr := ha.console.panicked(); perr != nil {
-				return perr
-			}
-			return fmt.Errorf("the VM exited before its agent answered: %v", err)
-		case err := <-ha.console.Failed():
-			return err
-		case <-ctx.Done():
-			return fmt.Errorf("the guest agent did not answer within %s (last error: %v)", ha.opts.AgentTimeout, lastErr)
-		default:
+	c, info, err := agent.DialUntilUp(ctx, ha.machine.DialAgent, agent.RetryOptions{
+		Check:   func() error { return ha.bootAlive(exited) },
+		Prepare: ha.prepareClient,
+	})
+	if errors.Is(err, agent.ErrNotUp) {
+		return fmt.Errorf("the guest agent did not answer within %s: %w", ha.opts.AgentTimeout, err)
+	}
+	if err != nil {
+		return err
+	}
+	ha.noteHello(info)
+	ha.console.bootDone()
+	ha.adoptClient(c)
+	return nil
+}
+
+// bootAlive says why waiting for the guest agent is pointless: the VM
+// exited or its console shows a failed boot.
+func (ha *hostAgent) bootAlive(exited <-chan error) error {
+	select {
+	case err := <-exited:
+		if perr := ha.console.panicked(); perr != nil {
+			return perr
 		}
-		c, err := ha.dialAgentOnce(ctx)
-		if err == nil {
-			ha.console.bootDone()
-			ha.adoptClient(c)
-			return nil
-		}
-		lastErr = err
-		select {
-		case <-time.After(time.Second):
-		case <-ctx.Done():
-		}
+		return fmt.Errorf("the VM exited before its agent answered: %v", err)
+	case err := <-ha.console.Failed():
+		return err
+	default:
+		return nil
 	}
 }
 
-func (ha *hostAgent) dialAgentOnce(ctx context.Context) (*agent.Client, error) {
-	actx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	conn, err := ha.machine.DialAgent(actx)
-	if err != nil {
-		return nil, err
-	}
-	c, err := agent.Connect(actx, conn)
-	if err != nil {
-		conn.Close()
-		return nil, err
-	}
-	// Before anything else: a guest with host-access connections waiting
-	// opens their streams as soon as the session is up.
-	c.HandleGuestStreams(ha.serveGuestStream)
-	info, err := c.Info(actx)
-	if err != nil {
-		c.Close()
-		return nil, err
-	}
+// prepareClient runs on every new agent session before anything else: a
+// guest with host-access connections waiting opens their streams as soon
+// as the session is up.
+func (ha *hostAgent) prepareClient(c *agent.Client) { c.HandleGuestStreams(ha.serveGuestStream) }
+
+// noteHello logs the guest agent's answer and keeps the boot's first one
+// for the boot report.
+func (ha *hostAgent) noteHello(info agent.Info) {
 	slog.Info("guest agent answered", "version", info.Version, "arch", info.Arch, "kernel", info.Kernel, "uptime", info.Uptime)
-	return c, nil
+	ha.mu.Lock()
+	if ha.hello.Version == "" {
+		ha.hello = info
+	}
+	ha.mu.Unlock()
 }
 
 // serveGuestStream handles streams the guest opens: connections to the
@@ -296,8 +314,8 @@ func mountRequest(sh driver.Share) agent.MountRequest {
 	return agent.MountRequest{Type: sh.Type, Tag: sh.Tag, Target: sh.GuestPath, ReadOnly: sh.ReadOnly}
 }
 
-// spec turns the config and the prepared image into the driver's VM spec.
-func (ha *hostAgent) spec(img *images.Image) (driver.Spec, error) {
+// buildSpec turns the config and the prepared image into the driver's VM spec.
+func (ha *hostAgent) buildSpec(img *images.Image) (driver.Spec, error) {
 	s := driver.Spec{
 		Name:      ha.inst.Name,
 		Dir:       ha.inst.Dir,

@@ -20,9 +20,13 @@ import (
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/atomicfile"
 	"github.com/vmdock/vmdock/bench/scratch"
+	"github.com/vmdock/vmdock/images"
 	"github.com/vmdock/vmdock/vm"
+	"github.com/vmdock/vmdock/vm/config"
+	"github.com/vmdock/vmdock/vm/control"
 	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/logfile"
+	"github.com/vmdock/vmdock/vm/store"
 )
 
 // Options tune a host agent run; the zero value is what `vmdock hostagent`
@@ -44,7 +48,7 @@ type Options struct {
 	ACPITimeout time.Duration
 	// Host is this machine as the command line detected it; the instance's
 	// config is read with its defaults.
-	Host vm.Host
+	Host config.Host
 }
 
 func (o *Options) setDefaults() {
@@ -71,14 +75,20 @@ func (o *Options) setDefaults() {
 
 // hostAgent is the state of one run.
 type hostAgent struct {
-	inst   *vm.Instance
-	cfg    vm.Config
+	inst   *store.Instance
+	cfg    config.Config
 	opts   Options
-	events *eventLog
+	events *control.EventLog
 	seq    *sequence
 	// cloudImage: a stock cloud image provisioned by cloud-init, not our
 	// own image booted directly.
 	cloudImage bool
+
+	// Results of the boot steps, each set by one step for the later ones.
+	img    *images.Image
+	spec   driver.Spec
+	driver driver.Driver
+	hello  agent.Info // the guest agent's first answer
 
 	mu      sync.Mutex
 	phase   string
@@ -98,13 +108,13 @@ type hostAgent struct {
 
 // Run boots the instance and serves it until stopped. It returns nil after
 // a requested stop, an error when booting failed or the VM died.
-func Run(ctx context.Context, inst *vm.Instance, opts Options) error {
+func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 	opts.setDefaults()
-	cfg, err := vm.LoadConfig(inst, opts.Host)
+	cfg, err := config.Load(inst.ConfigPath(), opts.Host)
 	if err != nil {
 		return err
 	}
-	ha := &hostAgent{inst: inst, cfg: cfg, opts: opts, events: newEventLog(), phase: "starting", stopCh: make(chan bool, 1)}
+	ha := &hostAgent{inst: inst, cfg: cfg, opts: opts, events: control.NewEventLog(), phase: control.PhaseStarting, stopCh: make(chan bool, 1)}
 	ha.seq = &sequence{events: ha.events}
 
 	if err := writePID(inst.PIDPath()); err != nil {
@@ -115,15 +125,17 @@ func Run(ctx context.Context, inst *vm.Instance, opts Options) error {
 	defer os.Remove(inst.PIDPath())
 	os.Remove(inst.BrokenPath())
 
-	ctrl, err := listenControl(inst.ControlSocketPath(), ha.status, ha.events, ha.requestStop, ha.openAgentStream)
+	ctrl, err := control.Listen(inst.ControlSocketPath(), control.Handlers{
+		Status: ha.status, Events: ha.events, Stop: ha.requestStop, OpenStream: ha.openAgentStream,
+	})
 	if err != nil {
 		return err
 	}
-	ctrl.mux.Handle("POST "+scratch.Path, scratch.Handler(ha.currentMachine))
+	ctrl.Handle("POST "+scratch.Path, scratch.Handler(ha.currentMachine))
 	defer func() {
 		// Give followers a moment to read the final event before the socket goes.
 		time.Sleep(300 * time.Millisecond)
-		ctrl.close()
+		ctrl.Close()
 		os.Remove(inst.ControlSocketPath())
 	}()
 
@@ -147,17 +159,17 @@ func Run(ctx context.Context, inst *vm.Instance, opts Options) error {
 		if !errors.Is(runErr, context.Canceled) { // a stop during boot is no breakage
 			markBroken(inst, runErr.Error())
 		}
-		ha.setPhase("stopping")
+		ha.setPhase(control.PhaseStopping)
 		ha.shutdown(true)
-		ha.events.emit("boot", "failed", runErr.Error(), "")
+		ha.events.Emit("boot", control.EventFailed, runErr.Error(), "")
 		if errors.Is(runErr, context.Canceled) {
-			ha.events.emit("stop", "stopped", "", vm.StopDuringBoot)
+			ha.events.Emit("stop", control.EventStopped, "", control.StopDuringBoot)
 		}
 		return runErr
 	}
-	ha.setPhase("running")
+	ha.setPhase(control.PhaseRunning)
 	ha.startReconnect(ctx)
-	ha.events.emit("ready", "ready", "", "")
+	ha.events.Emit("ready", control.EventReady, "", "")
 	slog.Info("instance ready", "timing", ha.seq.timing)
 
 	vmExited := make(chan error, 1)
@@ -166,19 +178,19 @@ func Run(ctx context.Context, inst *vm.Instance, opts Options) error {
 
 	select {
 	case force := <-ha.stopCh:
-		ha.setPhase("stopping")
-		ha.events.emit("stop", "stopped", "", ha.shutdown(force))
+		ha.setPhase(control.PhaseStopping)
+		ha.events.Emit("stop", control.EventStopped, "", ha.shutdown(force))
 		return nil
 	case <-ctx.Done():
-		ha.setPhase("stopping")
-		ha.events.emit("stop", "stopped", "", ha.shutdown(false))
+		ha.setPhase(control.PhaseStopping)
+		ha.events.Emit("stop", control.EventStopped, "", ha.shutdown(false))
 		return nil
 	case err := <-ha.console.Failed():
 		reason := err.Error()
 		slog.Error(reason)
 		markBroken(inst, reason)
 		ha.shutdown(true)
-		ha.events.emit("vm", "failed", reason, "")
+		ha.events.Emit("vm", control.EventFailed, reason, "")
 		return err
 	case err := <-vmExited:
 		reason := "the VM exited unexpectedly"
@@ -191,17 +203,17 @@ func Run(ctx context.Context, inst *vm.Instance, opts Options) error {
 			// way): the instance is Stopped, and no `vmdock stop` will run
 			// to put the docker context back.
 			slog.Info("the guest powered itself off; stopping the instance")
-			ha.setPhase("stopping")
+			ha.setPhase(control.PhaseStopping)
 			ha.shutdown(true)
 			vm.RestoreContext(inst)
-			ha.events.emit("stop", "stopped", "", vm.StopBySelf)
+			ha.events.Emit("stop", control.EventStopped, "", control.StopBySelf)
 			return nil
 		}
 		reason += ": " + err.Error()
 		slog.Error(reason)
 		markBroken(inst, reason)
 		ha.shutdown(true)
-		ha.events.emit("vm", "failed", reason, "")
+		ha.events.Emit("vm", control.EventFailed, reason, "")
 		return errors.New(reason)
 	}
 }
@@ -227,19 +239,23 @@ func (ha *hostAgent) setPhase(p string) {
 	ha.mu.Unlock()
 }
 
-func (ha *hostAgent) status() vm.HostAgentStatus {
+func (ha *hostAgent) status() control.Status {
 	ha.mu.Lock()
 	defer ha.mu.Unlock()
-	st := vm.HostAgentStatus{
+	st := control.Status{
 		PID:    os.Getpid(),
 		Phase:  ha.phase,
-		Step:   ha.events.currentStep(),
+		Step:   ha.events.CurrentStep(),
 		Docker: ha.inst.DockerSocketPath(),
 		Errors: append([]string(nil), ha.errs...),
-		Ports:  []vm.ForwardedPort{},
+		Ports:  []control.ForwardedPort{},
 	}
-	if ha.phase == "running" || ha.phase == phaseReconnecting {
+	if ha.phase == control.PhaseRunning || ha.phase == control.PhaseReconnecting {
 		st.Step = "" // the boot steps are history once the instance is up
+		st.Boot = &control.BootReport{GuestUptime: ha.hello.Uptime, GuestKernel: ha.hello.Kernel}
+		if ha.seq != nil {
+			st.Boot.Steps = ha.seq.timings()
+		}
 	}
 	if ha.machine != nil {
 		st.Machine = ha.machine.Info()
@@ -260,7 +276,7 @@ func (ha *hostAgent) shutdown(force bool) string {
 	ha.mu.Lock()
 	m, c := ha.machine, ha.client
 	ha.mu.Unlock()
-	how := vm.StopByForce
+	how := control.StopByForce
 	if m != nil && !force {
 		how = ha.powerOff(ctx, m, c)
 	}
@@ -284,10 +300,10 @@ func (ha *hostAgent) powerOff(ctx context.Context, m driver.Machine, c *agent.Cl
 		if err == nil {
 			select {
 			case <-exited:
-				return vm.StopByAgent
+				return control.StopByAgent
 			case <-time.After(ha.opts.StopTimeout):
 				ha.stopNote(fmt.Sprintf("the guest did not power off within %s of the guest agent's power-off; ending the VM", ha.opts.StopTimeout))
-				return vm.StopByForce
+				return control.StopByForce
 			}
 		}
 		why = fmt.Sprintf("the guest agent did not take the power-off (%v)", err)
@@ -306,12 +322,12 @@ func (ha *hostAgent) powerOff(ctx context.Context, m driver.Machine, c *agent.Cl
 	select {
 	case <-exited:
 		<-stopped
-		return vm.StopByACPI
+		return control.StopByACPI
 	case <-actx.Done():
 	}
 	ha.stopNote(fmt.Sprintf("the guest did not power off within %s of the ACPI power button; ending the VM", ha.opts.ACPITimeout))
 	<-stopped
-	return vm.StopByForce
+	return control.StopByForce
 }
 
 // askPowerOff bounds the guest agent's answer itself: with the agent dead
@@ -333,14 +349,14 @@ func askPowerOff(ctx context.Context, c *agent.Client, timeout time.Duration) er
 // stopNote logs a step of the shutdown and tells `vmdock stop` about it.
 func (ha *hostAgent) stopNote(text string) {
 	slog.Warn(text)
-	ha.events.emit("stop", "note", "", text)
+	ha.events.Emit("stop", control.EventNote, "", text)
 }
 
 // capLogs moves full logs aside before this run appends to them, and keeps
 // the host agent's own log (its stderr) under the cap while it runs. The
 // serial console log is QEMU's open file for the whole run: it is capped
 // at each start only.
-func capLogs(ctx context.Context, inst *vm.Instance) {
+func capLogs(ctx context.Context, inst *store.Instance) {
 	for _, p := range []string{inst.SerialLogPath(), inst.GuestAgentLogPath()} {
 		if err := logfile.Rotate(p, logfile.MaxSize); err != nil {
 			slog.Warn("rotate log", "err", err)
@@ -392,7 +408,7 @@ func writePID(path string) error {
 	return nil
 }
 
-func markBroken(inst *vm.Instance, reason string) {
+func markBroken(inst *store.Instance, reason string) {
 	atomicfile.WriteFile(inst.BrokenPath(), []byte(reason+"\n"), 0o600)
 }
 

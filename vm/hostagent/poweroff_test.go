@@ -12,7 +12,7 @@ import (
 	"github.com/hashicorp/yamux"
 
 	"github.com/vmdock/vmdock/agent"
-	"github.com/vmdock/vmdock/vm"
+	"github.com/vmdock/vmdock/vm/control"
 	"github.com/vmdock/vmdock/vm/driver"
 )
 
@@ -86,11 +86,11 @@ func TestPowerOffPaths(t *testing.T) {
 		note      string
 		max       time.Duration
 	}{
-		{name: "agent answers", agent: "answers", want: vm.StopByAgent, max: answer},
-		{name: "agent silent, ACPI works", agent: "silent", obeysACPI: true, want: vm.StopByACPI, note: "did not take the power-off", max: answer + acpi/2},
-		{name: "agent silent, ACPI ignored", agent: "silent", want: vm.StopByForce, note: "did not power off within", max: answer + acpi + time.Second},
-		{name: "no agent, ACPI works", obeysACPI: true, want: vm.StopByACPI, note: "not connected", max: acpi / 2},
-		{name: "no agent, ACPI ignored", want: vm.StopByForce, note: "did not power off within", max: acpi + time.Second},
+		{name: "agent answers", agent: "answers", want: control.StopByAgent, max: answer},
+		{name: "agent silent, ACPI works", agent: "silent", obeysACPI: true, want: control.StopByACPI, note: "did not take the power-off", max: answer + acpi/2},
+		{name: "agent silent, ACPI ignored", agent: "silent", want: control.StopByForce, note: "did not power off within", max: answer + acpi + time.Second},
+		{name: "no agent, ACPI works", obeysACPI: true, want: control.StopByACPI, note: "not connected", max: acpi / 2},
+		{name: "no agent, ACPI ignored", want: control.StopByForce, note: "did not power off within", max: acpi + time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,7 +99,7 @@ func TestPowerOffPaths(t *testing.T) {
 			if tt.agent != "" {
 				c = guestAgent(t, m, tt.agent == "answers")
 			}
-			ha := &hostAgent{events: newEventLog(), opts: Options{AgentAnswer: answer, ACPITimeout: acpi, StopTimeout: time.Minute}}
+			ha := &hostAgent{events: control.NewEventLog(), opts: Options{AgentAnswer: answer, ACPITimeout: acpi, StopTimeout: time.Minute}}
 			ha.opts.setDefaults()
 			start := time.Now()
 			got := ha.powerOff(context.Background(), m, c)
@@ -115,7 +115,7 @@ func TestPowerOffPaths(t *testing.T) {
 			default:
 				t.Fatal("powerOff returned with the VM still running")
 			}
-			past, _, cancel := ha.events.follow()
+			past, _, cancel := ha.events.Follow()
 			cancel()
 			var notes []string
 			for _, ev := range past {

@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/vm/control"
 )
 
 // Phase of the host agent while it redials a lost guest agent session;
 // the instance stays Running (the VM is up), status shows the phase.
-const phaseReconnecting = "reconnecting"
 
 // Redial pacing: the guest agent comes back within seconds of a crash
 // (systemd restarts it), and the host must notice at once, but a guest
@@ -98,7 +98,7 @@ func (l *agentLink) Dial(ctx context.Context, network, addr string) (net.Conn, e
 }
 
 // adoptClient makes c the session everything uses: the link (tunnels and
-// the port watch follow it) and the guest log follower. dialAgentOnce
+// the port watch follow it) and the guest log follower. prepareClient
 // already serves guest-opened streams (host access) on it.
 func (ha *hostAgent) adoptClient(c *agent.Client) {
 	ha.mu.Lock()
@@ -151,42 +151,36 @@ func (ha *hostAgent) keepAgentConnected(ctx context.Context) {
 		}
 		start := time.Now()
 		slog.Warn("the guest agent session ended; reconnecting")
-		ha.swapPhase("running", phaseReconnecting)
-		ha.events.emit("agent", "note", "", "the guest agent session ended; reconnecting")
+		ha.swapPhase(control.PhaseRunning, control.PhaseReconnecting)
+		ha.events.Emit("agent", control.EventNote, "", "the guest agent session ended; reconnecting")
 		c.Close()
 		nc, err := ha.redial(ctx)
 		if err != nil {
 			return // stopping
 		}
 		ha.adoptClient(nc)
-		ha.swapPhase(phaseReconnecting, "running")
+		ha.swapPhase(control.PhaseReconnecting, control.PhaseRunning)
 		slog.Info("guest agent reconnected", "after", time.Since(start).Round(time.Millisecond))
-		ha.events.emit("agent", "note", "", "guest agent reconnected")
+		ha.events.Emit("agent", control.EventNote, "", "guest agent reconnected")
 		go ha.restoreGuestServices(ctx, nc)
 	}
 }
 
 // redial dials the guest agent until it answers or ctx ends.
 func (ha *hostAgent) redial(ctx context.Context) (*agent.Client, error) {
-	delay := redialMin
-	for attempt := 1; ; attempt++ {
-		c, err := ha.dialAgentOnce(ctx)
-		if err == nil {
-			return c, nil
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if attempt == 1 || attempt%30 == 0 {
-			slog.Info("guest agent not back yet", "attempt", attempt, "err", err)
-		}
-		select {
-		case <-time.After(delay):
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		delay = min(2*delay, redialMax)
+	c, info, err := agent.DialUntilUp(ctx, ha.machine.DialAgent, agent.RetryOptions{
+		Delay: redialMin, MaxDelay: redialMax, Prepare: ha.prepareClient,
+		Failed: func(attempt int, err error) {
+			if attempt == 1 || attempt%30 == 0 {
+				slog.Info("guest agent not back yet", "attempt", attempt, "err", err)
+			}
+		},
+	})
+	if err != nil {
+		return nil, err
 	}
+	ha.noteHello(info)
+	return c, nil
 }
 
 // restoreGuestServices gives a restarted guest agent back what lived in

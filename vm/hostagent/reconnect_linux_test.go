@@ -18,8 +18,9 @@ import (
 
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/agent/guest"
-	"github.com/vmdock/vmdock/vm"
+	"github.com/vmdock/vmdock/vm/control"
 	"github.com/vmdock/vmdock/vm/driver"
+	"github.com/vmdock/vmdock/vm/store"
 )
 
 // agentMachine is a VM whose guest agent the test crashes and restarts.
@@ -172,10 +173,10 @@ func testHostAgent(t *testing.T, m driver.Machine) *hostAgent {
 	// The guest log follower runs journalctl in the "guest", which here
 	// is this host: give it nothing to run.
 	t.Setenv("PATH", t.TempDir())
-	inst := &vm.Instance{Name: "default", Dir: t.TempDir()}
-	ha := &hostAgent{inst: inst, events: newEventLog(), phase: "running", machine: m}
+	inst := &store.Instance{Name: "default", Dir: t.TempDir()}
+	ha := &hostAgent{inst: inst, events: control.NewEventLog(), phase: "running", machine: m}
 	ha.opts.setDefaults()
-	ha.events.emit("docker-ping", "begin", "", "") // the last boot step, history now
+	ha.events.Emit("docker-ping", "begin", "", "") // the last boot step, history now
 	return ha
 }
 
@@ -238,7 +239,7 @@ func TestAgentReconnectRestoresTunnels(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := ha.dialAgentOnce(ctx)
+	c, _, err := agent.DialOnce(ctx, ha.machine.DialAgent, ha.prepareClient)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +287,7 @@ func TestAgentReconnectRestoresTunnels(t *testing.T) {
 			t.Fatalf("%s connection open at the drop: read %v, want it closed", name, err)
 		}
 	}
-	waitFor(t, 2*time.Second, "status shows reconnecting", func() bool { st := ha.status(); return st.Phase == phaseReconnecting && st.Step == "" })
+	waitFor(t, 2*time.Second, "status shows reconnecting", func() bool { st := ha.status(); return st.Phase == control.PhaseReconnecting && st.Step == "" })
 
 	// A docker client that connects while the agent is away waits for it.
 	during := make(chan error, 1)
@@ -336,7 +337,7 @@ func TestAgentReconnectRestoresTunnels(t *testing.T) {
 	if ran := secondOS.ran(); strings.Contains(ran, "resize2fs") || strings.Contains(ran, "mount") {
 		t.Errorf("the reconnect redid disk setup:\n%s", ran)
 	}
-	past, _, stop := ha.events.follow()
+	past, _, stop := ha.events.Follow()
 	stop()
 	var notes []string
 	for _, ev := range past {
@@ -393,7 +394,7 @@ func TestAgentReconnectServesGuestStreams(t *testing.T) {
 	ha := testHostAgent(t, m)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := ha.dialAgentOnce(ctx)
+	c, _, err := agent.DialOnce(ctx, ha.machine.DialAgent, ha.prepareClient)
 	if err != nil {
 		t.Fatal(err)
 	}

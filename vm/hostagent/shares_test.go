@@ -6,8 +6,9 @@ import (
 
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/images"
-	"github.com/vmdock/vmdock/vm"
+	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/driver"
+	"github.com/vmdock/vmdock/vm/store"
 )
 
 // The spec's shares come resolved from the config, and the guest is asked
@@ -15,16 +16,16 @@ import (
 // read-only travel together, not matched up by index.
 func TestSpecSharesAndMountRequests(t *testing.T) {
 	ha := &hostAgent{
-		inst: &vm.Instance{Name: "x", Dir: "/vmdock/x"},
-		cfg: vm.Config{
+		inst: &store.Instance{Name: "x", Dir: "/vmdock/x"},
+		cfg: config.Config{
 			Arch: driver.ArchAMD64, VMType: driver.TypeQEMU, CPUs: 1, MemoryGiB: 1, MountType: driver.MountVirtiofs,
-			Mounts: []vm.Mount{
+			Mounts: []config.Mount{
 				{Location: "/home/u", GuestPath: "/home/u", Writable: true},
 				{Location: "/src", GuestPath: "/work", Type: driver.Mount9p},
 			},
 		},
 	}
-	spec, err := ha.spec(&images.Image{Kernel: "/k"})
+	spec, err := ha.buildSpec(&images.Image{Kernel: "/k"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,10 @@ package hostagent
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
+
+	"github.com/vmdock/vmdock/vm/control"
 )
 
 // step is one named stage of the boot sequence. undo, when set, reverses
@@ -17,30 +20,35 @@ type step struct {
 
 // sequence runs steps in order and remembers what to undo.
 type sequence struct {
-	events *eventLog
+	events *control.EventLog
 	done   []step
-	timing []stepTiming
-}
-
-type stepTiming struct {
-	Step    string  `json:"step"`
-	Seconds float64 `json:"seconds"`
+	mu     sync.Mutex // timing is read by status requests while steps run
+	timing []control.StepTime
 }
 
 func (s *sequence) run(ctx context.Context, steps []step) error {
 	for _, st := range steps {
-		s.events.emit(st.name, "begin", "", "")
+		s.events.Emit(st.name, control.EventBegin, "", "")
 		start := time.Now()
 		if err := st.run(ctx); err != nil {
-			s.events.emit(st.name, "failed", err.Error(), "")
+			s.events.Emit(st.name, control.EventFailed, err.Error(), "")
 			return fmt.Errorf("%s: %w", st.name, err)
 		}
 		d := time.Since(start)
-		s.timing = append(s.timing, stepTiming{Step: st.name, Seconds: d.Seconds()})
-		s.events.emit(st.name, "done", "", d.Round(100*time.Millisecond).String())
+		s.mu.Lock()
+		s.timing = append(s.timing, control.StepTime{Step: st.name, Seconds: d.Seconds()})
+		s.mu.Unlock()
+		s.events.Done(st.name, d)
 		s.done = append(s.done, st)
 	}
 	return nil
+}
+
+// timings are the durations of the steps that completed, in order.
+func (s *sequence) timings() []control.StepTime {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]control.StepTime(nil), s.timing...)
 }
 
 // unwind undoes completed steps in reverse order, collecting every error so

@@ -10,12 +10,10 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
-	"github.com/vmdock/vmdock/images"
 	"github.com/vmdock/vmdock/network"
-	"github.com/vmdock/vmdock/vm"
-	"github.com/vmdock/vmdock/vm/driver"
-	"github.com/vmdock/vmdock/vm/qemu"
-	"github.com/vmdock/vmdock/vm/vz"
+	"github.com/vmdock/vmdock/vm/config"
+	"github.com/vmdock/vmdock/vm/control"
+	"github.com/vmdock/vmdock/vm/store"
 )
 
 // guestDockerSocket is where dockerd listens inside the guest.
@@ -40,7 +38,7 @@ type tunnelSpec struct {
 	rules       *network.Rules
 }
 
-func startTunnels(ctx context.Context, inst *vm.Instance, cfg vm.Config, link *agentLink) (*tunnels, error) {
+func startTunnels(ctx context.Context, inst *store.Instance, cfg config.Config, link *agentLink) (*tunnels, error) {
 	rules, err := network.ParseRules(toNetworkRules(cfg.PortForward))
 	if err != nil {
 		return nil, err
@@ -138,10 +136,10 @@ func (t *tunnels) rewatch(ctx context.Context, link *agentLink, last *agent.Clie
 	}
 }
 
-func (t *tunnels) ports() []vm.ForwardedPort {
-	var out []vm.ForwardedPort
+func (t *tunnels) ports() []control.ForwardedPort {
+	var out []control.ForwardedPort
 	for _, p := range t.forwarder.Ports() {
-		out = append(out, vm.ForwardedPort{Proto: p.Proto, GuestPort: p.GuestPort, HostAddr: p.HostAddr, Error: p.Error})
+		out = append(out, control.ForwardedPort{Proto: p.Proto, GuestPort: p.GuestPort, HostAddr: p.HostAddr, Error: p.Error})
 	}
 	return out
 }
@@ -186,28 +184,7 @@ func waitDockerPing(ctx context.Context, sock string, timeout time.Duration) err
 	}
 }
 
-func newDriver(vmType string) (driver.Driver, error) {
-	switch vmType {
-	case driver.TypeQEMU:
-		return qemu.New(qemu.Options{CacheDir: hostCacheDir()}), nil
-	case driver.TypeVZ:
-		return vz.New(), nil
-	}
-	return nil, fmt.Errorf("unknown vm type %q (accepted: %s, %s)", vmType, driver.TypeQEMU, driver.TypeVZ)
-}
-
-// hostCacheDir keeps per-host verdicts (the accelerator probe) next to the
-// image cache; without one every start probes again.
-func hostCacheDir() string {
-	dir, err := images.DefaultCacheDir()
-	if err != nil {
-		slog.Warn("no cache folder; the accelerator is probed at every start", "err", err)
-		return ""
-	}
-	return dir
-}
-
-func toNetworkRules(pf vm.PortForward) ([]network.RuleSpec, []string) {
+func toNetworkRules(pf config.PortForward) ([]network.RuleSpec, []string) {
 	specs := make([]network.RuleSpec, 0, len(pf.Rules))
 	for _, r := range pf.Rules {
 		specs = append(specs, network.RuleSpec{Guest: r.Guest, Host: r.Host, Proto: r.Proto})

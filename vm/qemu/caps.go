@@ -6,7 +6,7 @@ import (
 )
 
 // HostCaps is what QEMU can use on this host, for the host description the
-// command line builds once per process (vm.Host).
+// command line builds once per process (config.Host).
 type HostCaps struct {
 	// Accel is QEMU's hardware accelerator on this OS (kvm, hvf), whether
 	// or not it works here; the driver learns that at start. Empty: none.

@@ -9,7 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/vmdock/vmdock/vm/driver"
@@ -39,6 +41,18 @@ type Options struct {
 type Driver struct {
 	opts Options
 	log  *slog.Logger
+
+	// validated is the last spec Validate accepted with what it found, so
+	// the Start that follows does not detect the host (qemu --version,
+	// firmware, virtiofsd) and check the files a second time.
+	mu        sync.Mutex
+	validated *preparedSpec
+}
+
+type preparedSpec struct {
+	spec driver.Spec
+	env  HostEnv
+	bin  string
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -137,8 +151,28 @@ func hasVirtiofs(shares []driver.Share) bool {
 
 // Validate checks spec against this host without starting anything.
 func (d *Driver) Validate(spec driver.Spec) error {
-	_, _, err := d.prepare(spec)
-	return err
+	spec.Dir = filepath.Clean(spec.Dir)
+	env, bin, err := d.prepare(spec)
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	d.validated = &preparedSpec{spec: spec, env: env, bin: bin}
+	d.mu.Unlock()
+	return nil
+}
+
+// prepared is what Validate found for spec, or, when spec is not the one
+// it last accepted, a fresh prepare.
+func (d *Driver) prepared(spec driver.Spec) (HostEnv, string, error) {
+	d.mu.Lock()
+	v := d.validated
+	d.validated = nil // one Start per Validate: a later Start looks again
+	d.mu.Unlock()
+	if v != nil && reflect.DeepEqual(v.spec, spec) {
+		return v.env, v.bin, nil
+	}
+	return d.prepare(spec)
 }
 
 func (d *Driver) prepare(spec driver.Spec) (HostEnv, string, error) {
@@ -185,7 +219,7 @@ func (d *Driver) prepare(spec driver.Spec) (HostEnv, string, error) {
 // booting then. The returned Machine is a *Machine.
 func (d *Driver) Start(ctx context.Context, spec driver.Spec) (driver.Machine, error) {
 	spec.Dir = filepath.Clean(spec.Dir)
-	env, bin, err := d.prepare(spec)
+	env, bin, err := d.prepared(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -237,6 +271,7 @@ func (d *Driver) launch(ctx context.Context, spec driver.Spec, env HostEnv, bin 
 	m := &Machine{
 		spec:     spec,
 		accel:    choice,
+		version:  env.Version.String(),
 		log:      d.log.With("instance", spec.Name),
 		done:     make(chan struct{}),
 		qemuGone: make(chan struct{}),

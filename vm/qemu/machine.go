@@ -19,13 +19,14 @@ import (
 
 // Machine is one running qemu process and its virtiofsd helpers.
 type Machine struct {
-	spec  driver.Spec
-	accel accelChoice
-	log   *slog.Logger
-	cmd   *exec.Cmd
-	qmp   *qmp
-	tail  *tailBuffer
-	logF  *os.File
+	spec    driver.Spec
+	accel   accelChoice
+	version string
+	log     *slog.Logger
+	cmd     *exec.Cmd
+	qmp     *qmp
+	tail    *tailBuffer
+	logF    *os.File
 
 	daemons []*daemon
 
@@ -56,7 +57,7 @@ type daemon struct {
 const quitGrace = 5 * time.Second
 
 func (m *Machine) Info() driver.MachineInfo {
-	info := driver.MachineInfo{Driver: driver.TypeQEMU, Accel: m.accel.Accel, AccelReason: m.accel.Reason}
+	info := driver.MachineInfo{Driver: driver.TypeQEMU, Accel: m.accel.Accel, AccelReason: m.accel.Reason, Version: m.version}
 	m.mu.Lock()
 	info.Problems = append([]string(nil), m.problems...)
 	m.mu.Unlock()

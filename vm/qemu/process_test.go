@@ -491,3 +491,48 @@ func TestGuestPanicEndsTheVMWithTheReason(t *testing.T) {
 		t.Fatalf("VM still there 15s after a panicking boot (status %q)", st)
 	}
 }
+
+// Validate then Start detects the host once: the host agent validates the
+// spec before it records it, and the boot must not run qemu --version,
+// the firmware and virtiofsd lookups and the file checks again.
+func TestStartReusesValidate(t *testing.T) {
+	real, err := exec.LookPath("qemu-system-x86_64")
+	if err != nil {
+		t.Skip("qemu-system-x86_64 not installed")
+	}
+	dir := shortDir(t)
+	log := filepath.Join(dir, "runs")
+	wrapper := filepath.Join(dir, "qemu-counting")
+	script := "#!/bin/sh\n[ \"$1\" = --version ] && echo version >> " + log + "\nexec " + real + " \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec := pausedSpec(t, dir)
+	d := New(Options{pausedBIOS: true, Binary: wrapper})
+	versionRuns := func() int {
+		b, _ := os.ReadFile(log)
+		return strings.Count(string(b), "version\n")
+	}
+	if err := d.Validate(spec); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	m, err := d.Start(ctx, spec)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() { _ = m.Stop(context.Background(), true) })
+	if n := versionRuns(); n != 1 {
+		t.Fatalf("qemu --version ran %d times for Validate+Start, want 1", n)
+	}
+	// A spec Validate did not see is checked afresh.
+	other := spec
+	other.CPUs = 2
+	if _, _, err := d.prepared(other); err != nil {
+		t.Fatal(err)
+	}
+	if n := versionRuns(); n != 2 {
+		t.Fatalf("qemu --version ran %d times after a different spec, want 2", n)
+	}
+}

@@ -18,14 +18,7 @@ import (
 	"github.com/vmdock/vmdock/vm/driver"
 )
 
-// New returns the Virtualization.framework driver.
-func New() driver.Driver { return vzDriver{} }
-
-type vzDriver struct{}
-
-func (vzDriver) Name() string { return DriverName }
-
-func (vzDriver) Validate(spec driver.Spec) error {
+func validate(spec driver.Spec) error {
 	host, err := hostInfo()
 	if err != nil {
 		return err
@@ -34,7 +27,7 @@ func (vzDriver) Validate(spec driver.Spec) error {
 	return err
 }
 
-func (vzDriver) Start(ctx context.Context, spec driver.Spec) (driver.Machine, error) {
+func start(ctx context.Context, spec driver.Spec) (driver.Machine, error) {
 	host, err := hostInfo()
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package vm
+package store
 
 import (
 	"path/filepath"
@@ -10,15 +10,16 @@ import (
 )
 
 // Instance is one profile's folder under $VMDOCK_HOME. Every file vmdock
-// keeps for an instance has its path method here, so no other code
-// builds these names by hand.
+// keeps for an instance has its path method here; the drivers' own files
+// (QMP socket, virtiofsd sockets and pids, EFI vars) are named once in
+// vm/driver, which both the drivers and this package read.
 type Instance struct {
 	Name string // profile name
 	Dir  string // <home>/<profile>, mode 0700
 
 	// EndOrphans ends VM processes (qemu, virtiofsd) that a host agent
-	// which died left running for Dir. vm cannot import the drivers, so
-	// the program that links them sets it; nil ends nothing.
+	// which died left running for Dir. store sits below the drivers, so
+	// the program that links them (cmd/vmdock) sets it; nil ends nothing.
 	EndOrphans func(dir string) error
 }
 
@@ -66,11 +67,11 @@ var instanceFiles = func() map[string]bool {
 // instancePatterns match the numbered files of the drivers (one per share).
 var instancePatterns = []string{driver.VirtiofsSocketFiles, driver.VirtiofsdPIDFiles}
 
-// isInstanceFile reports whether name is one vmdock makes in an instance
+// IsInstanceFile reports whether name is one vmdock makes in an instance
 // folder: a known file, a rotated log (.1), a driver's numbered file, or
 // a temporary file of an atomic write (<name>.tmp, .<name>.* or
 // .<stem>-*.<ext>).
-func isInstanceFile(name string) bool {
+func IsInstanceFile(name string) bool {
 	if instanceFiles[name] || instanceFiles[strings.TrimSuffix(name, logfile.OldSuffix)] && strings.HasSuffix(name, ".log"+logfile.OldSuffix) {
 		return true
 	}

@@ -1,4 +1,4 @@
-package vm
+package config
 
 import (
 	"errors"
@@ -14,7 +14,7 @@ var macHost = Host{OS: "darwin", Arch: "arm64", MacOSVersion: "14.5", CPUs: 8, V
 
 func validConfig(t *testing.T, h Host) Config {
 	t.Helper()
-	c := DefaultConfigFor(h)
+	c := Default(h)
 	c.CPUs = 2
 	c.Mounts = []Mount{{Location: t.TempDir(), Writable: true}}
 	c.Normalize()
@@ -90,7 +90,7 @@ func TestValidateOn(t *testing.T) {
 }
 
 func TestCheckChange(t *testing.T) {
-	old := DefaultConfigFor(linuxHost)
+	old := Default(linuxHost)
 	tests := []struct {
 		name string
 		edit func(*Config)
@@ -128,7 +128,7 @@ func TestCheckChange(t *testing.T) {
 }
 
 func TestConfigRoundTrip(t *testing.T) {
-	c := DefaultConfigFor(linuxHost)
+	c := Default(linuxHost)
 	c.Env = map[string]string{"A": "b"}
 	c.Network.DNS = []string{"1.1.1.1"}
 	c.PortForward.Ignore = []string{"22"}
@@ -136,7 +136,7 @@ func TestConfigRoundTrip(t *testing.T) {
 	if err := c.Save(p); err != nil {
 		t.Fatal(err)
 	}
-	got, err := LoadConfigFile(p, linuxHost)
+	got, err := Load(p, linuxHost)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestConfigRoundTrip(t *testing.T) {
 	if string(a) != string(b) {
 		t.Fatalf("round trip changed the config:\n%s\nvs\n%s", a, b)
 	}
-	if _, err := LoadConfigFile(filepath.Join(t.TempDir(), "none.yaml"), linuxHost); !errors.Is(err, os.ErrNotExist) {
+	if _, err := Load(filepath.Join(t.TempDir(), "none.yaml"), linuxHost); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("missing file: %v, want ErrNotExist", err)
 	}
 }
@@ -156,7 +156,7 @@ func TestParseConfig(t *testing.T) {
 		want       string // error substring; empty: ok
 		check      func(Config) bool
 	}{
-		{name: "empty file is the defaults", yaml: "", check: func(c Config) bool { return c.CPUs == DefaultConfigFor(linuxHost).CPUs }},
+		{name: "empty file is the defaults", yaml: "", check: func(c Config) bool { return c.CPUs == Default(linuxHost).CPUs }},
 		{name: "override", yaml: "cpus: 1\nmemory: 1.5\n", check: func(c Config) bool { return c.CPUs == 1 && c.MemoryGiB == 1.5 }},
 		{name: "qemu mount default follows vmType", yaml: "vmType: vz\n", check: func(c Config) bool { return c.MountType == "virtiofs" }},
 		{name: "unknown key", yaml: "cpu: 2\n", want: "field cpu not found"},
@@ -165,7 +165,7 @@ func TestParseConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := ParseConfig([]byte(tt.yaml), linuxHost)
+			c, err := Parse([]byte(tt.yaml), linuxHost)
 			if tt.want != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
 					t.Fatalf("error %v, want one line containing %q", err, tt.want)
@@ -173,7 +173,7 @@ func TestParseConfig(t *testing.T) {
 				return
 			}
 			if err != nil || !tt.check(c) {
-				t.Fatalf("ParseConfig = %+v, %v", c, err)
+				t.Fatalf("Parse = %+v, %v", c, err)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package vm
+package store
 
 import (
 	"bufio"
@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vmdock/vmdock/vm/control"
 )
 
 func TestOpenInstanceProfile(t *testing.T) {
@@ -28,16 +30,16 @@ func TestOpenInstanceProfile(t *testing.T) {
 	}
 	home := t.TempDir()
 	for _, tt := range tests {
-		inst, err := OpenInstance(home, tt.name)
+		inst, err := Open(home, tt.name)
 		if tt.ok != (err == nil) {
-			t.Errorf("OpenInstance(%q) err = %v, want ok=%v", tt.name, err, tt.ok)
+			t.Errorf("Open(%q) err = %v, want ok=%v", tt.name, err, tt.ok)
 		}
 		if err == nil && inst.Dir != filepath.Join(home, tt.name) {
-			t.Errorf("OpenInstance(%q).Dir = %s", tt.name, inst.Dir)
+			t.Errorf("Open(%q).Dir = %s", tt.name, inst.Dir)
 		}
 	}
 	if entries, _ := os.ReadDir(home); len(entries) != 0 {
-		t.Fatalf("OpenInstance created files: %v", entries)
+		t.Fatalf("Open created files: %v", entries)
 	}
 }
 
@@ -56,11 +58,11 @@ func TestHome(t *testing.T) {
 func TestCreateAndList(t *testing.T) {
 	home := filepath.Join(t.TempDir(), "home")
 	for _, name := range []string{"zeta", "alpha"} {
-		inst, _ := OpenInstance(home, name)
+		inst, _ := Open(home, name)
 		if err := inst.Create(); err != nil {
 			t.Fatal(err)
 		}
-		if err := DefaultConfigFor(linuxHost).Save(inst.ConfigPath()); err != nil {
+		if err := os.WriteFile(inst.ConfigPath(), []byte("arch: amd64\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		fi, err := os.Stat(inst.Dir)
@@ -70,7 +72,7 @@ func TestCreateAndList(t *testing.T) {
 	}
 	os.Mkdir(filepath.Join(home, "noconfig"), 0o700)
 	os.Mkdir(filepath.Join(home, "Bad Name"), 0o700)
-	list, err := ListInstances(home)
+	list, err := List(home)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,9 +81,9 @@ func TestCreateAndList(t *testing.T) {
 		names = append(names, i.Name)
 	}
 	if strings.Join(names, ",") != "alpha,zeta" {
-		t.Fatalf("ListInstances = %v", names)
+		t.Fatalf("List = %v", names)
 	}
-	if l, err := ListInstances(filepath.Join(home, "missing")); err != nil || len(l) != 0 {
+	if l, err := List(filepath.Join(home, "missing")); err != nil || len(l) != 0 {
 		t.Fatalf("missing home: %v, %v", l, err)
 	}
 }
@@ -132,28 +134,25 @@ func TestLockOtherProcess(t *testing.T) {
 	l.Unlock()
 }
 
-func TestLockReentrant(t *testing.T) {
+// A second Lock in the same process is refused like another holder's:
+// nothing below a command locks again, and a silent second hold would hide
+// such a bug.
+func TestLockNotReentrant(t *testing.T) {
 	inst := &Instance{Name: "x", Dir: t.TempDir()}
 	a, err := inst.Lock()
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := inst.Lock()
-	if err != nil {
-		t.Fatalf("second Lock in the same process: %v", err)
-	}
-	b.Unlock()
-	b.Unlock() // a second Unlock of the same hold is a no-op
-	if _, ok := held[inst.LockPath()]; !ok {
-		t.Fatal("inner Unlock released the outer hold")
-	}
-	if got, _ := os.ReadFile(inst.LockPath()); strings.TrimSpace(string(got)) != strconv.Itoa(os.Getpid()) {
-		t.Fatalf("lock file holds %q, want our pid", got)
+	if _, err := inst.Lock(); !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "pid "+strconv.Itoa(os.Getpid())) {
+		t.Fatalf("second Lock in the same process: %v; want ErrLocked naming our pid", err)
 	}
 	a.Unlock()
-	if _, ok := held[inst.LockPath()]; ok {
-		t.Fatal("last Unlock kept the hold")
+	a.Unlock() // a second Unlock is a no-op
+	b, err := inst.Lock()
+	if err != nil {
+		t.Fatalf("Lock after Unlock: %v", err)
 	}
+	b.Unlock()
 }
 
 func TestStatus(t *testing.T) {
@@ -182,11 +181,11 @@ func TestStatus(t *testing.T) {
 	}
 	dead := deadPID(t)
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != ControlStatusPath {
+		if r.URL.Path != control.StatusPath {
 			http.NotFound(w, r)
 			return
 		}
-		json.NewEncoder(w).Encode(HostAgentStatus{PID: os.Getpid(), Phase: "running"})
+		json.NewEncoder(w).Encode(control.Status{PID: os.Getpid(), Phase: control.PhaseRunning})
 	})
 	tests := []struct {
 		name   string

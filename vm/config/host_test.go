@@ -1,4 +1,4 @@
-package vm
+package config
 
 import (
 	"os"
@@ -21,9 +21,9 @@ func TestDefaultConfigForHost(t *testing.T) {
 		{"host reporting no cores", Host{OS: "linux", Arch: "amd64"}, "amd64", "qemu", "9p", 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			c := DefaultConfigFor(tt.host)
+			c := Default(tt.host)
 			if c.Arch != tt.arch || c.VMType != tt.vmType || c.MountType != tt.mountType || c.CPUs != tt.cpus {
-				t.Errorf("DefaultConfigFor = arch %s, vmType %s, mountType %s, cpus %d; want %s, %s, %s, %d",
+				t.Errorf("Default = arch %s, vmType %s, mountType %s, cpus %d; want %s, %s, %s, %d",
 					c.Arch, c.VMType, c.MountType, c.CPUs, tt.arch, tt.vmType, tt.mountType, tt.cpus)
 			}
 		})
@@ -41,13 +41,13 @@ func TestConfigDoesNotProbeTheHost(t *testing.T) {
 	}
 	t.Setenv("PATH", bin)
 
-	first := DefaultConfigFor(linuxHost)
+	first := Default(linuxHost)
 	for i := 0; i < 3; i++ {
-		if c := DefaultConfigFor(linuxHost); !reflect.DeepEqual(c, first) {
-			t.Fatalf("DefaultConfigFor changed between calls:\n%+v\n%+v", first, c)
+		if c := Default(linuxHost); !reflect.DeepEqual(c, first) {
+			t.Fatalf("Default changed between calls:\n%+v\n%+v", first, c)
 		}
 	}
-	parsed, err := ParseConfig([]byte("vmType: qemu\n"), linuxHost)
+	parsed, err := Parse([]byte("vmType: qemu\n"), linuxHost)
 	if err != nil {
 		t.Fatal(err)
 	}

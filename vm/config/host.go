@@ -1,4 +1,4 @@
-package vm
+package config
 
 import "github.com/vmdock/vmdock/vm/driver"
 

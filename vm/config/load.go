@@ -1,4 +1,4 @@
-package vm
+package config
 
 import (
 	"bytes"
@@ -25,10 +25,10 @@ const (
 	DefaultHostAccessIP    = "10.254.254.254"
 )
 
-// DefaultConfigFor is the configuration of a new instance on host h: the
+// Default is the configuration of a new instance on host h: the
 // host's arch, the best VM type and mount type it offers, the home folder
 // shared writable. It only reads h, so the same h gives the same config.
-func DefaultConfigFor(h Host) Config {
+func Default(h Host) Config {
 	c := Config{
 		Arch:      h.Arch,
 		VMType:    h.DefaultVMType(),
@@ -62,51 +62,48 @@ func (c *Config) FillDefaults(h Host) {
 	}
 }
 
-// LoadConfig reads the instance's saved config (see LoadConfigFile).
-func LoadConfig(inst *Instance, h Host) (Config, error) { return LoadConfigFile(inst.ConfigPath(), h) }
-
-// MaxConfigBytes caps what is read of a config or template: a real one is
+// MaxBytes caps what is read of a config or template: a real one is
 // a few KiB, and reading a huge file whole would cost its size many times
 // over in memory before the YAML parser refused it.
-const MaxConfigBytes = 1 << 20
+const MaxBytes = 1 << 20
 
-// LoadConfigFile reads a YAML config over the defaults for h. Unknown keys
+// Load reads a YAML config over the defaults for h. Unknown keys
 // are errors, so a typo is not silently ignored. A missing file returns an
 // error matching os.ErrNotExist.
-func LoadConfigFile(path string, h Host) (Config, error) {
-	b, err := ReadConfigFile(path)
+func Load(path string, h Host) (Config, error) {
+	b, err := Read(path)
 	if err != nil {
 		return Config{}, err
 	}
-	c, err := ParseConfig(b, h)
+	c, err := Parse(b, h)
 	if err != nil {
 		return Config{}, fmt.Errorf("config %s: %w", path, err)
 	}
 	return c, nil
 }
 
-// ReadConfigFile returns the bytes of a config or template file, refusing
-// one larger than MaxConfigBytes without reading past that.
-func ReadConfigFile(path string) ([]byte, error) {
+// Read returns the bytes of a config or template file, refusing
+// one larger than MaxBytes without reading past that.
+func Read(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxConfigBytes+1))
+	b, err := io.ReadAll(io.LimitReader(f, MaxBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("read config %s: %w", path, err)
 	}
-	if len(b) > MaxConfigBytes {
-		return nil, fmt.Errorf("config %s: larger than %d KiB is not accepted; accepted: a YAML file up to %d KiB", path, MaxConfigBytes>>10, MaxConfigBytes>>10)
+	if len(b) > MaxBytes {
+		return nil, fmt.Errorf("config %s: larger than %d KiB is not accepted; accepted: a YAML file up to %d KiB", path, MaxBytes>>10, MaxBytes>>10)
 	}
 	return b, nil
 }
 
-// ParseConfig decodes YAML over the defaults for h. A file that names a
+// Parse decodes YAML over the defaults for h. A file that names a
 // vmType but no mountType gets the mount type that suits that vmType.
-func ParseConfig(b []byte, h Host) (Config, error) {
-	c := DefaultConfigFor(h)
+func Parse(b []byte, h Host) (Config, error) {
+	c := Default(h)
 	c.MountType = ""
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)

@@ -1,8 +1,8 @@
-package vm
+package config
 
 import "github.com/vmdock/vmdock/mounts"
 
-// Config is one instance's configuration: DefaultConfigFor fills it, the YAML
+// Config is one instance's configuration: Default fills it, the YAML
 // file at <home>/<profile>/vmdock.yaml overrides the defaults, and flags
 // given to `vmdock start` override the file (and are saved back).
 type Config struct {

@@ -1,4 +1,4 @@
-package vm
+package store
 
 import (
 	"context"
@@ -7,27 +7,16 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 
 	"golang.org/x/sys/unix"
 )
 
-// Lock is a held instance lock; Unlock releases it.
+// Lock is a held instance lock; Unlock releases it. A command takes it
+// once, at its top, and holds it to the end: nothing below a command locks
+// again, so the lock is not re-entrant (a second Lock in the same process
+// is refused like any other holder's).
 type Lock struct {
-	path string
-}
-
-// held counts this process's holds per lock file, so code further down the
-// same command (vm.Start after the CLI locked) may Lock again: flock locks
-// belong to open files, and a second open in one process would conflict.
-var (
-	heldMu sync.Mutex
-	held   = map[string]*heldLock{}
-)
-
-type heldLock struct {
-	f     *os.File
-	count int
+	f *os.File
 }
 
 // ErrLocked is wrapped by Lock's error when another process holds the lock.
@@ -38,12 +27,6 @@ var ErrLocked = errors.New("instance is locked")
 // folder must exist (Create).
 func (i *Instance) Lock() (*Lock, error) {
 	path := i.LockPath()
-	heldMu.Lock()
-	defer heldMu.Unlock()
-	if h := held[path]; h != nil {
-		h.count++
-		return &Lock{path: path}, nil
-	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("lock profile %s: %w", i.Name, err)
@@ -66,29 +49,18 @@ func (i *Instance) Lock() (*Lock, error) {
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
-	held[path] = &heldLock{f: f, count: 1}
-	return &Lock{path: path}, nil
+	return &Lock{f: f}, nil
 }
 
-// Unlock releases one hold; the file lock goes with the last one.
+// Unlock releases the lock; a second Unlock does nothing.
 func (l *Lock) Unlock() error {
-	if l == nil || l.path == "" {
+	if l == nil || l.f == nil {
 		return nil
 	}
-	heldMu.Lock()
-	defer heldMu.Unlock()
-	path := l.path
-	l.path = ""
-	h := held[path]
-	if h == nil {
-		return nil
-	}
-	if h.count--; h.count > 0 {
-		return nil
-	}
-	delete(held, path)
-	_ = h.f.Truncate(0)
-	if err := h.f.Close(); err != nil {
+	f := l.f
+	l.f = nil
+	_ = f.Truncate(0)
+	if err := f.Close(); err != nil {
 		return fmt.Errorf("unlock: %w", err)
 	}
 	return nil

@@ -1,12 +1,9 @@
-package vm
+package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,7 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
+
+	"github.com/vmdock/vmdock/vm/control"
 )
 
 // HomeEnv overrides the vmdock home folder (default ~/.vmdock).
@@ -47,9 +45,9 @@ func ValidateProfile(name string) error {
 	return nil
 }
 
-// OpenInstance names the instance of profile under home. It checks the
+// Open names the instance of profile under home. It checks the
 // name but creates nothing, so a rejected command leaves no trace.
-func OpenInstance(home, profile string) (*Instance, error) {
+func Open(home, profile string) (*Instance, error) {
 	if err := ValidateProfile(profile); err != nil {
 		return nil, err
 	}
@@ -77,9 +75,9 @@ func (i *Instance) Create() error {
 	return nil
 }
 
-// ListInstances returns every instance under home (folders with a valid
+// List returns every instance under home (folders with a valid
 // profile name and a config), sorted by name. A missing home is no instances.
-func ListInstances(home string) ([]*Instance, error) {
+func List(home string) ([]*Instance, error) {
 	entries, err := os.ReadDir(home)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -113,11 +111,11 @@ const (
 
 // InstanceStatus is the live state of an instance.
 type InstanceStatus struct {
-	State     string           `json:"status"`           // Running, Stopped or Broken
-	Reason    string           `json:"reason,omitempty"` // why Broken
-	PID       int              `json:"pid,omitempty"`    // host agent pid
-	HostAgent *HostAgentStatus `json:"hostAgent,omitempty"`
-	LastError string           `json:"lastError,omitempty"` // why the last host agent ended abnormally
+	State     string          `json:"status"`           // Running, Stopped or Broken
+	Reason    string          `json:"reason,omitempty"` // why Broken
+	PID       int             `json:"pid,omitempty"`    // host agent pid
+	HostAgent *control.Status `json:"hostAgent,omitempty"`
+	LastError string          `json:"lastError,omitempty"` // why the last host agent ended abnormally
 }
 
 // String is "Running", "Stopped", "Starting: <step>" or "Broken: <reason>".
@@ -131,14 +129,10 @@ func (s InstanceStatus) String() string {
 	return s.State
 }
 
-// controlTimeout bounds the status request: a host agent that cannot answer
-// in this time counts as broken.
-const controlTimeout = 2 * time.Second
-
 // Status checks the host agent pid and asks its control socket. Running
 // needs both; Stopped needs neither to exist; anything else is Broken.
 func (i *Instance) Status(ctx context.Context) InstanceStatus {
-	pid, pidErr := readPIDFile(i.PIDPath())
+	pid, pidErr := ReadPID(i.PIDPath())
 	_, sockErr := os.Lstat(i.ControlSocketPath())
 	sockExists := sockErr == nil
 	if errors.Is(pidErr, os.ErrNotExist) && !sockExists {
@@ -158,12 +152,12 @@ func (i *Instance) Status(ctx context.Context) InstanceStatus {
 		return broken("stale control socket %s without a host agent pid file", i.ControlSocketPath())
 	case pidErr != nil:
 		return broken("unreadable pid file %s: %v", i.PIDPath(), pidErr)
-	case !processAlive(pid):
+	case !ProcessAlive(pid):
 		return broken("stale pid file: host agent pid %d is not running", pid)
 	case !sockExists:
 		return broken("host agent pid %d is alive but has no control socket", pid)
 	}
-	st, err := QueryHostAgent(ctx, i.ControlSocketPath())
+	st, err := control.NewClient(i.ControlSocketPath()).Status(ctx)
 	if err != nil {
 		return broken("host agent pid %d is alive but its control socket does not answer: %v", pid, err)
 	}
@@ -179,51 +173,17 @@ func (i *Instance) Status(ctx context.Context) InstanceStatus {
 // answers from the first boot step on, long before Docker does.
 func phaseState(phase string) string {
 	switch phase {
-	case "starting":
+	case control.PhaseStarting:
 		return StateStarting
-	case "stopping":
+	case control.PhaseStopping:
 		return StateStopping
 	}
 	return StateRunning
 }
 
-// QueryHostAgent asks the host agent at sock for its status, within 2 s.
-func QueryHostAgent(ctx context.Context, sock string) (*HostAgentStatus, error) {
-	ctx, cancel := context.WithTimeout(ctx, controlTimeout)
-	defer cancel()
-	c := ControlClient(sock)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://vmdock"+ControlStatusPath, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("query host agent: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("query host agent: %s", resp.Status)
-	}
-	var st HostAgentStatus
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		return nil, fmt.Errorf("decode host agent status: %w", err)
-	}
-	return &st, nil
-}
-
-// ControlClient is an HTTP client whose every request goes to the unix
-// socket sock, whatever the URL's host.
-func ControlClient(sock string) *http.Client {
-	return &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", sock)
-		},
-		DisableKeepAlives: true,
-	}}
-}
-
-func readPIDFile(path string) (int, error) {
+// ReadPID reads a pid file; an error for a missing file wraps
+// os.ErrNotExist.
+func ReadPID(path string) (int, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, err
@@ -235,8 +195,8 @@ func readPIDFile(path string) (int, error) {
 	return pid, nil
 }
 
-// processAlive: signal 0 checks existence; EPERM means alive but not ours.
-func processAlive(pid int) bool {
+// ProcessAlive: signal 0 checks existence; EPERM means alive but not ours.
+func ProcessAlive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
 }

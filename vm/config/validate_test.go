@@ -1,4 +1,4 @@
-package vm
+package config
 
 import (
 	"os"
@@ -109,7 +109,7 @@ func TestWarnings(t *testing.T) {
 		{"127.0.0.1", false}, {"127.0.0.2", false}, {"::1", false}, {"::ffff:127.0.0.1", false},
 		{"0.0.0.0", true}, {"::", true}, {"192.168.1.10", true}, {"fe80::1", true},
 	} {
-		c := DefaultConfigFor(linuxHost)
+		c := Default(linuxHost)
 		c.Network.PortBind = tt.bind
 		w := c.Warnings()
 		if !tt.warn {
@@ -126,16 +126,16 @@ func TestWarnings(t *testing.T) {
 
 func TestSecondYAMLDocument(t *testing.T) {
 	for _, ok := range []string{"cpus: 1\n---\n", "---\ncpus: 1\n", "cpus: 1\n---\n# only a comment\n---\n", "cpus: 1\n...\n"} {
-		if c, err := ParseConfig([]byte(ok), linuxHost); err != nil || c.CPUs != 1 {
-			t.Errorf("ParseConfig(%q) = cpus %d, %v; want cpus 1", ok, c.CPUs, err)
+		if c, err := Parse([]byte(ok), linuxHost); err != nil || c.CPUs != 1 {
+			t.Errorf("Parse(%q) = cpus %d, %v; want cpus 1", ok, c.CPUs, err)
 		}
 	}
 	for _, bad := range []string{"cpus: 1\n---\ncpus: 2\n", "cpus: 1\n---\n---\nmemory: 4\n", "cpus: 1\n--- \nnot a config\n"} {
-		_, err := ParseConfig([]byte(bad), linuxHost)
+		_, err := Parse([]byte(bad), linuxHost)
 		oneLineErr(t, err, "a second YAML document (from line", "accepted: one document")
 	}
 	// A broken second document is reported as such, not ignored.
-	_, err := ParseConfig([]byte("cpus: 1\n---\ncpus: [\n"), linuxHost)
+	_, err := Parse([]byte("cpus: 1\n---\ncpus: [\n"), linuxHost)
 	oneLineErr(t, err, "invalid YAML")
 }
 
@@ -153,7 +153,7 @@ func TestConfigFileSizeCap(t *testing.T) {
 	f.Close()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	_, err = LoadConfigFile(huge, linuxHost)
+	_, err = Load(huge, linuxHost)
 	runtime.ReadMemStats(&after)
 	oneLineErr(t, err, huge, "larger than 1024 KiB is not accepted", "up to 1024 KiB")
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
@@ -163,17 +163,17 @@ func TestConfigFileSizeCap(t *testing.T) {
 	// Exactly at the cap is still read: a long comment pads a real config.
 	edge := filepath.Join(dir, "edge.yaml")
 	body := "cpus: 1\n#"
-	body += strings.Repeat("x", MaxConfigBytes-len(body)-1) + "\n"
+	body += strings.Repeat("x", MaxBytes-len(body)-1) + "\n"
 	if err := os.WriteFile(edge, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if c, err := LoadConfigFile(edge, linuxHost); err != nil || c.CPUs != 1 {
-		t.Fatalf("config of exactly %d bytes: cpus %d, %v", MaxConfigBytes, c.CPUs, err)
+	if c, err := Load(edge, linuxHost); err != nil || c.CPUs != 1 {
+		t.Fatalf("config of exactly %d bytes: cpus %d, %v", MaxBytes, c.CPUs, err)
 	}
 	if err := os.WriteFile(edge, []byte(body+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err = LoadConfigFile(edge, linuxHost)
+	_, err = Load(edge, linuxHost)
 	oneLineErr(t, err, "larger than")
 }
 
@@ -183,13 +183,13 @@ func TestSaveReplacesWithMode0600(t *testing.T) {
 	if err := os.WriteFile(p, []byte("cpus: 1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c := DefaultConfigFor(linuxHost)
+	c := Default(linuxHost)
 	c.CPUs = 1
 	c.MemoryGiB = 3
 	if err := c.Save(p); err != nil {
 		t.Fatal(err)
 	}
-	got, err := LoadConfigFile(p, linuxHost)
+	got, err := Load(p, linuxHost)
 	if err != nil || got.MemoryGiB != 3 {
 		t.Fatalf("saved config reads back memory %v, %v", got.MemoryGiB, err)
 	}

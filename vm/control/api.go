@@ -1,0 +1,98 @@
+// Package control is the host agent's HTTP API on the instance's control
+// socket (ha.sock): the routes, the types they carry, the server the host
+// agent runs and the client every CLI command uses, kept together so the
+// two sides cannot drift apart.
+//
+//	GET  /v1/status  -> Status (with the boot report once ready)
+//	GET  /v1/events  -> NDJSON Event stream, from the first event on
+//	POST /v1/stop    -> 202; ?force=1 skips the graceful power-off
+//	POST /v1/exec    -> 101; the connection becomes a raw guest agent stream
+package control
+
+import (
+	"github.com/vmdock/vmdock/network"
+	"github.com/vmdock/vmdock/vm/driver"
+)
+
+// Routes of the API.
+const (
+	StatusPath = "/v1/status"
+	EventsPath = "/v1/events"
+	StopPath   = "/v1/stop"
+	// ExecPath upgrades the connection to a raw agent stream: the host
+	// agent owns the only channel to the guest, so `vmdock ssh` runs its
+	// exec through it.
+	ExecPath = "/v1/exec"
+)
+
+// ExecUpgrade is the Upgrade header value of an exec request.
+const ExecUpgrade = "vmdock-agent-stream"
+
+// Phases of a live host agent (Status.Phase).
+const (
+	PhaseStarting     = "starting"
+	PhaseRunning      = "running"
+	PhaseReconnecting = "reconnecting" // to the guest agent
+	PhaseStopping     = "stopping"
+)
+
+// Status is what a live host agent reports about its instance.
+type Status struct {
+	PID     int                `json:"pid"`
+	Phase   string             `json:"phase"`
+	Step    string             `json:"step,omitempty"`
+	Machine driver.MachineInfo `json:"machine"`
+	Ports   []ForwardedPort    `json:"ports"`
+	Docker  string             `json:"dockerSocket"`
+	Errors  []string           `json:"errors,omitempty"`
+	// Boot is how the boot went; nil until the instance is ready.
+	Boot *BootReport `json:"boot,omitempty"`
+}
+
+// ForwardedPort is one guest listener and what the host did about it.
+type ForwardedPort = network.ForwardedPort
+
+// BootReport is what the last boot took, step by step, for `vmdock bench`
+// and for anyone asking why a start was slow.
+type BootReport struct {
+	Steps []StepTime `json:"steps"`
+	// GuestUptime is the guest's uptime (s) when its agent first answered:
+	// kernel plus init time, as the guest saw it.
+	GuestUptime float64 `json:"guestUptime,omitempty"`
+	GuestKernel string  `json:"guestKernel,omitempty"`
+}
+
+// StepTime is one boot step's duration.
+type StepTime struct {
+	Step    string  `json:"step"`
+	Seconds float64 `json:"seconds"`
+}
+
+// Event is one line of the host agent's progress stream.
+type Event struct {
+	Time    string  `json:"time"`
+	Step    string  `json:"step"`
+	State   string  `json:"state"`
+	Error   string  `json:"error,omitempty"`
+	Detail  string  `json:"detail,omitempty"`
+	Seconds float64 `json:"seconds,omitempty"` // a done step's duration
+}
+
+// Event states.
+const (
+	EventBegin   = "begin"
+	EventDone    = "done"
+	EventFailed  = "failed"
+	EventNote    = "note"
+	EventReady   = "ready"
+	EventStopped = "stopped"
+)
+
+// How the guest went down: the detail of the host agent's "stop" event.
+const (
+	StopByAgent    = "agent"  // the guest agent ran the power-off
+	StopByACPI     = "acpi"   // the guest obeyed the ACPI power button
+	StopByForce    = "forced" // the VM was killed
+	StopBySelf     = "guest"  // the guest powered itself off
+	StopDuringBoot = "boot"   // the stop came during the boot, which was undone
+)

@@ -1,0 +1,180 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vmdock/vmdock/vm/driver"
+)
+
+// shortSocket keeps the path under the 104-byte sun_path limit of macOS.
+func shortSocket(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ctl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return filepath.Join(dir, "ha.sock")
+}
+
+type fakeAgent struct {
+	events *EventLog
+	stops  chan bool
+	stream func(context.Context) (net.Conn, error)
+}
+
+func serve(t *testing.T, a *fakeAgent) *Client {
+	t.Helper()
+	sock := shortSocket(t)
+	a.events = NewEventLog()
+	a.stops = make(chan bool, 1)
+	srv, err := Listen(sock, Handlers{
+		Status: func() Status {
+			return Status{PID: 42, Phase: PhaseRunning, Step: a.events.CurrentStep(), Machine: driver.MachineInfo{Driver: driver.TypeQEMU, Accel: "tcg"},
+				Boot: &BootReport{Steps: []StepTime{{"vm", 1.5}, {"agent", 20}}, GuestUptime: 9.5}}
+		},
+		Events:     a.events,
+		Stop:       func(force bool) { a.stops <- force },
+		OpenStream: a.stream,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	return NewClient(sock)
+}
+
+func TestStatusRoundTrip(t *testing.T) {
+	a := &fakeAgent{}
+	c := serve(t, a)
+	a.events.Emit("vm", EventBegin, "", "")
+	st, err := c.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.PID != 42 || st.Step != "vm" || st.Machine.Accel != "tcg" || st.Boot == nil || len(st.Boot.Steps) != 2 || st.Boot.Steps[1].Seconds != 20 || st.Boot.GuestUptime != 9.5 {
+		t.Fatalf("status = %+v (boot %+v)", st, st.Boot)
+	}
+}
+
+func TestStatusOfNobody(t *testing.T) {
+	_, err := NewClient(filepath.Join(t.TempDir(), "none.sock")).Status(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "query host agent") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// A follower that connects late sees every past event, then live ones,
+// and a done event carries its duration as a number.
+func TestEventsPastThenLive(t *testing.T) {
+	a := &fakeAgent{}
+	c := serve(t, a)
+	a.events.Emit("vm", EventBegin, "", "")
+	a.events.Done("vm", 1500*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := c.Events(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	next := func() Event {
+		ev, err := s.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	if ev := next(); ev.Step != "vm" || ev.State != EventBegin {
+		t.Fatalf("first = %+v", ev)
+	}
+	if ev := next(); ev.State != EventDone || ev.Seconds != 1.5 || ev.Detail != "1.5s" {
+		t.Fatalf("second = %+v", ev)
+	}
+	a.events.Emit("ready", EventReady, "", "")
+	if ev := next(); ev.State != EventReady {
+		t.Fatalf("live = %+v", ev)
+	}
+}
+
+func TestStopCarriesForce(t *testing.T) {
+	a := &fakeAgent{}
+	c := serve(t, a)
+	for _, force := range []bool{false, true} {
+		if err := c.Stop(context.Background(), force); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case got := <-a.stops:
+			if got != force {
+				t.Fatalf("stop force = %v, want %v", got, force)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("stop never reached the handler")
+		}
+	}
+}
+
+// The exec upgrade hands the raw connection to the guest stream: bytes go
+// both ways unchanged, including bytes sent right behind the request.
+func TestOpenStreamPipesToGuest(t *testing.T) {
+	a := &fakeAgent{stream: func(context.Context) (net.Conn, error) {
+		guest, host := net.Pipe()
+		go func() { // an echo "guest agent"
+			defer guest.Close()
+			io.Copy(guest, guest)
+		}()
+		return host, nil
+	}}
+	c := serve(t, a)
+	conn, err := c.OpenStream(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := conn.Write([]byte("hello guest")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, len("hello guest"))
+	if _, err := io.ReadFull(conn, buf); err != nil || string(buf) != "hello guest" {
+		t.Fatalf("echo = %q, %v", buf, err)
+	}
+}
+
+func TestOpenStreamRefusedWithoutGuest(t *testing.T) {
+	for name, stream := range map[string]func(context.Context) (net.Conn, error){
+		"not connected": nil,
+		"dial fails":    func(context.Context) (net.Conn, error) { return nil, errors.New("agent gone") },
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := serve(t, &fakeAgent{stream: stream})
+			_, err := c.OpenStream(context.Background())
+			if err == nil || !strings.Contains(err.Error(), "503") {
+				t.Fatalf("err = %v, want a 503 refusal", err)
+			}
+		})
+	}
+}
+
+func TestListenRefusesAFileInTheWay(t *testing.T) {
+	sock := shortSocket(t)
+	if err := os.WriteFile(sock, []byte("user data"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Listen(sock, Handlers{Status: func() Status { return Status{} }, Events: NewEventLog(), Stop: func(bool) {}})
+	if err == nil {
+		t.Fatal("Listen replaced a regular file")
+	}
+	if b, _ := os.ReadFile(sock); string(b) != "user data" {
+		t.Fatalf("file changed: %q", b)
+	}
+}

@@ -1,0 +1,138 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/vmdock/vmdock/network"
+)
+
+// Handlers are the host agent's answers to the API.
+type Handlers struct {
+	Status func() Status
+	Events *EventLog
+	// Stop starts the shutdown; the request returns at once.
+	Stop func(force bool)
+	// OpenStream opens a raw stream to the guest agent; nil, or an error,
+	// while the guest agent is not connected.
+	OpenStream func(ctx context.Context) (net.Conn, error)
+}
+
+// Server serves the API on the control socket.
+type Server struct {
+	mux *http.ServeMux
+	srv *http.Server
+	h   Handlers
+}
+
+// Listen serves h on a private unix socket at path, replacing a stale
+// socket a dead host agent left.
+func Listen(path string, h Handlers) (*Server, error) {
+	if h.Status == nil || h.Events == nil || h.Stop == nil {
+		return nil, fmt.Errorf("control socket %s: Status, Events and Stop handlers are required", path)
+	}
+	ln, err := network.ListenUnix(path)
+	if err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	s := &Server{mux: http.NewServeMux(), h: h}
+	s.mux.HandleFunc("GET "+StatusPath, s.handleStatus)
+	s.mux.HandleFunc("GET "+EventsPath, s.handleEvents)
+	s.mux.HandleFunc("POST "+StopPath, s.handleStop)
+	s.mux.HandleFunc("POST "+ExecPath, s.handleExec)
+	s.srv = &http.Server{Handler: s.mux, ReadHeaderTimeout: 5 * time.Second}
+	go s.srv.Serve(ln)
+	return s, nil
+}
+
+// Handle adds a route that belongs to another package (the bench's
+// scratch disks), on the same socket.
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+// Close stops serving, giving open requests up to 2 s; the events streams
+// of followers end with it.
+func (s *Server) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	s.srv.Shutdown(ctx)
+	s.srv.Close()
+}
+
+func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(s.h.Status())
+}
+
+func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	past, ch, cancel := s.h.Events.Follow()
+	defer cancel()
+	enc := json.NewEncoder(w)
+	flusher, _ := w.(http.Flusher)
+	send := func(ev Event) bool {
+		if err := enc.Encode(ev); err != nil {
+			return false
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return true
+	}
+	for _, ev := range past {
+		if !send(ev) {
+			return
+		}
+	}
+	for {
+		select {
+		case ev := <-ch:
+			if !send(ev) {
+				return
+			}
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+func (s *Server) handleStop(w http.ResponseWriter, r *http.Request) {
+	force := r.URL.Query().Get("force") == "1"
+	w.WriteHeader(http.StatusAccepted)
+	go s.h.Stop(force)
+}
+
+// handleExec turns the connection into a raw stream to the guest agent
+// (for `vmdock ssh`); the CLI speaks the agent protocol on it.
+func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Upgrade") != ExecUpgrade {
+		http.Error(w, "expected Upgrade: "+ExecUpgrade, http.StatusBadRequest)
+		return
+	}
+	if s.h.OpenStream == nil {
+		http.Error(w, "the guest agent is not connected yet", http.StatusServiceUnavailable)
+		return
+	}
+	st, err := s.h.OpenStream(r.Context())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		st.Close()
+		http.Error(w, "cannot hijack", http.StatusInternalServerError)
+		return
+	}
+	conn, buf, err := hj.Hijack()
+	if err != nil {
+		st.Close()
+		return
+	}
+	fmt.Fprintf(buf, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", ExecUpgrade)
+	buf.Flush()
+	go network.Pipe(conn, st)
+}

@@ -1,0 +1,29 @@
+package vz
+
+import (
+	"context"
+
+	"github.com/vmdock/vmdock/vm/driver"
+)
+
+// Driver runs VMs with Apple's Virtualization.framework. The type and its
+// methods are the same on every OS, so callers list it without build tags;
+// what a build can do lives in the per-OS validate and start (macOS with
+// cgo: the real driver; macOS without cgo and other systems: an error
+// saying why vz is unavailable).
+type Driver struct{}
+
+// New returns the vz driver.
+func New() driver.Driver { return Driver{} }
+
+var _ driver.Driver = Driver{}
+
+func (Driver) Name() string { return DriverName }
+
+// Validate checks spec against this host without starting anything.
+func (Driver) Validate(spec driver.Spec) error { return validate(spec) }
+
+// Start boots spec and returns once the VM runs.
+func (Driver) Start(ctx context.Context, spec driver.Spec) (driver.Machine, error) {
+	return start(ctx, spec)
+}
