@@ -57,7 +57,7 @@ func Start(ctx context.Context, inst *store.Instance, cfg config.Config, opts St
 	switch st.State {
 	case store.StateRunning:
 		fmt.Fprintf(progress, "instance %q is already running (host agent pid %d)\n", inst.Name, st.PID)
-		return activateContext(inst, cfg)
+		return inst.DockerContext().Activate(cfg.Activate)
 	case store.StateStarting:
 		fmt.Fprintf(progress, "instance %q is already starting (host agent pid %d, step %s); following its boot\n", inst.Name, st.PID, st.HostAgent.Step)
 		return finishStart(ctx, inst, cfg, st.PID, progress)
@@ -93,7 +93,7 @@ func finishStart(ctx context.Context, inst *store.Instance, cfg config.Config, p
 			return fmt.Errorf("loopback alias %s: %w", cfg.Network.LoopbackAliasIP, err)
 		}
 	}
-	return activateContext(inst, cfg)
+	return inst.DockerContext().Activate(cfg.Activate)
 }
 
 // rotateLogs caps the logs a boot appends to before it starts writing.
@@ -231,7 +231,7 @@ func Stop(ctx context.Context, inst *store.Instance, opts StopOptions) error {
 	if progress == nil {
 		progress = io.Discard
 	}
-	defer restoreContext(inst)
+	defer inst.DockerContext().Restore()
 	pid, ok := liveHostAgent(ctx, inst)
 	if !ok {
 		// Stopping a broken instance acknowledges the failure.
@@ -325,8 +325,8 @@ func Delete(ctx context.Context, inst *store.Instance, opts DeleteOptions) error
 			return err
 		}
 	}
-	restoreContext(inst)
-	removeContext(inst)
+	inst.DockerContext().Restore()
+	inst.DockerContext().Remove()
 	entries, err := os.ReadDir(inst.Dir)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {

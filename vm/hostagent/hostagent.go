@@ -21,7 +21,6 @@ import (
 	"github.com/vmdock/vmdock/atomicfile"
 	"github.com/vmdock/vmdock/bench/scratch"
 	"github.com/vmdock/vmdock/images"
-	"github.com/vmdock/vmdock/vm"
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/control"
 	"github.com/vmdock/vmdock/vm/driver"
@@ -205,7 +204,7 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 			slog.Info("the guest powered itself off; stopping the instance")
 			ha.setPhase(control.PhaseStopping)
 			ha.shutdown(true)
-			vm.RestoreContext(inst)
+			inst.DockerContext().Restore()
 			ha.events.Emit("stop", control.EventStopped, "", control.StopBySelf)
 			return nil
 		}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/vmdock/vmdock/images"
+	"github.com/vmdock/vmdock/network/dockerctx"
 	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/logfile"
 )
@@ -38,6 +39,12 @@ func (i *Instance) SerialLogPath() string     { return i.path("serial.log") }
 func (i *Instance) HostAgentLogPath() string  { return i.path("hostagent.log") }
 func (i *Instance) GuestAgentLogPath() string { return i.path("guestagent.log") }
 func (i *Instance) StatePath() string         { return i.path("state.json") }
+
+// DockerContext is the instance's docker context, with the file that
+// remembers the context it replaced.
+func (i *Instance) DockerContext() dockerctx.Profile {
+	return dockerctx.Profile{Name: i.Name, Socket: i.DockerSocketPath(), StatePath: i.StatePath()}
+}
 
 // SpecPath holds the driver.Spec the host agent last booted: what exactly
 // ran, for debugging and for the bench's raw-boot baseline.
