@@ -9,6 +9,7 @@ require (
 	github.com/hashicorp/yamux v0.1.2
 	github.com/kdomanski/iso9660 v0.4.0
 	github.com/klauspost/compress v1.20.4
+	github.com/mutagen-io/mutagen v0.18.1
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.9
 	golang.org/x/net v0.63.0
@@ -20,11 +21,27 @@ require (
 require (
 	github.com/Code-Hex/go-infinity-channel v1.0.0 // indirect
 	github.com/VividCortex/ewma v1.2.0 // indirect
+	github.com/bmatcuk/doublestar/v4 v4.7.1 // indirect
 	github.com/clipperhouse/uax29/v2 v2.2.0 // indirect
+	github.com/eknkc/basex v1.0.1 // indirect
 	github.com/fatih/color v1.19.0 // indirect
+	github.com/go-logr/logr v0.4.0 // indirect
+	github.com/golang/groupcache v0.0.0-20210331224755-41bb18bfe9da // indirect
+	github.com/google/go-cmp v0.6.0 // indirect
+	github.com/google/uuid v1.6.0 // indirect
+	github.com/hectane/go-acl v0.0.0-20230122075934-ca0b05cb1adb // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/klauspost/cpuid/v2 v2.2.8 // indirect
 	github.com/mattn/go-colorable v0.1.16 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/mattn/go-runewidth v0.0.31 // indirect
-	golang.org/x/mod v0.22.0 // indirect
+	github.com/mutagen-io/fsevents v0.0.0-20230629001834-f53e17b91ebc // indirect
+	github.com/mutagen-io/gopass v0.0.0-20230214181532-d4b7cdfe054c // indirect
+	github.com/zeebo/xxh3 v1.0.2 // indirect
+	golang.org/x/mod v0.42.0 // indirect
+	golang.org/x/text v0.44.0 // indirect
+	google.golang.org/protobuf v1.35.1 // indirect
+	gopkg.in/yaml.v2 v2.4.0 // indirect
+	k8s.io/apimachinery v0.21.3 // indirect
+	k8s.io/klog/v2 v2.8.0 // indirect
 )

@@ -1,0 +1,56 @@
+// Package syncmount keeps a copy of a host folder inside the guest and syncs
+// it both ways, using Mutagen's synchronization core as a library. It is the
+// only vmdock package that imports Mutagen (pinned to v0.18.1, MIT packages
+// only; license_test.go enforces that).
+//
+// Two halves run in two processes:
+//
+//   - Guest: the guest agent calls Serve for every sync stream the host opens.
+//     Serve runs Mutagen's remote endpoint server, which owns the guest copy
+//     (beta).
+//   - Host: the host agent creates one Manager per instance. The Manager runs
+//     Mutagen's session manager; the host folder is the local alpha endpoint,
+//     the guest copy is reached through Options.Dial, one new stream per
+//     endpoint connection.
+//
+// # Process-wide data directory
+//
+// Mutagen reads MUTAGEN_DATA_DIRECTORY from the environment on every access,
+// so it is a process-wide setting. NewManager and Serve set it from their
+// options before their first Mutagen call, and refuse a different directory
+// while another Manager or Serve in the same process still uses one. Do not
+// set or change the variable elsewhere.
+//
+// # Synchronization mode
+//
+// Sessions use two-way-safe: changes flow both ways, and when both sides
+// changed the same path since the last sync, Mutagen leaves both contents in
+// place (the host keeps its version, the guest copy keeps its version) and
+// reports a conflict until one side is changed to match. two-way-resolved
+// would let the host silently overwrite what a container wrote, and the
+// one-way modes do not carry container writes back to the host, so neither
+// fits "never lose data".
+//
+// # Root emptied or deleted
+//
+// A new data disk or `delete --data` leaves the guest copy empty or missing.
+// Mutagen then halts the session (HaltedOnRootEmptied/HaltedOnRootDeletion)
+// instead of deleting the host files. The Manager notices a halt where the
+// guest side is the one that went empty or missing, and resets the session's
+// history: with no common ancestor, two-way-safe only creates files, so the
+// host contents refill the guest copy and nothing is deleted on the host. A
+// halt where the host side went empty is left halted and reported, because
+// then the guest copy is the only full copy.
+//
+// Mutagen only detects "emptied" when the last synced root held at least two
+// entries. A guest copy that loses its only entry looks like a deletion made
+// in a container and is synced as one. The guest agent should therefore call
+// for a Reset (through the host) when it had to create a guest copy folder
+// from scratch.
+//
+// # Atomic replacement
+//
+// Mutagen writes a changed file to a staging file and renames it into place,
+// so every update has a new inode. A container that bind-mounts a single file
+// out of a sync mount keeps seeing the old inode, that is stale content.
+package syncmount
