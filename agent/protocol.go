@@ -92,6 +92,11 @@ type MountRequest struct {
 	Tag      string `json:"tag"`
 	Target   string `json:"target"`
 	ReadOnly bool   `json:"readOnly"`
+	// Exclude are subfolders of Target (clean, relative) that the guest
+	// bind-mounts from its data disk over the share; HostPath names the
+	// share in that storage, so each mount keeps its own across boots.
+	Exclude  []string `json:"exclude,omitempty"`
+	HostPath string   `json:"hostPath,omitempty"`
 }
 
 // ExecRequest runs a command in the guest; with TTY the stream carries a pty.

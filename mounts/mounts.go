@@ -1,7 +1,8 @@
 // Package mounts turns the user's folder-sharing requests (-V flags or the
 // YAML mounts: list) into checked, absolute mount specs and the tagged
 // shares a VM driver exports. It knows nothing about instances or drivers'
-// internals, so vm can depend on it and not the other way round.
+// internals, so config and the host agent depend on it and not the other
+// way round.
 package mounts
 
 import (
@@ -15,7 +16,7 @@ import (
 )
 
 // Mount is one host folder shared into the guest, from a -V flag or the
-// YAML mounts: list. vm.Mount is an alias of it, so both have one
+// YAML mounts: list. config.Mount is an alias of it, so both have one
 // definition.
 type Mount struct {
 	Location  string `yaml:"location" json:"location"`
@@ -24,7 +25,16 @@ type Mount struct {
 	// Type overrides the instance's mountType for this folder (virtiofs or
 	// 9p); empty uses the instance default.
 	Type string `yaml:"type,omitempty" json:"type,omitempty"`
+	// Exclude lists subfolders (relative to the mount) that live on the
+	// guest's data disk instead of the share: dependency trees such as
+	// node_modules or vendor get native speed there, and the host sees
+	// only an empty folder where each is mounted.
+	Exclude []string `yaml:"exclude,omitempty" json:"exclude,omitempty"`
 }
+
+// MaxExcludes bounds a mount's exclude list: each is a bind mount in the
+// guest.
+const MaxExcludes = 64
 
 // FlagGrammar is the form of a -V value, quoted in its errors.
 const FlagGrammar = "path[:guestpath][:ro|rw|w] (guestpath absolute; ro is the default, rw and w mean writable)"
@@ -92,7 +102,7 @@ func Tag(i int) string { return fmt.Sprintf("vmdock%d", i) }
 func Shares(ms []Mount, defaultType string) []driver.Share {
 	out := make([]driver.Share, 0, len(ms))
 	for i, m := range ms {
-		sh := driver.Share{Tag: Tag(i), HostPath: m.Location, GuestPath: m.GuestPath, ReadOnly: !m.Writable, Type: m.Type}
+		sh := driver.Share{Tag: Tag(i), HostPath: m.Location, GuestPath: m.GuestPath, ReadOnly: !m.Writable, Type: m.Type, Exclude: m.Exclude}
 		if sh.Type == "" {
 			sh.Type = defaultType
 		}
@@ -158,6 +168,7 @@ func Check(ms []Mount) error {
 		} else if !fi.IsDir() {
 			errs = append(errs, fmt.Errorf("%s: location %q is not a folder; accepted: an existing folder", name, m.Location))
 		}
+		errs = append(errs, checkExcludes(name, m.Exclude)...)
 		if !filepath.IsAbs(m.GuestPath) {
 			errs = append(errs, fmt.Errorf("%s: mountPoint %q is relative; accepted: an absolute guest path", name, m.GuestPath))
 		} else if r := reserved(m.GuestPath); r != "" {
@@ -176,6 +187,33 @@ func Check(ms []Mount) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkExcludes accepts clean relative paths inside the mount, each once.
+func checkExcludes(name string, ex []string) []error {
+	if len(ex) > MaxExcludes {
+		return []error{fmt.Errorf("%s: %d excludes; accepted: at most %d", name, len(ex), MaxExcludes)}
+	}
+	var errs []error
+	seen := map[string]bool{}
+	for _, e := range ex {
+		clean := filepath.Clean(e)
+		switch {
+		case e == "" || filepath.IsAbs(e) || clean != e || clean == "." || clean == ".." || strings.HasPrefix(clean, "../"):
+			errs = append(errs, fmt.Errorf("%s: exclude %q is not accepted; accepted: a clean path relative to the mount, inside it (e.g. node_modules or web/vendor)", name, e))
+		case seen[e]:
+			errs = append(errs, fmt.Errorf("%s: exclude %q is listed twice; accepted: each path once", name, e))
+		}
+		seen[e] = true
+	}
+	for _, a := range ex {
+		for _, b := range ex {
+			if a != b && within(b, a) {
+				errs = append(errs, fmt.Errorf("%s: exclude %q is inside exclude %q; accepted: paths not inside one another (list only the outer one)", name, b, a))
+			}
+		}
+	}
+	return errs
 }
 
 func reserved(guest string) string {

@@ -1,6 +1,7 @@
 package mounts
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -47,7 +48,7 @@ func TestParseFlag(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || got != tt.want {
+		if err != nil || !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("ParseFlag(%q) = %+v, %v; want %+v", tt.in, got, err, tt.want)
 		}
 	}
@@ -99,6 +100,13 @@ func TestCheck(t *testing.T) {
 		{name: "guest etc", ms: []Mount{{Location: a, GuestPath: "/etc/x"}}, wantErr: []string{"/etc"}},
 		{name: "guest covers docker", ms: []Mount{{Location: a, GuestPath: "/var"}}, wantErr: []string{"/var/lib/docker"}},
 		{name: "all at once", ms: []Mount{{Location: "rel"}, {Location: filepath.Join(dir, "nope")}}, wantErr: []string{"relative", "does not exist"}},
+		{name: "excludes ok", ms: []Mount{{Location: a, Exclude: []string{"node_modules", "web/vendor", ".venv"}}}},
+		{name: "exclude leaves the mount", ms: []Mount{{Location: a, Exclude: []string{"../etc"}}}, wantErr: []string{`exclude "../etc" is not accepted`}},
+		{name: "exclude absolute", ms: []Mount{{Location: a, Exclude: []string{"/etc"}}}, wantErr: []string{`exclude "/etc" is not accepted`}},
+		{name: "exclude unclean", ms: []Mount{{Location: a, Exclude: []string{"a//b", "./x", "."}}}, wantErr: []string{`"a//b"`, `"./x"`, `"."`}},
+		{name: "exclude twice", ms: []Mount{{Location: a, Exclude: []string{"vendor", "vendor"}}}, wantErr: []string{"listed twice"}},
+		{name: "exclude nested", ms: []Mount{{Location: a, Exclude: []string{"web", "web/vendor"}}}, wantErr: []string{`"web/vendor" is inside exclude "web"`}},
+		{name: "too many excludes", ms: []Mount{{Location: a, Exclude: manyExcludes(MaxExcludes + 1)}}, wantErr: []string{"at most 64"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -179,4 +187,12 @@ func TestSharesAfterResolve(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Shares = %+v\nwant %+v", got, want)
 	}
+}
+
+func manyExcludes(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("d%d", i)
+	}
+	return out
 }

@@ -67,27 +67,44 @@ func (s *Server) runSerial(ctx context.Context, dev string) error {
 }
 
 // announce writes agent.RestartLine if a host is connected, without
-// waiting for one: a host that connects later starts a fresh handshake
-// anyway. It ends a host session the previous agent left behind.
+// waiting long for one: a host that connects later starts a fresh
+// handshake anyway. It ends a host session the previous agent left behind.
+//
+// Right after open the port may not know yet that the host is connected
+// (QEMU tells the guest asynchronously), and a nonblocking write then says
+// EAGAIN. Losing the line leaves the old host session to die by keepalive,
+// 30 s later, so EAGAIN is retried for a short while.
 func announce(f *os.File, log *slog.Logger) {
 	rc, err := f.SyscallConn()
 	if err != nil {
 		log.Debug("announce to the host", "err", err)
 		return
 	}
-	var werr error
-	// The descriptor is nonblocking (Go's poller holds it): one attempt.
-	err = rc.Write(func(fd uintptr) bool {
-		_, werr = unix.Write(int(fd), []byte(agent.RestartLine+"\n"))
-		return true
-	})
-	if err == nil {
-		err = werr
+	deadline := time.Now().Add(announceRetryFor)
+	for {
+		var werr error
+		// The descriptor is nonblocking (Go's poller holds it): one write
+		// per attempt.
+		err = rc.Write(func(fd uintptr) bool {
+			_, werr = unix.Write(int(fd), []byte(agent.RestartLine+"\n"))
+			return true
+		})
+		if err == nil {
+			err = werr
+		}
+		if !errors.Is(err, unix.EAGAIN) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	if err != nil {
 		log.Debug("announce to the host", "err", err)
 	}
 }
+
+// announceRetryFor bounds the EAGAIN retries of announce; with no host
+// connected at all it only delays the agent's start by this much.
+var announceRetryFor = time.Second
 
 // waitHostReader is used only for the handshake. A virtio-serial port reads
 // 0 bytes (EOF) while no host is connected, and poll reports POLLHUP at

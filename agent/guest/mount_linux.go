@@ -2,9 +2,12 @@ package guest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path"
+	"strings"
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
@@ -37,15 +40,81 @@ func (s *Server) mount(ctx context.Context, m agent.MountRequest) error {
 	default:
 		return fmt.Errorf("mount %q: type %q is not %q or %q", m.Target, m.Type, driver.Mount9p, driver.MountVirtiofs)
 	}
-	if e, ok, err := s.mountedAt(m.Target); err != nil {
+	if err := checkExcludes(m.Exclude); err != nil {
+		return fmt.Errorf("mount %q: %w", m.Target, err)
+	}
+	e, ok, err := s.mountedAt(m.Target)
+	if err != nil {
 		return err
-	} else if ok && e.Source == m.Tag {
-		return nil
 	}
-	if err := os.MkdirAll(s.path(m.Target), 0o755); err != nil {
-		return fmt.Errorf("create mount point: %w", err)
+	if !ok || e.Source != m.Tag {
+		if err := os.MkdirAll(s.path(m.Target), 0o755); err != nil {
+			return fmt.Errorf("create mount point: %w", err)
+		}
+		if err := s.mountRetrying(ctx, m, args); err != nil {
+			return err
+		}
 	}
-	return s.mountRetrying(ctx, m, args)
+	return s.mountExcludes(ctx, m)
+}
+
+// excludesDir holds the excluded subfolders of every share, on the data
+// disk: they outlive a restart, and `delete --data` takes them away.
+const excludesDir = dataMount + "/excludes"
+
+// excludeStore is where one share's excludes live: named after the host
+// folder, so a share keeps its own whatever its place in the mount list.
+func excludeStore(hostPath, target string) string {
+	key := hostPath
+	if key == "" {
+		key = target
+	}
+	sum := sha256.Sum256([]byte(key))
+	return path.Join(excludesDir, hex.EncodeToString(sum[:8]))
+}
+
+// mountExcludes bind-mounts each excluded subfolder of m from the data
+// disk over the share. The mount point is created in the share (an empty
+// folder the host sees); its contents stay in the guest.
+func (s *Server) mountExcludes(ctx context.Context, m agent.MountRequest) error {
+	store := excludeStore(m.HostPath, m.Target)
+	for _, ex := range m.Exclude {
+		target := path.Join(m.Target, ex)
+		if e, ok, err := s.mountedAt(target); err != nil {
+			return err
+		} else if ok && e.FSType != m.Type {
+			continue // bound by an earlier request (a reconnecting host repeats it)
+		}
+		src := path.Join(store, ex)
+		if err := os.MkdirAll(s.path(src), 0o755); err != nil {
+			return fmt.Errorf("exclude %s: create its folder on the data disk: %w", ex, err)
+		}
+		if err := os.MkdirAll(s.path(target), 0o755); err != nil {
+			return fmt.Errorf("exclude %s: create its mount point in the share%s: %w", ex, readOnlyHint(m), err)
+		}
+		if _, err := s.OS.Run(ctx, "mount", "--bind", src, target); err != nil {
+			return fmt.Errorf("exclude %s: bind %s on %s: %w", ex, src, target, err)
+		}
+	}
+	return nil
+}
+
+func readOnlyHint(m agent.MountRequest) string {
+	if m.ReadOnly {
+		return " (the share is read-only: create the folder on the host)"
+	}
+	return ""
+}
+
+// checkExcludes refuses what config validation refuses, so a host that
+// skipped it cannot make the guest bind outside the share.
+func checkExcludes(ex []string) error {
+	for _, e := range ex {
+		if e == "" || path.IsAbs(e) || path.Clean(e) != e || e == "." || e == ".." || strings.HasPrefix(e, "../") {
+			return fmt.Errorf("exclude %q is not a clean path inside the share", e)
+		}
+	}
+	return nil
 }
 
 // Mount retry timing: a share's virtio device may still be binding its

@@ -102,3 +102,48 @@ func TestSetup(t *testing.T) {
 		}
 	}
 }
+
+// Excluded subfolders are bound from the data disk over the share, after
+// the share; a repeated request binds nothing twice, and a path leaving
+// the share is refused before anything is mounted.
+func TestMountExcludes(t *testing.T) {
+	s, fos := newTestServer(t)
+	mi := filepath.Join(s.Root, "proc/self/mountinfo")
+	m := agent.MountRequest{Type: "virtiofs", Tag: "vmdock0", Target: "/src/app", HostPath: "/src/app", Exclude: []string{"node_modules", "web/vendor"}}
+	must(t, s.mount(context.Background(), m))
+	store := excludeStore("/src/app", "/src/app")
+	if !strings.HasPrefix(store, "/var/lib/vmdock-data/excludes/") {
+		t.Fatalf("excludes stored at %s, want on the data disk", store)
+	}
+	want := "mount -t virtiofs vmdock0 /src/app\n" +
+		"mount --bind " + store + "/node_modules /src/app/node_modules\n" +
+		"mount --bind " + store + "/web/vendor /src/app/web/vendor"
+	if got := strings.TrimSpace(fos.ran()); got != want {
+		t.Fatalf("ran:\n%s\nwant:\n%s", got, want)
+	}
+	for _, p := range []string{store + "/web/vendor", "/src/app/web/vendor"} {
+		if fi, err := os.Stat(filepath.Join(s.Root, p)); err != nil || !fi.IsDir() {
+			t.Fatalf("%s not created: %v", p, err)
+		}
+	}
+	// Mounted now: a reconnecting host repeats the request, nothing runs.
+	must(t, os.WriteFile(mi, []byte("30 22 0:40 / /src/app rw - virtiofs vmdock0 rw\n"+
+		"31 30 254:16 /excludes/x/node_modules /src/app/node_modules rw - ext4 /dev/vdb rw\n"+
+		"32 30 254:16 /excludes/x/web/vendor /src/app/web/vendor rw - ext4 /dev/vdb rw\n"), 0o644))
+	before := fos.ran()
+	must(t, s.mount(context.Background(), m))
+	if fos.ran() != before {
+		t.Fatalf("repeated request ran %q", strings.TrimPrefix(fos.ran(), before))
+	}
+	// Another share keeps its own store.
+	if other := excludeStore("/src/other", "/src/other"); other == store {
+		t.Fatal("two shares share one exclude store")
+	}
+	for _, bad := range []string{"../etc", "/etc", "a/../../b", ".", ""} {
+		s2, fos2 := newTestServer(t)
+		err := s2.mount(context.Background(), agent.MountRequest{Type: "9p", Tag: "t", Target: "/x", Exclude: []string{bad}})
+		if err == nil || fos2.ran() != "" {
+			t.Errorf("exclude %q: err %v, ran %q; want a refusal before any mount", bad, err, fos2.ran())
+		}
+	}
+}

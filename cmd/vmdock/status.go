@@ -96,7 +96,11 @@ func writeStatusText(w io.Writer, s statusJSON, st store.InstanceStatus) error {
 			if sh.ReadOnly {
 				mode = "ro"
 			}
-			fmt.Fprintf(tw, "mount:\t%s -> %s (%s, %s)\n", sh.HostPath, sh.GuestPath, sh.Type, mode)
+			excl := ""
+			if len(sh.Exclude) > 0 {
+				excl = "; excluded, in the guest only: " + strings.Join(sh.Exclude, ", ")
+			}
+			fmt.Fprintf(tw, "mount:\t%s -> %s (%s, %s)%s\n", sh.HostPath, sh.GuestPath, sh.Type, mode, excl)
 		}
 	} else {
 		fmt.Fprintf(tw, "config:\t%s\n", s.ConfigError)

@@ -140,6 +140,7 @@ mounts:
   - location: %q
     writable: true
     type: 9p
+    exclude: [node_modules]
   - location: %q
     writable: true
     type: virtiofs
@@ -194,6 +195,7 @@ mounts:
 			t.Fatalf("current context after start = %q, want vmdock", cur)
 		}
 	})
+	checkExclude(t, e, share9p, "node_modules")
 	checkPorts(t, e)
 	checkParallelStreams(t, e)
 	checkHostAccess(t, e)
@@ -244,6 +246,7 @@ mounts:
 			t.Fatalf("image lost across restart; images: %q", out)
 		}
 	})
+	checkExcludeKept(t, e, share9p, "node_modules")
 	checkDiskGrowth(t, e, startArgs)
 	checkGuestPowerOff(t, e)
 	e.timed("kill -9 host agent, then start recovers", func(t *testing.T) {

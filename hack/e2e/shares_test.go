@@ -5,6 +5,8 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -81,4 +83,41 @@ func checkBootReport(t *testing.T, statusJSON string) {
 	if b.GuestUptime <= 0 {
 		t.Errorf("boot report has no guest uptime: %+v", b)
 	}
+}
+
+// checkExclude: an excluded subfolder of a share lives on the guest's data
+// disk. A container writing into it through the share's bind mount writes
+// to ext4 in the guest, and the host sees only the empty mount point.
+func checkExclude(t *testing.T, e *env, share, sub string) {
+	e.timed("share exclude: container writes stay in the guest, on its disk", func(t *testing.T) {
+		guestDir := filepath.Join(share, sub)
+		out := e.docker(3*time.Minute, "run", "--rm", "-v", share+":"+share, "vmdock-test:latest",
+			"/bin/busybox", "sh", "-c", fmt.Sprintf("mkdir -p '%[1]s/pkg' && echo dep > '%[1]s/pkg/index.js' && cat '%[1]s/pkg/index.js'", guestDir))
+		if strings.TrimSpace(out) != "dep" {
+			t.Fatalf("container wrote and read %q", out)
+		}
+		entries, err := os.ReadDir(guestDir)
+		if err != nil || len(entries) != 0 {
+			t.Fatalf("host side of the excluded %s: %v entries (%v); want an empty folder", guestDir, len(entries), err)
+		}
+		mounts := e.run(2*time.Minute, e.vmdock, "ssh", "--", "cat", "/proc/mounts")
+		if fs, _, ok := guestMount(mounts, guestDir); !ok || fs != "ext4" {
+			t.Fatalf("guest mount at %s: %q (found %v); want the data disk's ext4", guestDir, fs, ok)
+		}
+	})
+}
+
+// checkExcludeKept: what a container put in an excluded folder is still
+// there after a stop and start (it lives on the data disk).
+func checkExcludeKept(t *testing.T, e *env, share, sub string) {
+	e.timed("share exclude: contents kept across stop/start", func(t *testing.T) {
+		f := filepath.Join(share, sub, "pkg", "index.js")
+		out := e.run(2*time.Minute, e.vmdock, "ssh", "--", "cat", f)
+		if strings.TrimSpace(out) != "dep" {
+			t.Fatalf("after restart the guest reads %q from %s", out, f)
+		}
+		if _, err := os.Stat(f); err == nil {
+			t.Fatalf("%s appeared on the host", f)
+		}
+	})
 }

@@ -60,7 +60,8 @@ type Share struct {
 	HostPath  string
 	GuestPath string // where the guest mounts it; drivers do not need it
 	ReadOnly  bool
-	Type      string // MountVirtiofs or Mount9p
+	Type      string   // MountVirtiofs or Mount9p
+	Exclude   []string `json:",omitempty"` // subfolders kept on the guest's data disk instead; drivers ignore it
 }
 
 // Spec describes one VM, independent of the hypervisor.

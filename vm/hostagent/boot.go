@@ -311,7 +311,7 @@ func (ha *hostAgent) guestSetup() agent.Setup {
 // mountRequest asks the guest to mount a resolved share where the config
 // put it.
 func mountRequest(sh driver.Share) agent.MountRequest {
-	return agent.MountRequest{Type: sh.Type, Tag: sh.Tag, Target: sh.GuestPath, ReadOnly: sh.ReadOnly}
+	return agent.MountRequest{Type: sh.Type, Tag: sh.Tag, Target: sh.GuestPath, ReadOnly: sh.ReadOnly, Exclude: sh.Exclude, HostPath: sh.HostPath}
 }
 
 // buildSpec turns the config and the prepared image into the driver's VM spec.

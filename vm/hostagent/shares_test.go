@@ -21,7 +21,7 @@ func TestSpecSharesAndMountRequests(t *testing.T) {
 			Arch: driver.ArchAMD64, VMType: driver.TypeQEMU, CPUs: 1, MemoryGiB: 1, MountType: driver.MountVirtiofs,
 			Mounts: []config.Mount{
 				{Location: "/home/u", GuestPath: "/home/u", Writable: true},
-				{Location: "/src", GuestPath: "/work", Type: driver.Mount9p},
+				{Location: "/src", GuestPath: "/work", Type: driver.Mount9p, Exclude: []string{"node_modules"}},
 			},
 		},
 	}
@@ -31,17 +31,17 @@ func TestSpecSharesAndMountRequests(t *testing.T) {
 	}
 	wantShares := []driver.Share{
 		{Tag: "vmdock0", HostPath: "/home/u", GuestPath: "/home/u", Type: driver.MountVirtiofs},
-		{Tag: "vmdock1", HostPath: "/src", GuestPath: "/work", ReadOnly: true, Type: driver.Mount9p},
+		{Tag: "vmdock1", HostPath: "/src", GuestPath: "/work", ReadOnly: true, Type: driver.Mount9p, Exclude: []string{"node_modules"}},
 	}
 	if !reflect.DeepEqual(spec.Shares, wantShares) {
 		t.Fatalf("spec shares %+v\nwant %+v", spec.Shares, wantShares)
 	}
 	wantReqs := []agent.MountRequest{
-		{Type: driver.MountVirtiofs, Tag: "vmdock0", Target: "/home/u"},
-		{Type: driver.Mount9p, Tag: "vmdock1", Target: "/work", ReadOnly: true},
+		{Type: driver.MountVirtiofs, Tag: "vmdock0", Target: "/home/u", HostPath: "/home/u"},
+		{Type: driver.Mount9p, Tag: "vmdock1", Target: "/work", ReadOnly: true, HostPath: "/src", Exclude: []string{"node_modules"}},
 	}
 	for i, sh := range spec.Shares {
-		if got := mountRequest(sh); got != wantReqs[i] {
+		if got := mountRequest(sh); !reflect.DeepEqual(got, wantReqs[i]) {
 			t.Errorf("mount request %d = %+v, want %+v", i, got, wantReqs[i])
 		}
 	}
