@@ -43,10 +43,12 @@
 // then the guest copy is the only full copy.
 //
 // Mutagen only detects "emptied" when the last synced root held at least two
-// entries. A guest copy that loses its only entry looks like a deletion made
-// in a container and is synced as one. The guest agent should therefore call
-// for a Reset (through the host) when it had to create a guest copy folder
-// from scratch.
+// entries, and not at all once a container wrote into the fresh copy. So
+// before Mutagen's handshake, host and guest exchange one line (see
+// preamble.go): the guest says whether its data directory (on the same disk
+// as the copies) has served the session before. A guest that has not, facing
+// a host with sync history, gets the same reset as above. An rm -rf inside a
+// running container is an ordinary deletion and is synced as one.
 //
 // # Atomic replacement
 //

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/mutagen-io/mutagen/pkg/synchronization/endpoint/remote"
 )
@@ -49,11 +50,33 @@ func Serve(ctx context.Context, conn net.Conn, opts GuestOptions) error {
 	// ServeEndpoint only returns once the stream fails or is closed.
 	stop := context.AfterFunc(ctx, func() { stream.Close() })
 	defer stop()
+	if err := servePreamble(stream); err != nil {
+		stream.Close()
+		if ctx.Err() != nil || isStreamEnd(err) {
+			return nil
+		}
+		return fmt.Errorf("sync endpoint: %w", err)
+	}
 	err = remote.ServeEndpoint(newMutagenLogger(log.With("side", "guest")), stream)
 	if ctx.Err() != nil || isStreamEnd(err) {
 		return nil
 	}
 	return fmt.Errorf("sync endpoint: %w", err)
+}
+
+// servePreamble runs the guest half of the preamble under a deadline: a
+// host that opened the stream but never speaks must not pin a goroutine.
+func servePreamble(stream *closingConn) error {
+	if err := stream.SetDeadline(time.Now().Add(handshakeTimeout)); err != nil {
+		return fmt.Errorf("set preamble deadline: %w", err)
+	}
+	if err := guestPreamble(stream); err != nil {
+		return err
+	}
+	if err := stream.SetDeadline(time.Time{}); err != nil {
+		return fmt.Errorf("clear preamble deadline: %w", err)
+	}
+	return nil
 }
 
 // isStreamEnd reports errors that only mean "the other side went away".
@@ -64,9 +87,8 @@ func isStreamEnd(err error) bool {
 
 // PrepareGuestCopy creates the guest copy folder of a sync mount (and its
 // parents) before the guest agent bind-mounts it, owned by uid:gid (negative:
-// leave as is) with DefaultDirMode. created says the folder did not exist:
-// the host must then pass Mount.FreshCopy, so that the empty folder is
-// refilled from the host instead of being read as deletions.
+// leave as is) with DefaultDirMode. created says the folder did not exist
+// (for the log; the host side detects a new guest copy by itself).
 //
 // Bind-mount the folder itself, never recreate it while mounted: a bind
 // mount keeps pointing at the old inode.

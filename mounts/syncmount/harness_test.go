@@ -194,6 +194,20 @@ func (e *env) close() {
 	}
 }
 
+// newGuestDisk removes what lives on the guest's data disk: the copy and
+// the guest's share of the common test data directory.
+func (e *env) newGuestDisk() {
+	e.t.Helper()
+	mustRemove(e.t, e.guest)
+	mustRemove(e.t, filepath.Join(e.dataDir, "vmdock-served"))
+	for _, pattern := range []string{"caches/*_beta", "staging/*_beta"} {
+		matches, _ := filepath.Glob(filepath.Join(e.dataDir, pattern))
+		for _, m := range matches {
+			mustRemove(e.t, m)
+		}
+	}
+}
+
 func (e *env) mount() Mount {
 	return Mount{ID: "m1", HostPath: e.host, GuestPath: e.guest, UID: -1, GID: -1}
 }

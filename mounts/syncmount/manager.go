@@ -40,9 +40,11 @@ type Options struct {
 // Manager may be open per process (see the package doc).
 type Manager struct {
 	log         *slog.Logger
+	dial        DialFunc
 	mgr         *synchronization.Manager
 	pollSeconds uint32
 	release     func()
+	ctx         context.Context // ends with Close
 	cancel      context.CancelFunc
 	done        chan struct{}
 	workers     sync.WaitGroup
@@ -58,6 +60,7 @@ type sessionInfo struct {
 	lastSync   time.Time
 	lastFlush  time.Time
 	refilling  bool
+	freshGuest bool // the guest reported a new copy; history must go
 	refills    int
 	lastRefill time.Time
 	refillErr  string
@@ -79,27 +82,31 @@ func NewManager(opts Options) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sync manager: %w", err)
 	}
-	// The dialer must be in place before Mutagen loads and starts sessions.
-	if err := setDialer(opts.Dial); err != nil {
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &Manager{
+		log:         log,
+		dial:        opts.Dial,
+		pollSeconds: pollSeconds(opts.PollInterval),
+		release:     release,
+		ctx:         ctx,
+		cancel:      cancel,
+		done:        make(chan struct{}),
+		info:        make(map[string]*sessionInfo),
+	}
+	// The handler must find us before Mutagen loads and starts sessions.
+	if err := setOpenManager(m); err != nil {
+		cancel()
 		release()
 		return nil, fmt.Errorf("sync manager: %w", err)
 	}
 	mgr, err := synchronization.NewManager(newMutagenLogger(log.With("side", "host")))
 	if err != nil {
-		_ = setDialer(nil)
+		cancel()
+		_ = setOpenManager(nil)
 		release()
 		return nil, fmt.Errorf("sync manager: %w", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	m := &Manager{
-		log:         log,
-		mgr:         mgr,
-		pollSeconds: pollSeconds(opts.PollInterval),
-		release:     release,
-		cancel:      cancel,
-		done:        make(chan struct{}),
-		info:        make(map[string]*sessionInfo),
-	}
+	m.mgr = mgr
 	go m.monitor(ctx)
 	return m, nil
 }
@@ -125,7 +132,7 @@ func (m *Manager) Close() error {
 	m.workers.Wait()
 	m.mgr.Shutdown()
 	<-m.done
-	_ = setDialer(nil)
+	_ = setOpenManager(nil)
 	m.release()
 	return nil
 }
@@ -144,8 +151,7 @@ func (m *Manager) checkOpen() error {
 // ignores, owner, modes) is replaced: the new one starts without history,
 // which in two-way-safe mode only adds files and reports differing ones as
 // conflicts. Ensure does not wait for the first sync (see WaitInitial); an
-// error about connecting means the session exists and keeps retrying. With
-// mount.FreshCopy an existing session's history is reset first (see Reset).
+// error about connecting means the session exists and keeps retrying.
 func (m *Manager) Ensure(ctx context.Context, mount Mount) error {
 	if err := m.checkOpen(); err != nil {
 		return err
@@ -172,9 +178,6 @@ func (m *Manager) Ensure(ctx context.Context, mount Mount) error {
 	if st == nil {
 		return m.create(ctx, mount, common, guest, fp)
 	}
-	if mount.FreshCopy {
-		return m.resetSession(ctx, mount.ID, st.Session.Identifier)
-	}
 	return m.resume(ctx, mount.ID, st.Session.Identifier)
 }
 
@@ -193,7 +196,11 @@ func (m *Manager) create(ctx context.Context, mount Mount, common, guest *synchr
 }
 
 func (m *Manager) resume(ctx context.Context, id, sid string) error {
-	if err := m.mgr.Resume(ctx, bySession(sid), ""); err != nil {
+	err := m.mgr.Resume(ctx, bySession(sid), "")
+	if errors.Is(err, errFreshGuest) {
+		return nil // the monitor resets the session; WaitInitial covers it
+	}
+	if err != nil {
 		return fmt.Errorf("resume sync mount %s: %w", id, err)
 	}
 	return nil

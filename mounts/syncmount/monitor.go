@@ -46,8 +46,9 @@ func (m *Manager) observe(ctx context.Context, states []*synchronization.State) 
 			info.lastSync = time.Now()
 		}
 		info.cycles = st.SuccessfulCycles
-		if guestCopyLost(st) && !info.refilling && !m.closed {
+		if (guestCopyLost(st) || info.freshGuest) && !info.refilling && !m.closed {
 			info.refilling = true
+			info.freshGuest = false
 			m.workers.Add(1)
 			go m.refillGuest(ctx, id, st.Session.Identifier)
 		}
@@ -82,6 +83,15 @@ func guestCopyLost(st *synchronization.State) bool {
 	return guestEmpty && hostHasContent
 }
 
+// freshGuest is called by the protocol handler when the guest has never
+// served session although the host has history for it. The connection
+// attempt fails; the monitor sees that state change and resets the session.
+func (m *Manager) freshGuest(sid string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.infoLocked(sid).freshGuest = true
+}
+
 func (m *Manager) refillGuest(ctx context.Context, id, sid string) {
 	defer m.workers.Done()
 	// A refill that keeps failing must not spin against the guest.
@@ -91,7 +101,7 @@ func (m *Manager) refillGuest(ctx context.Context, id, sid string) {
 	if wait > 0 && !sleep(ctx, wait) {
 		return
 	}
-	m.log.Warn("guest copy of a sync mount is empty or missing, refilling it from the host", "mount", id)
+	m.log.Warn("guest copy of a sync mount is new, empty or missing; refilling it from the host", "mount", id)
 	err := m.resetSession(ctx, id, sid)
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -50,12 +50,6 @@ type Mount struct {
 	// on both sides; zero means DefaultFileMode/DefaultDirMode. The
 	// executable bit of files is carried over separately.
 	FileMode, DirMode fs.FileMode
-	// FreshCopy tells Ensure that the guest copy was just created empty (new
-	// data disk, delete --data; see PrepareGuestCopy). Ensure then resets
-	// the saved session's history so that the host refills the copy: with
-	// history, an empty copy would read as "the container deleted
-	// everything" whenever Mutagen's emptied-root guard does not apply.
-	FreshCopy bool
 }
 
 var mountIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,39}$`)

@@ -37,27 +37,27 @@ type DialFunc func(ctx context.Context) (net.Conn, error)
 // of this process is open.
 var errNoManager = errors.New("no vmdock sync manager is open in this process")
 
-// dialer is the Dial of the open Manager. ProtocolHandlers may only change
-// during init, so the one handler we register looks up the dialer per call.
-var dialer struct {
+// open is the open Manager. ProtocolHandlers may only change during init, so
+// the one handler we register looks the Manager up per call.
+var open struct {
 	sync.Mutex
-	dial DialFunc
+	m *Manager
 }
 
-func setDialer(d DialFunc) error {
-	dialer.Lock()
-	defer dialer.Unlock()
-	if d != nil && dialer.dial != nil {
+func setOpenManager(m *Manager) error {
+	open.Lock()
+	defer open.Unlock()
+	if m != nil && open.m != nil {
 		return errors.New("another sync Manager is already open in this process")
 	}
-	dialer.dial = d
+	open.m = m
 	return nil
 }
 
-func currentDialer() DialFunc {
-	dialer.Lock()
-	defer dialer.Unlock()
-	return dialer.dial
+func openManager() *Manager {
+	open.Lock()
+	defer open.Unlock()
+	return open.m
 }
 
 type guestHandler struct{}
@@ -81,20 +81,24 @@ func (guestHandler) Connect(
 	if url.Kind != urlpkg.Kind_Synchronization || url.Host != guestHost {
 		return nil, fmt.Errorf("not a vmdock guest URL: %s", url.Format("\n"))
 	}
-	dial := currentDialer()
-	if dial == nil {
+	m := openManager()
+	if m == nil {
 		return nil, errNoManager
 	}
-	conn, err := dial(ctx)
+	conn, err := m.dial(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("open sync stream to guest: %w", err)
 	}
 	stream := wrapConn(conn)
-	return handshake(ctx, logger, stream, url.Path, session, version, configuration, alpha)
+	endpoint, err := handshake(ctx, logger, stream, url.Path, session, version, configuration, alpha)
+	if errors.Is(err, errFreshGuest) {
+		m.freshGuest(session)
+	}
+	return endpoint, err
 }
 
-// handshake runs remote.NewEndpoint with a deadline and ctx cancellation,
-// then clears the deadline for the long-lived session.
+// handshake runs our preamble and remote.NewEndpoint with a deadline and
+// ctx cancellation, then clears the deadline for the long-lived session.
 func handshake(
 	ctx context.Context,
 	logger *logging.Logger,
@@ -109,6 +113,11 @@ func handshake(
 		return nil, fmt.Errorf("set handshake deadline: %w", err)
 	}
 	stop := context.AfterFunc(ctx, func() { stream.Close() })
+	if err := hostPreamble(stream, session, alpha); err != nil {
+		stop()
+		stream.Close()
+		return nil, err
+	}
 	endpoint, err := remote.NewEndpoint(logger, stream, root, session, version, configuration, alpha)
 	stopped := stop()
 	if err != nil {

@@ -218,7 +218,7 @@ func (m *Manager) flushMayRetry(sid string) bool {
 func (m *Manager) stuck(st *synchronization.State) error {
 	m.mu.Lock()
 	info := m.info[st.Session.Identifier]
-	refilling := info != nil && info.refilling
+	refilling := info != nil && (info.refilling || info.freshGuest)
 	m.mu.Unlock()
 	switch {
 	case refilling || guestCopyLost(st):
