@@ -13,6 +13,22 @@
 //     the guest copy is reached through Options.Dial, one new stream per
 //     endpoint connection.
 //
+// # Wiring
+//
+// Guest agent: for a stream whose request selects the sync service, reply OK
+// and call Serve(ctx, stream, GuestOptions{DataDir: GuestDataDir}); nothing
+// may read ahead of the stream after the request line (our preamble and
+// Mutagen's handshake follow at once). Before bind-mounting a copy, create it
+// with PrepareGuestCopy. The agent must run as root for the ownership of
+// Mount.UID/GID to apply.
+//
+// Host agent: NewManager(Options{DataDir: <instance>/sync, Dial: ...}) once
+// the agent session is up, where Dial opens a stream, sends the sync request
+// and returns the stream after the guest's OK. Then Ensure each sync mount,
+// Prune the rest, WaitInitial with a progress line; Reconnect after a new
+// agent session; Flush on the guest's change events; FlushAll before
+// poweroff; Status for `status` and `vmdock sync status`; Close on exit.
+//
 // # Process-wide data directory
 //
 // Mutagen reads MUTAGEN_DATA_DIRECTORY from the environment on every access,

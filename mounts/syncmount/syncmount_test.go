@@ -489,3 +489,20 @@ func nopConn(t *testing.T) net.Conn {
 	t.Cleanup(func() { b.Close() })
 	return a
 }
+
+// Saved sessions are validated on load; a URL in an unknown protocol slot
+// would make the manager drop the session.
+func TestGuestURLPassesValidation(t *testing.T) {
+	m := Mount{ID: "x", HostPath: "/h", GuestPath: "/var/lib/vmdock/sync/x"}
+	if err := m.betaURL().EnsureValid(); err != nil {
+		t.Fatalf("guest URL invalid: %v", err)
+	}
+	if err := m.alphaURL().EnsureValid(); err != nil {
+		t.Fatalf("host URL invalid: %v", err)
+	}
+	u := m.betaURL()
+	u.Protocol = 7 // an unregistered slot
+	if u.EnsureValid() == nil {
+		t.Fatal("an unknown protocol slot validated; the ssh-slot reasoning is stale")
+	}
+}
