@@ -135,6 +135,16 @@ func (c *Client) call(ctx context.Context, req Request) (Response, error) {
 	return resp, nil
 }
 
+// OpenSync opens a stream to the guest's sync endpoint server; the caller
+// speaks the sync engine's protocol on it (mounts/syncmount).
+func (c *Client) OpenSync(ctx context.Context) (net.Conn, error) {
+	st, _, err := c.open(ctx, Request{Op: OpSync})
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
 // Info asks the guest who it is.
 func (c *Client) Info(ctx context.Context) (Info, error) {
 	resp, err := c.call(ctx, Request{Op: OpInfo})

@@ -35,6 +35,7 @@ const (
 	OpSetTime    = "set-time"    // UnixNano
 	OpPowerOff   = "poweroff"
 	OpHostDial   = "host-dial" // guest-to-host: dial 127.0.0.1:Port on the host
+	OpSync       = "sync"      // then the sync engine's endpoint protocol (mounts/syncmount)
 )
 
 // Request is the first line of every stream.
@@ -97,7 +98,20 @@ type MountRequest struct {
 	// share in that storage, so each mount keeps its own across boots.
 	Exclude  []string `json:"exclude,omitempty"`
 	HostPath string   `json:"hostPath,omitempty"`
+	// UID and GID own a sync mount's guest copy (Type MountTypeSync, Tag
+	// its id): the host user's, so files containers write come back to
+	// the host as theirs.
+	UID int `json:"uid,omitempty"`
+	GID int `json:"gid,omitempty"`
 }
+
+// MountTypeSync is the MountRequest type of a sync mount: the guest binds
+// its copy on the data disk at Target.
+const MountTypeSync = "sync"
+
+// GuestSyncDir holds the guest copies of sync mounts (GuestSyncDir/<id>)
+// and the sync engine's state, on the guest's data disk.
+const GuestSyncDir = "/var/lib/vmdock-data/sync"
 
 // ExecRequest runs a command in the guest; with TTY the stream carries a pty.
 type ExecRequest struct {

@@ -29,9 +29,13 @@ type ExecFunc func(ctx context.Context, argv []string, stdin io.Reader, stdout, 
 // Share is one mounted host folder, visible in the guest at the same path.
 type Share struct {
 	Path     string
-	Type     string // 9p | virtiofs
+	Type     string // 9p | virtiofs | SyncMount
 	Writable bool
 }
+
+// SyncMount is the Share type of a sync mount (a synced copy on the
+// guest's disk, not a shared file system).
+const SyncMount = "sync"
 
 // Env is the running instance as the runner sees it; the CLI fills it.
 type Env struct {
@@ -122,7 +126,7 @@ func (r *runner) installHelper() error {
 		return fmt.Errorf("no helper binary (`make bench` builds it into bin/, or pass --helper); tree, ports, api need it")
 	}
 	for _, s := range r.env.Shares {
-		if !s.Writable {
+		if !s.Writable || s.Type == SyncMount {
 			continue
 		}
 		dir := filepath.Join(s.Path, ".vmdock-bench")
@@ -203,9 +207,14 @@ type target struct {
 func (r *runner) targets() []target {
 	ts := []target{{"native (data disk)", r.native}}
 	for _, s := range r.env.Shares {
-		if s.Writable {
-			ts = append(ts, target{s.Type + " share", filepath.Join(s.Path, ".vmdock-bench", "scratch")})
+		if !s.Writable {
+			continue
 		}
+		name := s.Type + " share"
+		if s.Type == SyncMount {
+			name = "sync mount"
+		}
+		ts = append(ts, target{name, filepath.Join(s.Path, ".vmdock-bench", "scratch")})
 	}
 	return ts
 }

@@ -6,6 +6,8 @@
 package mounts
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -30,14 +32,27 @@ type Mount struct {
 	// node_modules or vendor get native speed there, and the host sees
 	// only an empty folder where each is mounted.
 	Exclude []string `yaml:"exclude,omitempty" json:"exclude,omitempty"`
+	// Mode is how the folder reaches the guest: share (virtiofs or 9p,
+	// the default) or sync (a copy on the guest's disk, kept in sync both
+	// ways, at native speed).
+	Mode string `yaml:"mode,omitempty" json:"mode,omitempty"`
 }
+
+// Mount modes.
+const (
+	ModeShare = "share"
+	ModeSync  = "sync"
+)
+
+// IsSync reports whether m is a sync mount.
+func (m Mount) IsSync() bool { return m.Mode == ModeSync }
 
 // MaxExcludes bounds a mount's exclude list: each is a bind mount in the
 // guest.
 const MaxExcludes = 64
 
 // FlagGrammar is the form of a -V value, quoted in its errors.
-const FlagGrammar = "path[:guestpath][:ro|rw|w] (guestpath absolute; ro is the default, rw and w mean writable)"
+const FlagGrammar = "path[:guestpath][:ro|rw|w|sync] (guestpath absolute; ro is the default, rw and w mean writable, sync a two-way synced copy)"
 
 // ParseFlag parses one `-V path[:guestpath][:mode]` value. Shares are
 // read-only unless the mode is rw (or w). A colon inside a path cannot be
@@ -55,7 +70,10 @@ func ParseFlag(s string) (Mount, error) {
 	rest := parts[1:]
 	hasMode := false
 	if n := len(rest); n > 0 {
-		if w, ok := parseMode(rest[n-1]); ok {
+		if rest[n-1] == ModeSync {
+			m.Mode, m.Writable, hasMode = ModeSync, true, true
+			rest = rest[:n-1]
+		} else if w, ok := parseMode(rest[n-1]); ok {
 			m.Writable, hasMode = w, true
 			rest = rest[:n-1]
 		}
@@ -70,7 +88,7 @@ func ParseFlag(s string) (Mount, error) {
 	case len(rest) == 1 && hasMode:
 		return Mount{}, fmt.Errorf("mount %q: guest path %q is relative; accepted: %s", s, rest[0], FlagGrammar)
 	case len(rest) == 2 && strings.HasPrefix(rest[0], "/") && !strings.HasPrefix(rest[1], "/"):
-		return Mount{}, fmt.Errorf("mount %q: mode %q is not accepted; accepted: ro, rw or w, as in %s", s, rest[1], FlagGrammar)
+		return Mount{}, fmt.Errorf("mount %q: mode %q is not accepted; accepted: ro, rw, w or sync, as in %s", s, rest[1], FlagGrammar)
 	default:
 		return Mount{}, fmt.Errorf("mount %q: a ':' inside a path is not supported with -V (accepted: %s); list it under mounts: in vmdock.yaml instead", s, FlagGrammar)
 	}
@@ -102,6 +120,9 @@ func Tag(i int) string { return fmt.Sprintf("vmdock%d", i) }
 func Shares(ms []Mount, defaultType string) []driver.Share {
 	out := make([]driver.Share, 0, len(ms))
 	for i, m := range ms {
+		if m.IsSync() {
+			continue // not a device: see Syncs
+		}
 		sh := driver.Share{Tag: Tag(i), HostPath: m.Location, GuestPath: m.GuestPath, ReadOnly: !m.Writable, Type: m.Type, Exclude: m.Exclude}
 		if sh.Type == "" {
 			sh.Type = defaultType
@@ -112,6 +133,40 @@ func Shares(ms []Mount, defaultType string) []driver.Share {
 		out = append(out, sh)
 	}
 	return out
+}
+
+// Sync is one resolved sync mount: the host folder, where the guest sees
+// it, and the subfolders that stay in the guest only.
+type Sync struct {
+	ID        string // stable per host folder: names its session and guest copy
+	HostPath  string
+	GuestPath string
+	Exclude   []string
+}
+
+// Syncs lists the sync mounts of ms, in list order (see Shares for the
+// others). Mounts should already be resolved.
+func Syncs(ms []Mount) []Sync {
+	var out []Sync
+	for _, m := range ms {
+		if !m.IsSync() {
+			continue
+		}
+		guest := m.GuestPath
+		if guest == "" {
+			guest = m.Location
+		}
+		out = append(out, Sync{ID: SyncID(m.Location), HostPath: m.Location, GuestPath: guest, Exclude: m.Exclude})
+	}
+	return out
+}
+
+// SyncID names a host folder's sync session and guest copy: a hash, so it
+// stays the same whatever the mount's place in the list, and is safe as a
+// file name.
+func SyncID(hostPath string) string {
+	sum := sha256.Sum256([]byte(hostPath))
+	return "s" + hex.EncodeToString(sum[:8])
 }
 
 // Resolve expands a leading ~ against home, cleans the paths and fills an
@@ -169,6 +224,18 @@ func Check(ms []Mount) error {
 			errs = append(errs, fmt.Errorf("%s: location %q is not a folder; accepted: an existing folder", name, m.Location))
 		}
 		errs = append(errs, checkExcludes(name, m.Exclude)...)
+		switch m.Mode {
+		case "", ModeShare:
+		case ModeSync:
+			if m.Type != "" {
+				errs = append(errs, fmt.Errorf("%s: type %q applies to share mounts; a sync mount has none (remove type, or use mode: share)", name, m.Type))
+			}
+			if !m.Writable {
+				errs = append(errs, fmt.Errorf("%s: a sync mount is two-way; accepted: writable: true with mode: sync (or mode: share for a read-only folder)", name))
+			}
+		default:
+			errs = append(errs, fmt.Errorf("%s: mode %q is not accepted; accepted: share, sync", name, m.Mode))
+		}
 		if !filepath.IsAbs(m.GuestPath) {
 			errs = append(errs, fmt.Errorf("%s: mountPoint %q is relative; accepted: an absolute guest path", name, m.GuestPath))
 		} else if r := reserved(m.GuestPath); r != "" {
@@ -178,7 +245,7 @@ func Check(ms []Mount) error {
 	for i := range ms {
 		for j := i + 1; j < len(ms); j++ {
 			a, b := ms[i], ms[j]
-			if a.Location != "" && b.Location != "" && (within(a.Location, b.Location) || within(b.Location, a.Location)) {
+			if a.Location != "" && b.Location != "" && (within(a.Location, b.Location) || within(b.Location, a.Location)) && !syncInShare(a, b) {
 				errs = append(errs, fmt.Errorf("mounts[%d] %q and mounts[%d] %q overlap; accepted: folders that are not inside one another (share only the outer one)", i, a.Location, j, b.Location))
 			}
 			if a.GuestPath != "" && a.GuestPath == b.GuestPath {
@@ -214,6 +281,20 @@ func checkExcludes(name string, ex []string) []error {
 		}
 	}
 	return errs
+}
+
+// syncInShare allows the one nesting that works: a sync mount inside a
+// shared folder (a project under the shared home), whose copy the guest
+// mounts over the share at a deeper path.
+func syncInShare(a, b Mount) bool {
+	if a.IsSync() == b.IsSync() || a.Location == b.Location {
+		return false
+	}
+	sync, share := a, b
+	if b.IsSync() {
+		sync, share = b, a
+	}
+	return within(sync.Location, share.Location) && within(sync.GuestPath, share.GuestPath) && sync.GuestPath != share.GuestPath
 }
 
 func reserved(guest string) string {

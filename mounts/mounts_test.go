@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -31,10 +32,13 @@ func TestParseFlag(t *testing.T) {
 		{in: "/a:rw", want: Mount{Location: "/a", Writable: true}},
 		{in: "/a:/app:ro", want: Mount{Location: "/a", GuestPath: "/app"}},
 		{in: "/a:/app:rw", want: Mount{Location: "/a", GuestPath: "/app", Writable: true}},
-		{in: "/a:rel", wantErr: `mount "/a:rel": "rel" is neither a mode nor an absolute guest path; accepted: path[:guestpath][:ro|rw|w]`},
+		{in: "/a:rel", wantErr: `mount "/a:rel": "rel" is neither a mode nor an absolute guest path; accepted: path[:guestpath][:ro|rw|w|sync]`},
 		{in: "/a:RO", wantErr: `"RO" is neither a mode`},
 		{in: "/a:", wantErr: `"" is neither a mode`},
-		{in: "/a:/app:rel", wantErr: `mode "rel" is not accepted; accepted: ro, rw or w`},
+		{in: "/a:/app:rel", wantErr: `mode "rel" is not accepted; accepted: ro, rw, w or sync`},
+		{in: "~/src/app:sync", want: Mount{Location: "~/src/app", Writable: true, Mode: ModeSync}},
+		{in: "/src:/app:sync", want: Mount{Location: "/src", GuestPath: "/app", Writable: true, Mode: ModeSync}},
+		{in: "/a:SYNC", wantErr: `"SYNC" is neither a mode`},
 		{in: "/a:app:w", wantErr: `guest path "app" is relative`},
 	}
 	for _, tt := range tests {
@@ -106,6 +110,12 @@ func TestCheck(t *testing.T) {
 		{name: "exclude unclean", ms: []Mount{{Location: a, Exclude: []string{"a//b", "./x", "."}}}, wantErr: []string{`"a//b"`, `"./x"`, `"."`}},
 		{name: "exclude twice", ms: []Mount{{Location: a, Exclude: []string{"vendor", "vendor"}}}, wantErr: []string{"listed twice"}},
 		{name: "exclude nested", ms: []Mount{{Location: a, Exclude: []string{"web", "web/vendor"}}}, wantErr: []string{`"web/vendor" is inside exclude "web"`}},
+		{name: "sync inside a share", ms: []Mount{{Location: dir, Writable: true}, {Location: a, Writable: true, Mode: ModeSync}}},
+		{name: "share inside a sync", ms: []Mount{{Location: dir, Writable: true, Mode: ModeSync}, {Location: a, Writable: true}}, wantErr: []string{"overlap"}},
+		{name: "two nested syncs", ms: []Mount{{Location: dir, Writable: true, Mode: ModeSync}, {Location: a, Writable: true, Mode: ModeSync}}, wantErr: []string{"overlap"}},
+		{name: "sync read-only", ms: []Mount{{Location: a, Mode: ModeSync}}, wantErr: []string{"a sync mount is two-way"}},
+		{name: "sync with a type", ms: []Mount{{Location: a, Writable: true, Mode: ModeSync, Type: "9p"}}, wantErr: []string{`type "9p" applies to share mounts`}},
+		{name: "bad mode", ms: []Mount{{Location: a, Mode: "copy"}}, wantErr: []string{`mode "copy" is not accepted; accepted: share, sync`}},
 		{name: "too many excludes", ms: []Mount{{Location: a, Exclude: manyExcludes(MaxExcludes + 1)}}, wantErr: []string{"at most 64"}},
 	}
 	for _, tt := range tests {
@@ -195,4 +205,24 @@ func manyExcludes(n int) []string {
 		out[i] = fmt.Sprintf("d%d", i)
 	}
 	return out
+}
+
+func TestSyncsAndSharesSplit(t *testing.T) {
+	ms := []Mount{
+		{Location: "/home/u", GuestPath: "/home/u", Writable: true},
+		{Location: "/home/u/app", GuestPath: "/home/u/app", Writable: true, Mode: ModeSync, Exclude: []string{"node_modules"}},
+		{Location: "/data", GuestPath: "/data", Type: "9p"},
+	}
+	shares := Shares(ms, "virtiofs")
+	if len(shares) != 2 || shares[0].Tag != "vmdock0" || shares[1].Tag != "vmdock2" || shares[1].HostPath != "/data" {
+		t.Fatalf("shares = %+v; want the two share mounts, tags by list position", shares)
+	}
+	syncs := Syncs(ms)
+	want := []Sync{{ID: SyncID("/home/u/app"), HostPath: "/home/u/app", GuestPath: "/home/u/app", Exclude: []string{"node_modules"}}}
+	if !reflect.DeepEqual(syncs, want) {
+		t.Fatalf("syncs = %+v, want %+v", syncs, want)
+	}
+	if id := SyncID("/home/u/app"); id != SyncID("/home/u/app") || id == SyncID("/home/u/app2") || !regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,39}$`).MatchString(id) {
+		t.Fatalf("SyncID %q: want stable, distinct per folder, and a valid session id", id)
+	}
 }

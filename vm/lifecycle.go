@@ -344,6 +344,12 @@ func Delete(ctx context.Context, inst *store.Instance, opts DeleteOptions) error
 	for _, e := range entries {
 		switch {
 		case keep[e.Name()]:
+		case e.IsDir() && store.IsInstanceDir(e.Name()):
+			// The sync engine's own state: never a user's files (those are
+			// in the host folders it syncs, which delete does not touch).
+			if err := os.RemoveAll(filepath.Join(inst.Dir, e.Name())); err != nil {
+				errs = append(errs, fmt.Errorf("delete %s: %w", filepath.Join(inst.Dir, e.Name()), err))
+			}
 		case e.IsDir() || !store.IsInstanceFile(e.Name()):
 			unknown = append(unknown, e.Name())
 		default:

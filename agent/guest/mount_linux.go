@@ -31,6 +31,8 @@ func (s *Server) mount(ctx context.Context, m agent.MountRequest) error {
 			opts += ",ro"
 		}
 		args = []string{"-t", "9p", "-o", opts, m.Tag, m.Target}
+	case agent.MountTypeSync:
+		return s.mountSyncCopy(m)
 	case driver.MountVirtiofs:
 		args = []string{"-t", "virtiofs"}
 		if m.ReadOnly {

@@ -184,6 +184,9 @@ func (s *Server) handle(ctx context.Context, st net.Conn) {
 	case agent.OpWatchPorts:
 		s.watchPorts(ctx, st)
 		return
+	case agent.OpSync:
+		s.serveSync(ctx, st)
+		return
 	}
 	defer st.Close()
 	var err error

@@ -147,3 +147,45 @@ func TestMountExcludes(t *testing.T) {
 		}
 	}
 }
+
+// A sync mount binds its guest copy from the data disk at the target,
+// creating the copy owned by the host user; without the data disk it is
+// refused, since the copy would end up hidden under it.
+func TestMountSyncCopy(t *testing.T) {
+	s, fos := newTestServer(t)
+	m := agent.MountRequest{Type: agent.MountTypeSync, Tag: "s0123abcd", Target: "/home/me/app", UID: os.Getuid(), GID: os.Getgid()}
+	if err := s.mount(context.Background(), m); err == nil || !strings.Contains(err.Error(), "data disk is not mounted") || fos.ran() != "" {
+		t.Fatalf("without the data disk: %v, ran %q", err, fos.ran())
+	}
+	mi := filepath.Join(s.Root, "proc/self/mountinfo")
+	must(t, os.WriteFile(mi, []byte("22 1 254:0 / / rw - ext4 /dev/vda rw\n23 22 254:16 / /var/lib/vmdock-data rw - ext4 /dev/vdb rw\n"), 0o644))
+	must(t, s.mount(context.Background(), m))
+	if want := "mount --bind /var/lib/vmdock-data/sync/s0123abcd /home/me/app"; strings.TrimSpace(fos.ran()) != want {
+		t.Fatalf("ran %q, want %q", fos.ran(), want)
+	}
+	if !strings.HasPrefix(agent.GuestSyncDir, dataMount+"/") {
+		t.Fatalf("GuestSyncDir %s is not on the data disk (%s)", agent.GuestSyncDir, dataMount)
+	}
+	fi, err := os.Stat(filepath.Join(s.Root, "/var/lib/vmdock-data/sync/s0123abcd"))
+	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o755 {
+		t.Fatalf("guest copy: %v, %v", fi, err)
+	}
+	for _, bad := range []string{"../x", "S1", ""} {
+		s2, _ := newTestServer(t)
+		if err := s2.mount(context.Background(), agent.MountRequest{Type: agent.MountTypeSync, Tag: bad, Target: "/x"}); err == nil {
+			t.Errorf("sync id %q accepted", bad)
+		}
+	}
+}
+
+// The sync service needs the data disk too: the engine's state and the
+// copies must live on the same disk.
+func TestSyncRefusedWithoutDataDisk(t *testing.T) {
+	s, _ := newTestServer(t)
+	c, _ := connect(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.OpenSync(ctx); err == nil || !strings.Contains(err.Error(), "data disk is not mounted") {
+		t.Fatalf("OpenSync without the data disk: %v", err)
+	}
+}

@@ -171,6 +171,13 @@ func benchShares(cfg config.Config) []bench.Share {
 			out = append(out, bench.Share{Path: sh.HostPath, Type: sh.Type, Writable: !sh.ReadOnly})
 		}
 	}
+	// Sync mounts last: the helper goes into the first writable share, and
+	// a synced copy of it would reach the guest only after a sync cycle.
+	for _, sy := range mounts.Syncs(cfg.Mounts) {
+		if sy.GuestPath == sy.HostPath {
+			out = append(out, bench.Share{Path: sy.HostPath, Type: bench.SyncMount, Writable: true})
+		}
+	}
 	return out
 }
 

@@ -42,7 +42,7 @@ func TestStartRefusesEarly(t *testing.T) {
 		{name: "host access in template", template: "network:\n  hostAccessIP: 224.0.0.1\n", want: []string{`network.hostAccessIP: "224.0.0.1"`}},
 		{name: "second yaml document", yaml: "cpus: 1\n---\ncpus: 2\n", want: []string{"a second YAML document (from line 2) is not accepted"}},
 		{name: "-V bad mode", args: []string{"-V", "~/sub:rel"}, want: []string{`"rel" is neither a mode nor an absolute guest path`, "ro|rw|w"}},
-		{name: "-V bad mode after guest path", args: []string{"-V", "~/sub:/sub:rel"}, want: []string{`mode "rel" is not accepted; accepted: ro, rw or w`}},
+		{name: "-V bad mode after guest path", args: []string{"-V", "~/sub:/sub:rel"}, want: []string{`mode "rel" is not accepted; accepted: ro, rw, w or sync`}},
 		{name: "huge config", huge: "config", want: []string{"vmdock.yaml: larger than 1024 KiB is not accepted"}},
 		{name: "huge template", huge: "template", want: []string{"template.yaml: larger than 1024 KiB is not accepted"}},
 	}

@@ -97,6 +97,7 @@ func newRootCmd(h config.Host) *cobra.Command {
 		newStatusCmd(g),
 		newListCmd(g),
 		newSSHCmd(g),
+		newSyncCmd(g),
 		newLogsCmd(g),
 		newTemplateCmd(g),
 		newVersionCmd(),

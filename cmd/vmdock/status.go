@@ -102,6 +102,13 @@ func writeStatusText(w io.Writer, s statusJSON, st store.InstanceStatus) error {
 			}
 			fmt.Fprintf(tw, "mount:\t%s -> %s (%s, %s)%s\n", sh.HostPath, sh.GuestPath, sh.Type, mode, excl)
 		}
+		for _, sy := range mounts.Syncs(c.Mounts) {
+			excl := ""
+			if len(sy.Exclude) > 0 {
+				excl = "; excluded, in the guest only: " + strings.Join(sy.Exclude, ", ")
+			}
+			fmt.Fprintf(tw, "mount:\t%s -> %s (sync, rw)%s\n", sy.HostPath, sy.GuestPath, excl)
+		}
 	} else {
 		fmt.Fprintf(tw, "config:\t%s\n", s.ConfigError)
 	}
@@ -129,6 +136,9 @@ func writeStatusText(w io.Writer, s statusJSON, st store.InstanceStatus) error {
 				line += " (" + p.Error + ")"
 			}
 			fmt.Fprintf(tw, "port:\t%s\n", line)
+		}
+		for _, sy := range h.Syncs {
+			fmt.Fprintf(tw, "sync:\t%s\n", syncLine(sy))
 		}
 		for _, e := range h.Errors {
 			fmt.Fprintf(tw, "error:\t%s\n", e)

@@ -13,17 +13,20 @@ import (
 func writeModule(t *testing.T, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
+	// vz and its channel module at this repository's versions; x/mod at
+	// the version vz itself asks for, whose sums are pinned here because
+	// this repository's go.sum follows a newer x/mod (Mutagen's).
 	files["go.mod"] = `module example.com/darwinbad
 
 go 1.26
 
 require (
-	github.com/Code-Hex/vz/v3 v3.7.1
-	github.com/Code-Hex/go-infinity-channel v1.0.0 // indirect
+	github.com/Code-Hex/vz/v3 ` + repoVersion(t, "github.com/Code-Hex/vz/v3") + `
+	github.com/Code-Hex/go-infinity-channel ` + repoVersion(t, "github.com/Code-Hex/go-infinity-channel") + ` // indirect
 	golang.org/x/mod v0.22.0 // indirect
 )
 `
-	files["go.sum"] = goSumLines(t, "github.com/Code-Hex/vz/v3 ", "github.com/Code-Hex/go-infinity-channel ", "golang.org/x/mod ")
+	files["go.sum"] = goSumLines(t, "github.com/Code-Hex/vz/v3 ", "github.com/Code-Hex/go-infinity-channel ") + xmodSums
 	for name, body := range files {
 		p := filepath.Join(dir, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -34,6 +37,30 @@ require (
 		}
 	}
 	return dir
+}
+
+// xmodSums are the go.sum lines of golang.org/x/mod v0.22.0, the version
+// vz v3.7.1 requires.
+const xmodSums = `golang.org/x/mod v0.22.0 h1:D4nJWe9zXqHOmWqj4VMOJhvzj7bEZg4wEYa759z1pH4=
+golang.org/x/mod v0.22.0/go.mod h1:6SkKJ3Xj0I0BrPOZoBy3bdMptDDU9oJrpohJ3eWZ1fY=
+`
+
+// repoVersion is the version of module mod that this repository's go.mod
+// requires.
+func repoVersion(t *testing.T, mod string) string {
+	t.Helper()
+	b, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(l), "require "))
+		if len(f) >= 2 && f[0] == mod {
+			return f[1]
+		}
+	}
+	t.Fatalf("go.mod does not require %s", mod)
+	return ""
 }
 
 // goSumLines copies this repository's go.sum lines for the given module

@@ -132,8 +132,12 @@ func TestE2E(t *testing.T) {
 
 	share9p := filepath.Join(base, "share 9p")
 	shareVFS := filepath.Join(base, "share virtiofs")
-	for _, d := range []string{share9p, shareVFS} {
+	syncDir := filepath.Join(base, "sync app")
+	for _, d := range []string{share9p, shareVFS, syncDir} {
 		os.MkdirAll(d, 0o755)
+	}
+	if err := os.WriteFile(filepath.Join(syncDir, "seed.txt"), []byte("seed\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
 	cfgYAML := fmt.Sprintf(`mountType: 9p
 mounts:
@@ -146,7 +150,11 @@ mounts:
     type: virtiofs
   - location: %q
     writable: true
-`, share9p, shareVFS, e.work)
+  - location: %q
+    writable: true
+    mode: sync
+    exclude: [node_modules]
+`, share9p, shareVFS, e.work, syncDir)
 	e.configure(cfgYAML)
 
 	// A context of the user's own is current before start; stop must
@@ -196,6 +204,7 @@ mounts:
 		}
 	})
 	checkExclude(t, e, share9p, "node_modules")
+	checkSync(t, e, syncDir)
 	checkPorts(t, e)
 	checkParallelStreams(t, e)
 	checkHostAccess(t, e)
@@ -226,6 +235,7 @@ mounts:
 	})
 	checkBenchSync(t, e)
 	checkAgentReconnect(t, e)
+	writeBeforeStop(t, e, syncDir)
 	e.timed("vmdock stop", func(t *testing.T) {
 		e.run(5*time.Minute, e.vmdock, "stop")
 		checkNothingLeft(t, e)
@@ -239,6 +249,7 @@ mounts:
 			}
 		}
 	})
+	checkWrittenBeforeStop(t, e, syncDir)
 	e.timed("vmdock start (second boot, data disk kept)", func(t *testing.T) {
 		e.run(15*time.Minute, e.vmdock, startArgs...)
 		out := e.docker(2*time.Minute, "image", "ls", "--format", "{{.Repository}}:{{.Tag}}")

@@ -7,9 +7,14 @@
 //	GET  /v1/events  -> NDJSON Event stream, from the first event on
 //	POST /v1/stop    -> 202; ?force=1 skips the graceful power-off
 //	POST /v1/exec    -> 101; the connection becomes a raw guest agent stream
+//	POST /v1/sync/flush?path=P -> 200 once the sync mount at host path P
+//	                  (every sync mount without P) completed a full cycle
+//	POST /v1/sync/reset?path=P -> 200; P's sync history is forgotten
 package control
 
 import (
+	"time"
+
 	"github.com/vmdock/vmdock/network"
 	"github.com/vmdock/vmdock/vm/driver"
 )
@@ -23,6 +28,9 @@ const (
 	// agent owns the only channel to the guest, so `vmdock ssh` runs its
 	// exec through it.
 	ExecPath = "/v1/exec"
+	// SyncFlushPath and SyncResetPath act on sync mounts (vmdock sync).
+	SyncFlushPath = "/v1/sync/flush"
+	SyncResetPath = "/v1/sync/reset"
 )
 
 // ExecUpgrade is the Upgrade header value of an exec request.
@@ -47,6 +55,37 @@ type Status struct {
 	Errors  []string           `json:"errors,omitempty"`
 	// Boot is how the boot went; nil until the instance is ready.
 	Boot *BootReport `json:"boot,omitempty"`
+	// Syncs are the sync mounts, once the sync engine runs.
+	Syncs []SyncStatus `json:"syncs,omitempty"`
+}
+
+// SyncStatus is one sync mount: its engine's state and what needs a
+// person's attention (conflicts, problems).
+type SyncStatus struct {
+	ID        string `json:"id"`
+	HostPath  string `json:"hostPath"`
+	GuestPath string `json:"guestPath"` // where containers see it
+	// State is the engine's, e.g. watching, scanning, connecting-guest,
+	// staging-host, halted-on-root-emptied, paused.
+	State      string         `json:"state"`
+	Connected  bool           `json:"connected"`
+	LastError  string         `json:"lastError,omitempty"`
+	LastSync   time.Time      `json:"lastSync,omitzero"`
+	LastFlush  time.Time      `json:"lastFlush,omitzero"`
+	HostFiles  uint64         `json:"hostFiles"`
+	GuestFiles uint64         `json:"guestFiles"`
+	Conflicts  []SyncConflict `json:"conflicts,omitempty"`
+	// MoreConflicts counts conflicts beyond the listed ones.
+	MoreConflicts uint64   `json:"moreConflicts,omitempty"`
+	Problems      []string `json:"problems,omitempty"`
+}
+
+// SyncConflict is a path both sides changed since the last sync. Each
+// side keeps its own content until one is changed to match the other.
+type SyncConflict struct {
+	Path  string `json:"path"`
+	Host  string `json:"host"`  // what the host did: created, modified, deleted
+	Guest string `json:"guest"` // what the guest did
 }
 
 // ForwardedPort is one guest listener and what the host did about it.

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -80,6 +81,32 @@ func (c *Client) Stop(ctx context.Context, force bool) error {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusAccepted {
 		return fmt.Errorf("ask host agent to stop: %s", resp.Status)
+	}
+	return nil
+}
+
+// SyncFlush asks for a full sync cycle of the sync mount at hostPath
+// (every sync mount when empty) and returns when it completed.
+func (c *Client) SyncFlush(ctx context.Context, hostPath string) error {
+	return c.syncAction(ctx, SyncFlushPath, hostPath)
+}
+
+// SyncReset forgets the sync history of the sync mount at hostPath: the
+// next cycle compares both sides afresh, and differences become conflicts
+// or copies, never deletions.
+func (c *Client) SyncReset(ctx context.Context, hostPath string) error {
+	return c.syncAction(ctx, SyncResetPath, hostPath)
+}
+
+func (c *Client) syncAction(ctx context.Context, route, hostPath string) error {
+	resp, err := c.do(ctx, http.MethodPost, route+"?path="+url.QueryEscape(hostPath))
+	if err != nil {
+		return fmt.Errorf("ask host agent: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return errors.New(strings.TrimSpace(string(b)))
 	}
 	return nil
 }

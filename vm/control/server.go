@@ -20,6 +20,10 @@ type Handlers struct {
 	// OpenStream opens a raw stream to the guest agent; nil, or an error,
 	// while the guest agent is not connected.
 	OpenStream func(ctx context.Context) (net.Conn, error)
+	// SyncFlush and SyncReset act on the sync mount at a host path (flush:
+	// every sync mount when empty); nil answers 404.
+	SyncFlush func(ctx context.Context, hostPath string) error
+	SyncReset func(ctx context.Context, hostPath string) error
 }
 
 // Server serves the API on the control socket.
@@ -44,6 +48,8 @@ func Listen(path string, h Handlers) (*Server, error) {
 	s.mux.HandleFunc("GET "+EventsPath, s.handleEvents)
 	s.mux.HandleFunc("POST "+StopPath, s.handleStop)
 	s.mux.HandleFunc("POST "+ExecPath, s.handleExec)
+	s.mux.HandleFunc("POST "+SyncFlushPath, s.syncAction(h.SyncFlush))
+	s.mux.HandleFunc("POST "+SyncResetPath, s.syncAction(h.SyncReset))
 	s.srv = &http.Server{Handler: s.mux, ReadHeaderTimeout: 5 * time.Second}
 	go s.srv.Serve(ln)
 	return s, nil
@@ -103,6 +109,21 @@ func (s *Server) handleStop(w http.ResponseWriter, r *http.Request) {
 	force := r.URL.Query().Get("force") == "1"
 	w.WriteHeader(http.StatusAccepted)
 	go s.h.Stop(force)
+}
+
+// syncAction answers a sync request with the action's error as text.
+func (s *Server) syncAction(act func(context.Context, string) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if act == nil {
+			http.Error(w, "this instance has no sync mounts", http.StatusNotFound)
+			return
+		}
+		if err := act(r.Context(), r.URL.Query().Get("path")); err != nil {
+			http.Error(w, err.Error(), http.StatusConflict)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}
 }
 
 // handleExec turns the connection into a raw stream to the guest agent

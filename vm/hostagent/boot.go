@@ -47,6 +47,7 @@ func (ha *hostAgent) bootSteps() []step {
 		{name: "agent", run: ha.connectAgent, undo: ha.undoAgent},
 		{name: "setup", run: ha.stepSetup},
 		{name: "mounts", run: ha.stepMounts},
+		{name: "sync", run: ha.stepSync, undo: ha.undoSync},
 		{name: "docker", run: ha.stepDocker},
 		{name: "tunnels", run: ha.stepTunnels, undo: ha.undoTunnels},
 		{name: "docker-ping", run: ha.stepDockerPing},
@@ -129,6 +130,13 @@ func (ha *hostAgent) stepMounts(ctx context.Context) error {
 		req := mountRequest(sh)
 		if err := ha.client.Mount(ctx, req); err != nil {
 			return fmt.Errorf("mount %s at %s: %w", sh.HostPath, req.Target, err)
+		}
+	}
+	// Sync copies go over the shares: a project synced inside the shared
+	// home is bound at its deeper path.
+	for _, sy := range mounts.Syncs(ha.cfg.Mounts) {
+		if err := ha.client.Mount(ctx, syncMountRequest(sy)); err != nil {
+			return fmt.Errorf("sync mount %s at %s: %w", sy.HostPath, sy.GuestPath, err)
 		}
 	}
 	return nil

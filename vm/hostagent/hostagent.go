@@ -21,6 +21,7 @@ import (
 	"github.com/vmdock/vmdock/atomicfile"
 	"github.com/vmdock/vmdock/bench/scratch"
 	"github.com/vmdock/vmdock/images"
+	"github.com/vmdock/vmdock/mounts/syncmount"
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/control"
 	"github.com/vmdock/vmdock/vm/driver"
@@ -88,6 +89,7 @@ type hostAgent struct {
 	spec   driver.Spec
 	driver driver.Driver
 	hello  agent.Info // the guest agent's first answer
+	sync   *syncmount.Manager
 
 	mu      sync.Mutex
 	phase   string
@@ -126,6 +128,7 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 
 	ctrl, err := control.Listen(inst.ControlSocketPath(), control.Handlers{
 		Status: ha.status, Events: ha.events, Stop: ha.requestStop, OpenStream: ha.openAgentStream,
+		SyncFlush: ha.syncFlush, SyncReset: ha.syncReset,
 	})
 	if err != nil {
 		return err
@@ -239,9 +242,11 @@ func (ha *hostAgent) setPhase(p string) {
 }
 
 func (ha *hostAgent) status() control.Status {
+	syncs := ha.syncStatuses() // takes ha.mu itself
 	ha.mu.Lock()
 	defer ha.mu.Unlock()
 	st := control.Status{
+		Syncs:  syncs,
 		PID:    os.Getpid(),
 		Phase:  ha.phase,
 		Step:   ha.events.CurrentStep(),
@@ -277,6 +282,9 @@ func (ha *hostAgent) shutdown(force bool) string {
 	ha.mu.Unlock()
 	how := control.StopByForce
 	if m != nil && !force {
+		if c != nil {
+			ha.flushSync(ctx)
+		}
 		how = ha.powerOff(ctx, m, c)
 	}
 	for _, err := range ha.seq.unwind(ctx) {

@@ -40,6 +40,16 @@ func (i *Instance) HostAgentLogPath() string  { return i.path("hostagent.log") }
 func (i *Instance) GuestAgentLogPath() string { return i.path("guestagent.log") }
 func (i *Instance) StatePath() string         { return i.path("state.json") }
 
+// SyncDataPath is the sync engine's folder (sessions and sync history of
+// the sync mounts); a folder, unlike the other paths.
+func (i *Instance) SyncDataPath() string { return i.path(syncDataDir) }
+
+const syncDataDir = "sync"
+
+// IsInstanceDir reports whether name is a folder vmdock makes in an
+// instance folder; `delete` removes it with its contents.
+func IsInstanceDir(name string) bool { return name == syncDataDir }
+
 // DockerContext is the instance's docker context, with the file that
 // remembers the context it replaced.
 func (i *Instance) DockerContext() dockerctx.Profile {
