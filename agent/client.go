@@ -145,6 +145,28 @@ func (c *Client) OpenSync(ctx context.Context) (net.Conn, error) {
 	return st, nil
 }
 
+// WatchSync streams the IDs of sync mounts whose guest copy changed until
+// ctx ends or the session does; each ID goes to changed.
+func (c *Client) WatchSync(ctx context.Context, w SyncWatch, changed func(id string)) error {
+	st, _, err := c.open(ctx, Request{Op: OpSyncWatch, SyncWatch: &w})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	stop := context.AfterFunc(ctx, func() { st.Close() })
+	defer stop()
+	for {
+		var ch SyncChange
+		if err := ReadJSONLine(st, &ch); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("sync watch: %w", err)
+		}
+		changed(ch.ID)
+	}
+}
+
 // Info asks the guest who it is.
 func (c *Client) Info(ctx context.Context) (Info, error) {
 	resp, err := c.call(ctx, Request{Op: OpInfo})

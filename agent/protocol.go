@@ -34,8 +34,9 @@ const (
 	OpWatchPorts = "watch-ports" // NDJSON PortEvent stream
 	OpSetTime    = "set-time"    // UnixNano
 	OpPowerOff   = "poweroff"
-	OpHostDial   = "host-dial" // guest-to-host: dial 127.0.0.1:Port on the host
-	OpSync       = "sync"      // then the sync engine's endpoint protocol (mounts/syncmount)
+	OpHostDial   = "host-dial"  // guest-to-host: dial 127.0.0.1:Port on the host
+	OpSync       = "sync"       // then the sync engine's endpoint protocol (mounts/syncmount)
+	OpSyncWatch  = "sync-watch" // SyncWatch -> NDJSON SyncChange stream
 )
 
 // Request is the first line of every stream.
@@ -47,11 +48,12 @@ type Request struct {
 	Address string `json:"address,omitempty"`
 	Port    int    `json:"port,omitempty"`
 
-	Setup *Setup         `json:"setup,omitempty"`
-	Mount *MountRequest  `json:"mount,omitempty"`
-	Exec  *ExecRequest   `json:"exec,omitempty"`
-	Time  int64          `json:"time,omitempty"` // unix nanoseconds
-	Extra map[string]any `json:"extra,omitempty"`
+	Setup     *Setup         `json:"setup,omitempty"`
+	SyncWatch *SyncWatch     `json:"syncWatch,omitempty"`
+	Mount     *MountRequest  `json:"mount,omitempty"`
+	Exec      *ExecRequest   `json:"exec,omitempty"`
+	Time      int64          `json:"time,omitempty"` // unix nanoseconds
+	Extra     map[string]any `json:"extra,omitempty"`
 }
 
 // Response is the first line the peer sends back.
@@ -103,6 +105,26 @@ type MountRequest struct {
 	// the host as theirs.
 	UID int `json:"uid,omitempty"`
 	GID int `json:"gid,omitempty"`
+}
+
+// SyncWatch asks the guest to watch the copies of these sync mounts and
+// report each change, so the host syncs at once instead of at the next
+// poll.
+type SyncWatch struct {
+	Mounts []SyncWatchMount `json:"mounts"`
+}
+
+// SyncWatchMount is one sync mount's copy (GuestSyncDir/ID) and the
+// subfolders the engine does not sync (left unwatched).
+type SyncWatchMount struct {
+	ID      string   `json:"id"`
+	Exclude []string `json:"exclude,omitempty"`
+}
+
+// SyncChange is one line of the sync-watch stream: something changed in
+// the copy of sync mount ID (coalesced over bursts).
+type SyncChange struct {
+	ID string `json:"id"`
 }
 
 // MountTypeSync is the MountRequest type of a sync mount: the guest binds

@@ -187,6 +187,9 @@ func (s *Server) handle(ctx context.Context, st net.Conn) {
 	case agent.OpSync:
 		s.serveSync(ctx, st)
 		return
+	case agent.OpSyncWatch:
+		s.watchSync(ctx, st, req)
+		return
 	}
 	defer st.Close()
 	var err error

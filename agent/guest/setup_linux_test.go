@@ -2,6 +2,7 @@ package guest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -187,5 +188,37 @@ func TestSyncRefusedWithoutDataDisk(t *testing.T) {
 	defer cancel()
 	if _, err := c.OpenSync(ctx); err == nil || !strings.Contains(err.Error(), "data disk is not mounted") {
 		t.Fatalf("OpenSync without the data disk: %v", err)
+	}
+}
+
+// The sync-watch stream names the sync mount whose guest copy changed,
+// once per burst, and nothing for its excluded folders.
+func TestSyncWatchReportsChangedCopies(t *testing.T) {
+	s, _ := newTestServer(t)
+	for _, d := range []string{"s1", "s2", "s2/node_modules"} {
+		must(t, os.MkdirAll(filepath.Join(s.Root, agent.GuestSyncDir, d), 0o755))
+	}
+	c, _ := connect(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	got := make(chan string, 10)
+	go c.WatchSync(ctx, agent.SyncWatch{Mounts: []agent.SyncWatchMount{{ID: "s1"}, {ID: "s2", Exclude: []string{"node_modules"}}}}, func(id string) { got <- id })
+	time.Sleep(300 * time.Millisecond) // the watch is set up after the request
+	must(t, os.WriteFile(filepath.Join(s.Root, agent.GuestSyncDir, "s2/node_modules/x"), []byte("x"), 0o644))
+	for i := 0; i < 20; i++ {
+		must(t, os.WriteFile(filepath.Join(s.Root, agent.GuestSyncDir, "s2", fmt.Sprintf("f%d", i)), []byte("x"), 0o644))
+	}
+	select {
+	case id := <-got:
+		if id != "s2" {
+			t.Fatalf("change reported for %q, want s2", id)
+		}
+	case <-ctx.Done():
+		t.Fatal("no change reported")
+	}
+	select {
+	case id := <-got:
+		t.Fatalf("a second report (%q) for one burst", id)
+	case <-time.After(400 * time.Millisecond):
 	}
 }

@@ -3,10 +3,13 @@ package guest
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path"
 	"regexp"
+
+	"github.com/vmdock/vmdock/mounts/watch"
 
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/mounts/syncmount"
@@ -79,5 +82,55 @@ func (s *Server) serveSync(ctx context.Context, st net.Conn) {
 	}
 	if err := syncmount.Serve(ctx, st, syncmount.GuestOptions{DataDir: s.path(syncDataDir), Logger: s.log().With("service", "sync")}); err != nil {
 		s.log().Info("sync stream ended", "err", err)
+	}
+}
+
+// watchSync reports changes in the sync copies the host names, one line
+// per changed mount after a burst went quiet, until the stream ends.
+func (s *Server) watchSync(ctx context.Context, st net.Conn, req agent.Request) {
+	defer st.Close()
+	if req.SyncWatch == nil {
+		_ = agent.Reply(st, fmt.Errorf("sync-watch request without mounts"))
+		return
+	}
+	var trees []watch.Tree
+	for _, m := range req.SyncWatch.Mounts {
+		if !syncIDPattern.MatchString(m.ID) {
+			_ = agent.Reply(st, fmt.Errorf("sync-watch: id %q is not accepted", m.ID))
+			return
+		}
+		if err := checkExcludes(m.Exclude); err != nil {
+			_ = agent.Reply(st, fmt.Errorf("sync-watch %s: %w", m.ID, err))
+			return
+		}
+		trees = append(trees, watch.Tree{ID: m.ID, Dir: s.path(syncCopy(m.ID)), Exclude: m.Exclude})
+	}
+	w, err := watch.New(trees, watch.Options{Logger: s.log().With("service", "sync-watch")})
+	if err != nil {
+		_ = agent.Reply(st, err)
+		return
+	}
+	defer w.Close()
+	if err := agent.Reply(st, nil); err != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { // the host closing the stream ends the watch
+		io.Copy(io.Discard, st)
+		cancel()
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case id, ok := <-w.Changes():
+			if !ok {
+				return
+			}
+			if err := agent.WriteJSONLine(st, agent.SyncChange{ID: id}); err != nil {
+				return
+			}
+		}
 	}
 }

@@ -45,6 +45,22 @@ and the path is listed as a conflict until one side is changed to match.`,
 			},
 		},
 		&cobra.Command{
+			Use:   "pause",
+			Short: "Stop syncing every sync mount until resume (stop and start resume it)",
+			Args:  cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				return syncPauseResume(cmd, g, true)
+			},
+		},
+		&cobra.Command{
+			Use:   "resume",
+			Short: "Resume syncing every sync mount",
+			Args:  cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				return syncPauseResume(cmd, g, false)
+			},
+		},
+		&cobra.Command{
 			Use:   "reset PATH",
 			Short: "Forget the sync history of the sync mount at PATH: the sides are compared afresh, nothing is deleted",
 			Args:  cobra.ExactArgs(1),
@@ -98,6 +114,28 @@ func syncAction(cmd *cobra.Command, g *globals, args []string, reset bool) error
 		return fmt.Errorf("sync flush: %w", err)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "synced in %s\n", time.Since(start).Round(10*time.Millisecond))
+	return nil
+}
+
+func syncPauseResume(cmd *cobra.Command, g *globals, pause bool) error {
+	if _, err := runningHostAgent(cmd.Context(), g); err != nil {
+		return err
+	}
+	inst, _ := g.existing()
+	c := control.NewClient(inst.ControlSocketPath())
+	ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
+	defer cancel()
+	if pause {
+		if err := c.SyncPause(ctx); err != nil {
+			return fmt.Errorf("sync pause: %w", err)
+		}
+		fmt.Fprintln(cmd.OutOrStdout(), "sync paused; `vmdock sync resume` (or stop/start) resumes it")
+		return nil
+	}
+	if err := c.SyncResume(ctx); err != nil {
+		return fmt.Errorf("sync resume: %w", err)
+	}
+	fmt.Fprintln(cmd.OutOrStdout(), "sync resumed")
 	return nil
 }
 

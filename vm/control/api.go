@@ -10,6 +10,7 @@
 //	POST /v1/sync/flush?path=P -> 200 once the sync mount at host path P
 //	                  (every sync mount without P) completed a full cycle
 //	POST /v1/sync/reset?path=P -> 200; P's sync history is forgotten
+//	POST /v1/sync/pause, /v1/sync/resume -> 200; every sync mount
 package control
 
 import (
@@ -29,8 +30,10 @@ const (
 	// exec through it.
 	ExecPath = "/v1/exec"
 	// SyncFlushPath and SyncResetPath act on sync mounts (vmdock sync).
-	SyncFlushPath = "/v1/sync/flush"
-	SyncResetPath = "/v1/sync/reset"
+	SyncFlushPath  = "/v1/sync/flush"
+	SyncResetPath  = "/v1/sync/reset"
+	SyncPausePath  = "/v1/sync/pause"
+	SyncResumePath = "/v1/sync/resume"
 )
 
 // ExecUpgrade is the Upgrade header value of an exec request.

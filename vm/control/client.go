@@ -98,6 +98,13 @@ func (c *Client) SyncReset(ctx context.Context, hostPath string) error {
 	return c.syncAction(ctx, SyncResetPath, hostPath)
 }
 
+// SyncPause stops syncing every sync mount until SyncResume (or the next
+// start, or stop, which syncs once more before the guest powers off).
+func (c *Client) SyncPause(ctx context.Context) error { return c.syncAction(ctx, SyncPausePath, "") }
+
+// SyncResume resumes every sync mount.
+func (c *Client) SyncResume(ctx context.Context) error { return c.syncAction(ctx, SyncResumePath, "") }
+
 func (c *Client) syncAction(ctx context.Context, route, hostPath string) error {
 	resp, err := c.do(ctx, http.MethodPost, route+"?path="+url.QueryEscape(hostPath))
 	if err != nil {

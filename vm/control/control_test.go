@@ -178,3 +178,38 @@ func TestListenRefusesAFileInTheWay(t *testing.T) {
 		t.Fatalf("file changed: %q", b)
 	}
 }
+
+// Sync actions carry the host path (spaces and all) to the host agent and
+// bring its refusal back as the error text; an instance without sync
+// mounts says so.
+func TestSyncActions(t *testing.T) {
+	sock := shortSocket(t)
+	var got []string
+	srv, err := Listen(sock, Handlers{
+		Status: func() Status { return Status{} }, Events: NewEventLog(), Stop: func(bool) {},
+		SyncFlush: func(_ context.Context, p string) error { got = append(got, "flush "+p); return nil },
+		SyncReset: func(_ context.Context, p string) error { return errors.New("/x is not in a sync mount") },
+		SyncPause: func(_ context.Context, p string) error { got = append(got, "pause"); return nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	c := NewClient(sock)
+	ctx := context.Background()
+	if err := c.SyncFlush(ctx, "/home/u/my app"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SyncPause(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, "|") != "flush /home/u/my app|pause" {
+		t.Fatalf("handlers saw %q", got)
+	}
+	if err := c.SyncReset(ctx, "/x"); err == nil || err.Error() != "/x is not in a sync mount" {
+		t.Fatalf("reset: %v", err)
+	}
+	if err := c.SyncResume(ctx); err == nil || !strings.Contains(err.Error(), "no sync mounts") {
+		t.Fatalf("resume without a handler: %v", err)
+	}
+}

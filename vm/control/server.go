@@ -24,6 +24,9 @@ type Handlers struct {
 	// every sync mount when empty); nil answers 404.
 	SyncFlush func(ctx context.Context, hostPath string) error
 	SyncReset func(ctx context.Context, hostPath string) error
+	// SyncPause and SyncResume act on every sync mount (path is ignored).
+	SyncPause  func(ctx context.Context, hostPath string) error
+	SyncResume func(ctx context.Context, hostPath string) error
 }
 
 // Server serves the API on the control socket.
@@ -50,6 +53,8 @@ func Listen(path string, h Handlers) (*Server, error) {
 	s.mux.HandleFunc("POST "+ExecPath, s.handleExec)
 	s.mux.HandleFunc("POST "+SyncFlushPath, s.syncAction(h.SyncFlush))
 	s.mux.HandleFunc("POST "+SyncResetPath, s.syncAction(h.SyncReset))
+	s.mux.HandleFunc("POST "+SyncPausePath, s.syncAction(h.SyncPause))
+	s.mux.HandleFunc("POST "+SyncResumePath, s.syncAction(h.SyncResume))
 	s.srv = &http.Server{Handler: s.mux, ReadHeaderTimeout: 5 * time.Second}
 	go s.srv.Serve(ln)
 	return s, nil

@@ -90,6 +90,8 @@ type hostAgent struct {
 	driver driver.Driver
 	hello  agent.Info // the guest agent's first answer
 	sync   *syncmount.Manager
+	// stopSyncWatch ends the change watchers of the sync mounts.
+	stopSyncWatch func()
 
 	mu      sync.Mutex
 	phase   string
@@ -128,7 +130,7 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 
 	ctrl, err := control.Listen(inst.ControlSocketPath(), control.Handlers{
 		Status: ha.status, Events: ha.events, Stop: ha.requestStop, OpenStream: ha.openAgentStream,
-		SyncFlush: ha.syncFlush, SyncReset: ha.syncReset,
+		SyncFlush: ha.syncFlush, SyncReset: ha.syncReset, SyncPause: ha.syncPause, SyncResume: ha.syncResume,
 	})
 	if err != nil {
 		return err

@@ -62,7 +62,15 @@ func (ha *hostAgent) startSyncs(ctx context.Context, m *syncmount.Manager, syncs
 	if len(syncs) == 0 {
 		return nil
 	}
-	return m.WaitInitial(ctx, ha.syncProgress())
+	if err := m.WaitInitial(ctx, ha.syncProgress()); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	ha.mu.Lock()
+	ha.stopSyncWatch = cancel
+	ha.mu.Unlock()
+	ha.watchSyncs(wctx, m, syncs)
+	return nil
 }
 
 // syncMount is the engine's view of a sync mount: the host folder against
@@ -109,9 +117,12 @@ func (ha *hostAgent) dialSync(ctx context.Context) (net.Conn, error) {
 
 func (ha *hostAgent) undoSync(context.Context) error {
 	ha.mu.Lock()
-	m := ha.sync
-	ha.sync = nil
+	m, stopWatch := ha.sync, ha.stopSyncWatch
+	ha.sync, ha.stopSyncWatch = nil, nil
 	ha.mu.Unlock()
+	if stopWatch != nil {
+		stopWatch()
+	}
 	if m == nil {
 		return nil
 	}
@@ -134,6 +145,11 @@ func (ha *hostAgent) flushSync(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, syncFlushTimeout)
 	defer cancel()
 	start := time.Now()
+	// A paused mount (vmdock sync pause) is resumed: stop must not leave
+	// what containers wrote behind in the guest.
+	if err := m.ResumeAll(ctx); err != nil {
+		slog.Warn("sync: resume before the last flush", "err", err)
+	}
 	if err := m.FlushAll(ctx); err != nil {
 		ha.stopNote(fmt.Sprintf("sync mounts: the last flush failed (%v); changes made in the guest since the last sync stay in its copy until the next start", err))
 		return
@@ -165,6 +181,22 @@ func (ha *hostAgent) syncFlush(ctx context.Context, hostPath string) error {
 		return err
 	}
 	return m.Flush(ctx, id)
+}
+
+func (ha *hostAgent) syncPause(ctx context.Context, _ string) error {
+	m := ha.syncManager()
+	if m == nil {
+		return errors.New("the sync engine is not running (no sync mounts, or the instance is still starting)")
+	}
+	return m.PauseAll(ctx)
+}
+
+func (ha *hostAgent) syncResume(ctx context.Context, _ string) error {
+	m := ha.syncManager()
+	if m == nil {
+		return errors.New("the sync engine is not running (no sync mounts, or the instance is still starting)")
+	}
+	return m.ResumeAll(ctx)
 }
 
 func (ha *hostAgent) syncReset(ctx context.Context, hostPath string) error {

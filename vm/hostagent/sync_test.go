@@ -1,8 +1,11 @@
 package hostagent
 
 import (
+	"context"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/vm/config"
@@ -40,5 +43,46 @@ func TestSyncMountRequestAndEngineView(t *testing.T) {
 	m := syncMount(sy)
 	if m.HostPath != "/src/app" || m.GuestPath != "/var/lib/vmdock-data/sync/"+sy.ID || len(m.Ignores) != 1 || m.Ignores[0] != "/vendor" {
 		t.Fatalf("engine mount %+v", m)
+	}
+}
+
+// Changes during a flush make exactly one more flush after it: the last
+// change is synced at once, and a burst does not queue a flush per event.
+func TestFlusherCoalesces(t *testing.T) {
+	var mu sync.Mutex
+	calls := map[string]int{}
+	release := make(chan struct{})
+	f := newFlusher(func(ctx context.Context, id string) error {
+		mu.Lock()
+		calls[id]++
+		n := calls[id]
+		mu.Unlock()
+		if n == 1 {
+			<-release
+		}
+		return nil
+	})
+	ctx := context.Background()
+	f.kick(ctx, "a")
+	time.Sleep(20 * time.Millisecond)
+	for i := 0; i < 5; i++ {
+		f.kick(ctx, "a")
+	}
+	f.kick(ctx, "b")
+	close(release)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		f.mu.Lock()
+		idle := len(f.running) == 0
+		f.mu.Unlock()
+		if idle || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls["a"] != 2 || calls["b"] != 1 {
+		t.Fatalf("flushes %v; want a:2 (one more after the burst), b:1", calls)
 	}
 }

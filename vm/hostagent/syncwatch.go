@@ -1,0 +1,123 @@
+package hostagent
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/mounts"
+	"github.com/vmdock/vmdock/mounts/syncmount"
+	"github.com/vmdock/vmdock/mounts/watch"
+)
+
+// The sync engine polls each side every 2 s. Watchers make it look at
+// once: the guest agent watches the copies (inotify) and reports changes
+// over the agent session; on a Linux host the host agent watches the host
+// folders the same way (macOS hosts: the engine's own FSEvents watch).
+
+// syncFlushWait bounds one change-triggered flush.
+const syncFlushWait = 30 * time.Second
+
+// flusher runs at most one flush per sync mount at a time; changes during
+// a flush make one more flush after it, so the last change is never left
+// to the poll.
+type flusher struct {
+	flush   func(ctx context.Context, id string) error
+	mu      sync.Mutex
+	running map[string]bool
+	again   map[string]bool
+}
+
+func newFlusher(flush func(ctx context.Context, id string) error) *flusher {
+	return &flusher{flush: flush, running: map[string]bool{}, again: map[string]bool{}}
+}
+
+func (f *flusher) kick(ctx context.Context, id string) {
+	f.mu.Lock()
+	if f.running[id] {
+		f.again[id] = true
+		f.mu.Unlock()
+		return
+	}
+	f.running[id] = true
+	f.mu.Unlock()
+	go func() {
+		for {
+			fctx, cancel := context.WithTimeout(ctx, syncFlushWait)
+			if err := f.flush(fctx, id); err != nil && ctx.Err() == nil {
+				slog.Debug("sync: change-triggered flush", "id", id, "err", err)
+			}
+			cancel()
+			f.mu.Lock()
+			if !f.again[id] || ctx.Err() != nil {
+				delete(f.running, id)
+				delete(f.again, id)
+				f.mu.Unlock()
+				return
+			}
+			f.again[id] = false
+			f.mu.Unlock()
+		}
+	}()
+}
+
+// watchSyncs starts both watchers for the sync mounts; they end with ctx.
+func (ha *hostAgent) watchSyncs(ctx context.Context, m *syncmount.Manager, syncs []mounts.Sync) {
+	f := newFlusher(m.Flush)
+	go ha.followGuestSyncChanges(ctx, f, syncs)
+	if watchHostFolders {
+		ha.watchHostFolders(ctx, f, syncs)
+	}
+}
+
+// followGuestSyncChanges keeps a sync-watch stream open to the guest agent,
+// across reconnects, and flushes each mount it names.
+func (ha *hostAgent) followGuestSyncChanges(ctx context.Context, f *flusher, syncs []mounts.Sync) {
+	req := agent.SyncWatch{}
+	for _, sy := range syncs {
+		req.Mounts = append(req.Mounts, agent.SyncWatchMount{ID: sy.ID, Exclude: sy.Exclude})
+	}
+	for ctx.Err() == nil {
+		c, err := ha.link.live(ctx)
+		if err != nil {
+			return
+		}
+		err = c.WatchSync(ctx, req, func(id string) { f.kick(ctx, id) })
+		if ctx.Err() != nil {
+			return
+		}
+		slog.Debug("sync: guest watch ended; reopening", "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (ha *hostAgent) watchHostFolders(ctx context.Context, f *flusher, syncs []mounts.Sync) {
+	var trees []watch.Tree
+	for _, sy := range syncs {
+		trees = append(trees, watch.Tree{ID: sy.ID, Dir: sy.HostPath, Exclude: sy.Exclude})
+	}
+	w, err := watch.New(trees, watch.Options{Logger: slog.Default().With("service", "sync-watch")})
+	if err != nil {
+		slog.Warn("sync: cannot watch the host folders; changes are found by polling (2 s)", "err", err)
+		return
+	}
+	go func() {
+		defer w.Close()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case id, ok := <-w.Changes():
+				if !ok {
+					return
+				}
+				f.kick(ctx, id)
+			}
+		}
+	}()
+}
