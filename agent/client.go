@@ -167,6 +167,12 @@ func (c *Client) WatchSync(ctx context.Context, w SyncWatch, changed func(id str
 	}
 }
 
+// Touch has the guest raise inotify events for paths in shares.
+func (c *Client) Touch(ctx context.Context, paths []string) error {
+	_, err := c.call(ctx, Request{Op: OpTouch, Touch: paths})
+	return err
+}
+
 // Info asks the guest who it is.
 func (c *Client) Info(ctx context.Context) (Info, error) {
 	resp, err := c.call(ctx, Request{Op: OpInfo})

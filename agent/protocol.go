@@ -37,6 +37,7 @@ const (
 	OpHostDial   = "host-dial"  // guest-to-host: dial 127.0.0.1:Port on the host
 	OpSync       = "sync"       // then the sync engine's endpoint protocol (mounts/syncmount)
 	OpSyncWatch  = "sync-watch" // SyncWatch -> NDJSON SyncChange stream
+	OpTouch      = "touch"      // Touch: guest paths whose host side changed
 )
 
 // Request is the first line of every stream.
@@ -48,12 +49,16 @@ type Request struct {
 	Address string `json:"address,omitempty"`
 	Port    int    `json:"port,omitempty"`
 
-	Setup     *Setup         `json:"setup,omitempty"`
-	SyncWatch *SyncWatch     `json:"syncWatch,omitempty"`
-	Mount     *MountRequest  `json:"mount,omitempty"`
-	Exec      *ExecRequest   `json:"exec,omitempty"`
-	Time      int64          `json:"time,omitempty"` // unix nanoseconds
-	Extra     map[string]any `json:"extra,omitempty"`
+	Setup     *Setup     `json:"setup,omitempty"`
+	SyncWatch *SyncWatch `json:"syncWatch,omitempty"`
+	// Touch lists guest paths in shares whose host side changed: the guest
+	// sets each one's times to what they are, so its kernel raises the
+	// inotify event that virtiofs and 9p do not.
+	Touch []string       `json:"touch,omitempty"`
+	Mount *MountRequest  `json:"mount,omitempty"`
+	Exec  *ExecRequest   `json:"exec,omitempty"`
+	Time  int64          `json:"time,omitempty"` // unix nanoseconds
+	Extra map[string]any `json:"extra,omitempty"`
 }
 
 // Response is the first line the peer sends back.

@@ -115,6 +115,7 @@ func TestCheck(t *testing.T) {
 		{name: "two nested syncs", ms: []Mount{{Location: dir, Writable: true, Mode: ModeSync}, {Location: a, Writable: true, Mode: ModeSync}}, wantErr: []string{"overlap"}},
 		{name: "sync read-only", ms: []Mount{{Location: a, Mode: ModeSync}}, wantErr: []string{"a sync mount is two-way"}},
 		{name: "sync with a type", ms: []Mount{{Location: a, Writable: true, Mode: ModeSync, Type: "9p"}}, wantErr: []string{`type "9p" applies to share mounts`}},
+		{name: "inotify on a sync mount", ms: []Mount{{Location: a, Writable: true, Mode: ModeSync, Inotify: new(bool)}}, wantErr: []string{"inotify applies to share mounts"}},
 		{name: "bad mode", ms: []Mount{{Location: a, Mode: "copy"}}, wantErr: []string{`mode "copy" is not accepted; accepted: share, sync`}},
 		{name: "too many excludes", ms: []Mount{{Location: a, Exclude: manyExcludes(MaxExcludes + 1)}}, wantErr: []string{"at most 64"}},
 	}
@@ -155,17 +156,17 @@ func TestShares(t *testing.T) {
 				{Location: "/c", GuestPath: "/c", Type: driver.Mount9p},
 			},
 			want: []driver.Share{
-				{Tag: "vmdock0", HostPath: "/a", GuestPath: "/a", Type: driver.Mount9p},
-				{Tag: "vmdock1", HostPath: "/b", GuestPath: "/b", ReadOnly: true, Type: driver.MountVirtiofs},
-				{Tag: "vmdock2", HostPath: "/c", GuestPath: "/c", ReadOnly: true, Type: driver.Mount9p},
+				{Tag: "vmdock0", HostPath: "/a", GuestPath: "/a", Type: driver.Mount9p, Inotify: true},
+				{Tag: "vmdock1", HostPath: "/b", GuestPath: "/b", ReadOnly: true, Type: driver.MountVirtiofs, Inotify: true},
+				{Tag: "vmdock2", HostPath: "/c", GuestPath: "/c", ReadOnly: true, Type: driver.Mount9p, Inotify: true},
 			},
 		},
 		{
 			name: "guest path: its own, else the host path", defaultType: driver.MountVirtiofs,
 			mounts: []Mount{{Location: "/src", GuestPath: "/work", Writable: true}, {Location: "/data"}},
 			want: []driver.Share{
-				{Tag: "vmdock0", HostPath: "/src", GuestPath: "/work", Type: driver.MountVirtiofs},
-				{Tag: "vmdock1", HostPath: "/data", GuestPath: "/data", ReadOnly: true, Type: driver.MountVirtiofs},
+				{Tag: "vmdock0", HostPath: "/src", GuestPath: "/work", Type: driver.MountVirtiofs, Inotify: true},
+				{Tag: "vmdock1", HostPath: "/data", GuestPath: "/data", ReadOnly: true, Type: driver.MountVirtiofs, Inotify: true},
 			},
 		},
 	}
@@ -191,11 +192,20 @@ func TestSharesAfterResolve(t *testing.T) {
 	}
 	got := Shares(Resolve(ms, "/home/u"), driver.Mount9p)
 	want := []driver.Share{
-		{Tag: "vmdock0", HostPath: "/home/u/src", GuestPath: "/src", Type: driver.Mount9p},
-		{Tag: "vmdock1", HostPath: "/home/u", GuestPath: "/home/u", ReadOnly: true, Type: driver.Mount9p},
+		{Tag: "vmdock0", HostPath: "/home/u/src", GuestPath: "/src", Type: driver.Mount9p, Inotify: true},
+		{Tag: "vmdock1", HostPath: "/home/u", GuestPath: "/home/u", ReadOnly: true, Type: driver.Mount9p, Inotify: true},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Shares = %+v\nwant %+v", got, want)
+	}
+}
+
+// inotify is on for share mounts unless a mount turns it off.
+func TestSharesInotify(t *testing.T) {
+	off := false
+	sh := Shares([]Mount{{Location: "/a", GuestPath: "/a"}, {Location: "/b", GuestPath: "/b", Inotify: &off}}, "9p")
+	if !sh[0].Inotify || sh[1].Inotify {
+		t.Fatalf("inotify = %v, %v; want on by default, off when set false", sh[0].Inotify, sh[1].Inotify)
 	}
 }
 

@@ -215,6 +215,8 @@ func (s *Server) handle(ctx context.Context, st net.Conn) {
 		dctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 		err = s.startDocker(dctx)
 		cancel()
+	case agent.OpTouch:
+		err = s.touch(req.Touch)
 	case agent.OpSetTime:
 		if req.Time <= 0 {
 			err = fmt.Errorf("set-time: time %d is not a positive unix nanosecond count", req.Time)

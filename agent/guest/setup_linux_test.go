@@ -222,3 +222,25 @@ func TestSyncWatchReportsChangedCopies(t *testing.T) {
 	case <-time.After(400 * time.Millisecond):
 	}
 }
+
+// touch keeps a file's times as they are (so nothing changes for the
+// file), skips paths that are gone, and refuses paths that are not clean
+// and absolute.
+func TestTouch(t *testing.T) {
+	s, _ := newTestServer(t)
+	f := filepath.Join(s.Root, "src/app/x.js")
+	must(t, os.MkdirAll(filepath.Dir(f), 0o755))
+	must(t, os.WriteFile(f, []byte("x"), 0o644))
+	old := time.Date(2020, 1, 2, 3, 4, 5, 600, time.UTC)
+	must(t, os.Chtimes(f, old, old))
+	must(t, s.touch([]string{"/src/app/x.js", "/src/app/gone.js", "/src/app"}))
+	fi, err := os.Stat(f)
+	if err != nil || !fi.ModTime().Equal(old) {
+		t.Fatalf("mtime after touch: %v, %v; want %v kept", fi.ModTime(), err, old)
+	}
+	for _, bad := range [][]string{{"relative"}, {"/a/../b"}, {"/"}} {
+		if err := s.touch(bad); err == nil {
+			t.Errorf("touch %q accepted", bad)
+		}
+	}
+}

@@ -205,6 +205,7 @@ mounts:
 	})
 	checkExclude(t, e, share9p, "node_modules")
 	checkSync(t, e, syncDir)
+	checkShareInotify(t, e, shareVFS)
 	checkPorts(t, e)
 	checkParallelStreams(t, e)
 	checkHostAccess(t, e)

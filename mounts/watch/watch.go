@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -36,7 +37,23 @@ type Options struct {
 	// 65536; Linux's default per-user limit is often 8192..1048576).
 	MaxWatches int
 	Logger     *slog.Logger
+	// OnPath, when set, is called for every content change (not for
+	// attribute-only changes) with the tree's ID and the changed path, as
+	// it happens; Changes still reports trees coalesced.
+	OnPath func(id, path string, op Op)
 }
+
+// Op is what happened to a path passed to OnPath.
+type Op int
+
+const (
+	// Changed: a file was written, or a path was created, removed or
+	// renamed (the parent folder's listing changed).
+	Changed Op = iota
+	// Listing: the folder's entries changed (create, remove, rename of
+	// the path).
+	Listing
+)
 
 // Tree is one folder tree to watch.
 type Tree struct {
@@ -152,6 +169,15 @@ func (w *Watcher) addWatch(p string) bool {
 		if errors.Is(err, fsnotify.ErrClosed) {
 			return false
 		}
+		if errors.Is(err, syscall.ENOSPC) { // the kernel's per-user watch limit
+			w.mu.Lock()
+			if !w.capped {
+				w.opts.Logger.Warn("watch: the system's inotify watch limit is reached (fs.inotify.max_user_watches); the rest is covered by polling only")
+			}
+			w.capped = true
+			w.mu.Unlock()
+			return false
+		}
 		w.opts.Logger.Debug("watch: add", "dir", p, "err", err)
 	}
 	return true
@@ -202,6 +228,13 @@ func (w *Watcher) run() {
 			t, _, found := w.treeOf(ev.Name)
 			if !found || w.excluded(ev.Name) {
 				continue
+			}
+			if w.opts.OnPath != nil && !ev.Has(fsnotify.Chmod) {
+				op := Changed
+				if ev.Has(fsnotify.Create) || ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+					op = Listing
+				}
+				w.opts.OnPath(t.ID, ev.Name, op)
 			}
 			if ev.Has(fsnotify.Create) {
 				if fi, err := os.Lstat(ev.Name); err == nil && fi.IsDir() {

@@ -1,8 +1,11 @@
 package watch
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -89,5 +92,41 @@ func TestCap(t *testing.T) {
 	defer w.Close()
 	if !w.Capped() || w.Watches() != 2 {
 		t.Fatalf("capped %v, watches %d; want true, 2", w.Capped(), w.Watches())
+	}
+}
+
+// OnPath sees each content change with its path, and nothing for an
+// attribute-only change (a touch from the guest must not echo back).
+func TestOnPathSkipsAttributeChanges(t *testing.T) {
+	dir := mkTree(t)
+	f := filepath.Join(dir, "src/a/x.txt")
+	os.WriteFile(f, []byte("1"), 0o644)
+	var mu sync.Mutex
+	var seen []string
+	w, err := New([]Tree{{ID: "t", Dir: dir}}, Options{OnPath: func(id, p string, op Op) {
+		mu.Lock()
+		seen = append(seen, fmt.Sprintf("%s %s %d", id, filepath.Base(p), op))
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	now := time.Now()
+	os.Chtimes(f, now, now)
+	time.Sleep(200 * time.Millisecond)
+	mu.Lock()
+	if len(seen) != 0 {
+		t.Fatalf("attribute change reported: %v", seen)
+	}
+	mu.Unlock()
+	os.WriteFile(f, []byte("2"), 0o644)
+	os.WriteFile(filepath.Join(dir, "src/a/new.txt"), nil, 0o644)
+	time.Sleep(300 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	joined := strings.Join(seen, ",")
+	if !strings.Contains(joined, "t x.txt 0") || !strings.Contains(joined, "t new.txt 1") {
+		t.Fatalf("seen %v; want a change of x.txt and a listing change for new.txt", seen)
 	}
 }

@@ -132,6 +132,7 @@ func (ha *hostAgent) stepMounts(ctx context.Context) error {
 			return fmt.Errorf("mount %s at %s: %w", sh.HostPath, req.Target, err)
 		}
 	}
+	ha.startShareWatch()
 	// Sync copies go over the shares: a project synced inside the shared
 	// home is bound at its deeper path.
 	for _, sy := range mounts.Syncs(ha.cfg.Mounts) {

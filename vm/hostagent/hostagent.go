@@ -92,6 +92,7 @@ type hostAgent struct {
 	sync   *syncmount.Manager
 	// stopSyncWatch ends the change watchers of the sync mounts.
 	stopSyncWatch func()
+	shareWatch    *shareWatch
 
 	mu      sync.Mutex
 	phase   string
@@ -270,6 +271,9 @@ func (ha *hostAgent) status() control.Status {
 	if ha.tunnels != nil {
 		st.Ports = ha.tunnels.ports()
 	}
+	if ha.shareWatch != nil && ha.shareWatch.capped() {
+		st.Errors = append(st.Errors, "inotify for shares: the folder watch limit is reached; edits in the unwatched folders raise no events in containers (exclude large subfolders, or raise fs.inotify.max_user_watches)")
+	}
 	return st
 }
 
@@ -277,6 +281,7 @@ func (ha *hostAgent) status() control.Status {
 // every boot step in reverse. It returns how the guest went down.
 func (ha *hostAgent) shutdown(force bool) string {
 	ha.stopReconnect()
+	ha.stopShareWatch()
 	ctx, cancel := context.WithTimeout(context.Background(), ha.opts.StopTimeout+30*time.Second)
 	defer cancel()
 	ha.mu.Lock()

@@ -30,8 +30,8 @@ func TestSpecSharesAndMountRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantShares := []driver.Share{
-		{Tag: "vmdock0", HostPath: "/home/u", GuestPath: "/home/u", Type: driver.MountVirtiofs},
-		{Tag: "vmdock1", HostPath: "/src", GuestPath: "/work", ReadOnly: true, Type: driver.Mount9p, Exclude: []string{"node_modules"}},
+		{Tag: "vmdock0", HostPath: "/home/u", GuestPath: "/home/u", Type: driver.MountVirtiofs, Inotify: true},
+		{Tag: "vmdock1", HostPath: "/src", GuestPath: "/work", ReadOnly: true, Type: driver.Mount9p, Exclude: []string{"node_modules"}, Inotify: true},
 	}
 	if !reflect.DeepEqual(spec.Shares, wantShares) {
 		t.Fatalf("spec shares %+v\nwant %+v", spec.Shares, wantShares)

@@ -2,6 +2,8 @@
 // gives the end-to-end tests one thing to reach per protocol. HTTP on :80
 // answers "GET /" with "vmdock-test-ok\n" and "GET /env" with the
 // environment, UDP on :81 echoes datagrams, TCP on :82 echoes the stream.
+// With -inotify DIR it is a file watcher instead, like a dev server in a
+// container: it prints one line per inotify event in DIR (not recursive).
 package main
 
 import (
@@ -25,7 +27,16 @@ func main() {
 	httpAddr := flag.String("http", ":80", "HTTP listen address")
 	udpAddr := flag.String("udp", ":81", "UDP echo listen address")
 	tcpAddr := flag.String("tcp", ":82", "TCP echo listen address")
+	inotifyDir := flag.String("inotify", "", "watch this folder and print its inotify events (instead of serving)")
 	flag.Parse()
+
+	if *inotifyDir != "" {
+		if err := watchInotify(*inotifyDir, os.Stdout); err != nil {
+			slog.Error("echo-server -inotify", "err", err)
+			os.Exit(1)
+		}
+		return
+	}
 
 	if err := run(*httpAddr, *udpAddr, *tcpAddr); err != nil {
 		slog.Error("echo-server", "err", err)

@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -107,5 +109,22 @@ func TestTCPEcho(t *testing.T) {
 	ln.Close()
 	if err := <-done; err != nil {
 		t.Fatalf("serveTCP after close = %v, want nil", err)
+	}
+}
+
+// -inotify prints the events of the watched folder, including the
+// attribute change a guest-side touch makes.
+func TestWatchInotify(t *testing.T) {
+	dir := t.TempDir()
+	r, w := io.Pipe()
+	go watchInotify(dir, w)
+	lines := bufio.NewScanner(r)
+	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "watching ") {
+		t.Fatalf("first line %q", lines.Text())
+	}
+	f := filepath.Join(dir, "a.txt")
+	os.WriteFile(f, []byte("x"), 0o644)
+	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "a.txt ") {
+		t.Fatalf("after a write: %q", lines.Text())
 	}
 }

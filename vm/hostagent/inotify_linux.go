@@ -1,0 +1,5 @@
+package hostagent
+
+// watchShareFolders: on Linux, inotify watches a folder tree cheaply (one
+// watch per folder).
+const watchShareFolders = true
