@@ -21,7 +21,7 @@ import (
 )
 
 // Sections, in run order.
-var Sections = []string{"disk", "tree", "ports", "api", "boot", "memory", "sync"}
+var Sections = []string{"disk", "tree", "propagate", "ports", "api", "boot", "memory", "sync"}
 
 // ExecFunc runs argv in the guest (vm.Exec without the instance).
 type ExecFunc func(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) (int, error)
@@ -43,6 +43,9 @@ type Env struct {
 	Shares       []Share
 	DockerSocket string // host side of the docker.sock tunnel
 	Boot         Boot   // the host agent's report of the latest boot
+	// SyncFlush syncs the sync mount holding path now and waits (nil
+	// without sync mounts).
+	SyncFlush    func(ctx context.Context, path string) error
 	HostAgentPID int
 	VMPID        int    // qemu; 0 when the VM runs in-process (vz)
 	HostAccessIP string // guest address that reaches the host's loopback
@@ -101,7 +104,7 @@ func Run(ctx context.Context, env Env, opt Options, rep *Report) error {
 	defer r.cleanup()
 	funcs := map[string]func(context.Context) error{
 		"disk": r.disk, "tree": r.tree, "ports": r.ports, "api": r.api,
-		"boot": r.boot, "memory": r.memory, "sync": r.sync,
+		"boot": r.boot, "memory": r.memory, "sync": r.sync, "propagate": r.propagate,
 	}
 	for _, s := range opt.Sections {
 		fmt.Fprintf(r.opt.Progress, "bench: %s...\n", s)

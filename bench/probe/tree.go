@@ -20,6 +20,32 @@ type TreeTimes struct {
 	Delete float64 `json:"delete"`
 }
 
+// MakeTree writes the tree Tree measures: n files of 100 B to 20 KB in
+// n/10 folders under dir, sizes from seed. It returns the bytes written.
+func MakeTree(dir string, n int, seed uint64) (int64, error) {
+	folders := max(n/10, 1)
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	data := make([]byte, 20<<10)
+	for i := range data {
+		data[i] = byte(rng.IntN(256))
+	}
+	for f := 0; f < folders; f++ {
+		if err := os.MkdirAll(filepath.Join(dir, fmt.Sprintf("d%05d", f)), 0o755); err != nil {
+			return 0, fmt.Errorf("tree create: %w", err)
+		}
+	}
+	var total int64
+	for i := 0; i < n; i++ {
+		size := 100 + rng.IntN(20<<10-100+1)
+		p := filepath.Join(dir, fmt.Sprintf("d%05d", i%folders), fmt.Sprintf("f%06d.js", i))
+		if err := os.WriteFile(p, data[:size], 0o644); err != nil {
+			return total, fmt.Errorf("tree create: %w", err)
+		}
+		total += int64(size)
+	}
+	return total, nil
+}
+
 // Tree mimics a package-manager install: n files of 100 B to 20 KB in
 // n/10 folders under dir (which must not exist), then a stat walk, a read
 // of every file and a recursive delete. The seed makes sizes repeatable
@@ -32,32 +58,17 @@ func Tree(dir string, n int, seed uint64) (TreeTimes, error) {
 	if _, err := os.Lstat(dir); err == nil {
 		return t, fmt.Errorf("tree: %s already exists; it must be a fresh path", dir)
 	}
-	folders := max(n/10, 1)
-	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	data := make([]byte, 20<<10)
-	for i := range data {
-		data[i] = byte(rng.IntN(256))
-	}
-
 	start := time.Now()
-	for f := 0; f < folders; f++ {
-		if err := os.MkdirAll(filepath.Join(dir, fmt.Sprintf("d%05d", f)), 0o755); err != nil {
-			return t, fmt.Errorf("tree create: %w", err)
-		}
+	b, err := MakeTree(dir, n, seed)
+	if err != nil {
+		return t, err
 	}
-	for i := 0; i < n; i++ {
-		size := 100 + rng.IntN(20<<10-100+1)
-		p := filepath.Join(dir, fmt.Sprintf("d%05d", i%folders), fmt.Sprintf("f%06d.js", i))
-		if err := os.WriteFile(p, data[:size], 0o644); err != nil {
-			return t, fmt.Errorf("tree create: %w", err)
-		}
-		t.Bytes += int64(size)
-	}
+	t.Bytes = b
 	t.Create = time.Since(start).Seconds()
 
 	start = time.Now()
 	seen := 0
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -80,6 +91,7 @@ func Tree(dir string, n int, seed uint64) (TreeTimes, error) {
 	t.Walk = time.Since(start).Seconds()
 
 	start = time.Now()
+	folders := max(n/10, 1)
 	buf := make([]byte, 32<<10)
 	var read int64
 	for i := 0; i < n; i++ {

@@ -131,6 +131,10 @@ func benchEnv(cmd *cobra.Command, inst *store.Instance, cfg config.Config) (benc
 		HostAccessIP: cfg.Network.HostAccessIP,
 	}
 	env.Shares = benchShares(cfg)
+	if len(mounts.Syncs(cfg.Mounts)) > 0 {
+		c := control.NewClient(inst.ControlSocketPath())
+		env.SyncFlush = c.SyncFlush
+	}
 	m := bench.HostMachine()
 	m.Driver, m.GuestCPUs, m.GuestMemGiB, m.DiskSync = cfg.VMType, cfg.CPUs, cfg.MemoryGiB, cfg.DiskSync
 	st, err := vm.HostAgentState(ctx, inst)

@@ -10,6 +10,7 @@
 //	http   -sock S -path P -n N                  GET latencies over a unix socket (µs)
 //	portscan -conns C -n N                       CPU per port listing, /proc/net vs sock_diag
 //	commits -dir D -n N                          N log+commit transactions, 2 fdatasync each (seconds)
+//	files                                        await/write requests on stdin, "ok" per line (see probe.ServeFiles)
 package main
 
 import (
@@ -34,7 +35,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("missing subcommand; accepted: tree, serve, echo, stream, http, portscan, commits")
+		return fmt.Errorf("missing subcommand; accepted: tree, serve, echo, stream, http, portscan, commits, files")
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	dir := fs.String("dir", "", "tree root (must not exist)")
@@ -97,6 +98,8 @@ func run(args []string) error {
 			return err
 		}
 		return out.Encode(map[string][]int64{"us": micros(lat)})
+	case "files":
+		return probe.ServeFiles(os.Stdin, os.Stdout, 10*time.Second)
 	case "commits":
 		d, err := probe.Commits(*dir, *n)
 		if err != nil {
@@ -110,7 +113,7 @@ func run(args []string) error {
 		}
 		return out.Encode(cost)
 	}
-	return fmt.Errorf("subcommand %q; accepted: tree, serve, echo, stream, http, portscan, commits", args[0])
+	return fmt.Errorf("subcommand %q; accepted: tree, serve, echo, stream, http, portscan, commits, files", args[0])
 }
 
 func micros(ds []time.Duration) []int64 {
