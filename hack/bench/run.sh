@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# make bench: boot a throwaway instance (isolated network, one 9p and one
-# virtiofs share), run every `vmdock bench` section but boot (sync compares
+# make bench: boot a throwaway instance (isolated network, one 9p share, one
+# virtiofs share, one sync mount), run every `vmdock bench` section but boot (sync compares
 # the --disk-sync modes on scratch disks hot-plugged into this one VM),
 # stop, boot the same VM spec with the QEMU driver alone as the boot
 # baseline, start once more for the boot section, stop, and print the
@@ -20,6 +20,7 @@ arch=$(go env GOARCH)
 vmdock=./bin/vmdock
 share9p=$VMDOCK_HOME-9p
 sharevfs=$VMDOCK_HOME-virtiofs
+syncdir=$VMDOCK_HOME-sync
 
 stamp() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
 
@@ -33,7 +34,7 @@ stamp "building the guest helper"
 CGO_ENABLED=0 GOOS=linux GOARCH="$arch" go build -trimpath -ldflags "-s -w" \
 	-o "bin/vmdock-bench-helper-linux-$arch" ./hack/bench/helper
 
-mkdir -p "$VMDOCK_HOME" "$DOCKER_CONFIG" "$share9p" "$sharevfs" "$out"
+mkdir -p "$VMDOCK_HOME" "$DOCKER_CONFIG" "$share9p" "$sharevfs" "$syncdir" "$out"
 rm -f "$out/bench.json"
 # New instances start from the template; decoded over the defaults.
 cat >"$VMDOCK_HOME/template.yaml" <<YAML
@@ -43,6 +44,7 @@ diskSync: fsync
 mounts:
   - {location: $share9p, writable: true, type: 9p}
   - {location: $sharevfs, writable: true, type: virtiofs}
+  - {location: $syncdir, writable: true, mode: sync}
 YAML
 
 started=0
@@ -67,7 +69,7 @@ if [[ -f /tmp/vmdock-test.tar ]] || go run ./hack/testimage --arch "$arch" --out
 fi
 
 stamp "bench: all sections but boot"
-"$vmdock" bench $quick --sections disk,tree,ports,api,memory,sync --append "$out/bench.json"
+"$vmdock" bench $quick --sections disk,tree,propagate,ports,api,memory,sync --append "$out/bench.json"
 "$vmdock" stop
 started=0
 # The boot baseline: the same VM spec booted by the QEMU driver alone, then
