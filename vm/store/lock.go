@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -34,13 +35,7 @@ func (i *Instance) Lock() (*Lock, error) {
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		defer f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			holder := "another process"
-			if b, rerr := os.ReadFile(path); rerr == nil {
-				if pid, perr := strconv.Atoi(strings.TrimSpace(string(b))); perr == nil && pid > 0 {
-					holder = "pid " + strconv.Itoa(pid)
-				}
-			}
-			return nil, i.busy(holder, path)
+			return nil, i.busy(lockHolder(path), path)
 		}
 		return nil, fmt.Errorf("lock profile %s: %w", i.Name, err)
 	}
@@ -64,6 +59,22 @@ func (l *Lock) Unlock() error {
 		return fmt.Errorf("unlock: %w", err)
 	}
 	return nil
+}
+
+// lockHolder names the process holding the lock at path. The holder
+// writes its pid just after it took the lock, so a file still empty is
+// read again for a moment: two commands started together would otherwise
+// see the winner's lock before its pid.
+func lockHolder(path string) string {
+	for try := 0; try < 40; try++ {
+		if b, err := os.ReadFile(path); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
+				return "pid " + strconv.Itoa(pid)
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return "another process"
 }
 
 // busy explains a held lock. The common case is a `vmdock start` that holds

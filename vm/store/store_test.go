@@ -243,3 +243,25 @@ func deadPID(t *testing.T) int {
 	}
 	return cmd.Process.Pid
 }
+
+// The winner of a lock writes its pid a moment after taking it; a loser
+// that looks in that moment still names the holder.
+func TestLockHolderWaitsForThePid(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lock")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(30 * time.Millisecond)
+		os.WriteFile(path, []byte("4242\n"), 0o600)
+	}()
+	if got := lockHolder(path); got != "pid 4242" {
+		t.Fatalf("holder = %q, want pid 4242", got)
+	}
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := lockHolder(path); got != "another process" {
+		t.Fatalf("holder of a lock without a pid = %q", got)
+	}
+}
