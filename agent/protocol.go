@@ -110,6 +110,8 @@ type MountRequest struct {
 	// the host as theirs.
 	UID int `json:"uid,omitempty"`
 	GID int `json:"gid,omitempty"`
+	// Cache is the 9p client's cache= mode (mmap when empty).
+	Cache string `json:"cache,omitempty"`
 }
 
 // SyncWatch asks the guest to watch the copies of these sync mounts and

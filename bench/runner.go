@@ -30,6 +30,7 @@ type ExecFunc func(ctx context.Context, argv []string, stdin io.Reader, stdout, 
 type Share struct {
 	Path     string
 	Type     string // 9p | virtiofs | SyncMount
+	Cache    string // the share's cache mode when not the type's default
 	Writable bool
 }
 
@@ -214,8 +215,11 @@ func (r *runner) targets() []target {
 			continue
 		}
 		name := s.Type + " share"
-		if s.Type == SyncMount {
+		switch {
+		case s.Type == SyncMount:
 			name = "sync mount"
+		case s.Cache != "":
+			name += " (cache=" + s.Cache + ")"
 		}
 		ts = append(ts, target{name, filepath.Join(s.Path, ".vmdock-bench", "scratch")})
 	}

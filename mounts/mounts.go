@@ -40,6 +40,17 @@ type Mount struct {
 	// the guest, so watchers in containers (webpack, nodemon, Vite) see
 	// them; virtiofs and 9p raise none. Default true on share mounts.
 	Inotify *bool `yaml:"inotify,omitempty" json:"inotify,omitempty"`
+	// Cache is the share's caching mode (see CacheModes); empty takes the
+	// type's default, which keeps host and guest views consistent.
+	Cache string `yaml:"cache,omitempty" json:"cache,omitempty"`
+}
+
+// CacheModes are the accepted cache settings per share type, the default
+// first: virtiofsd's --cache (qemu only; vz's virtiofs has no setting) and
+// the 9p client's cache= option.
+var CacheModes = map[string][]string{
+	driver.MountVirtiofs: {"auto", "always", "never"},
+	driver.Mount9p:       {"mmap", "loose", "none"},
 }
 
 // Mount modes.
@@ -128,7 +139,7 @@ func Shares(ms []Mount, defaultType string) []driver.Share {
 			continue // not a device: see Syncs
 		}
 		sh := driver.Share{Tag: Tag(i), HostPath: m.Location, GuestPath: m.GuestPath, ReadOnly: !m.Writable, Type: m.Type, Exclude: m.Exclude,
-			Inotify: m.Inotify == nil || *m.Inotify}
+			Inotify: m.Inotify == nil || *m.Inotify, Cache: m.Cache}
 		if sh.Type == "" {
 			sh.Type = defaultType
 		}
@@ -240,6 +251,9 @@ func Check(ms []Mount) error {
 			}
 			if m.Inotify != nil {
 				errs = append(errs, fmt.Errorf("%s: inotify applies to share mounts; a sync mount's copy raises inotify events itself (remove inotify)", name))
+			}
+			if m.Cache != "" {
+				errs = append(errs, fmt.Errorf("%s: cache applies to share mounts; a sync mount's copy is on the guest's disk (remove cache)", name))
 			}
 		default:
 			errs = append(errs, fmt.Errorf("%s: mode %q is not accepted; accepted: share, sync", name, m.Mode))

@@ -26,7 +26,15 @@ func (s *Server) mount(ctx context.Context, m agent.MountRequest) error {
 	var args []string
 	switch m.Type {
 	case driver.Mount9p:
-		opts := "trans=virtio,version=9p2000.L,msize=512000,cache=mmap"
+		cache := "mmap"
+		switch m.Cache {
+		case "":
+		case "mmap", "loose", "none":
+			cache = m.Cache
+		default:
+			return fmt.Errorf("mount %q: 9p cache %q is not mmap, loose or none", m.Target, m.Cache)
+		}
+		opts := "trans=virtio,version=9p2000.L,msize=512000,cache=" + cache
 		if m.ReadOnly {
 			opts += ",ro"
 		}

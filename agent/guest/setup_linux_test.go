@@ -244,3 +244,17 @@ func TestTouch(t *testing.T) {
 		}
 	}
 }
+
+// A 9p share's cache mode reaches the mount options; an unknown one is
+// refused before mounting.
+func TestMount9pCache(t *testing.T) {
+	s, fos := newTestServer(t)
+	must(t, s.mount(context.Background(), agent.MountRequest{Type: "9p", Tag: "vmdock1", Target: "/src", Cache: "loose"}))
+	if !strings.Contains(fos.ran(), "cache=loose ") {
+		t.Fatalf("ran %q, want cache=loose", fos.ran())
+	}
+	s2, fos2 := newTestServer(t)
+	if err := s2.mount(context.Background(), agent.MountRequest{Type: "9p", Tag: "vmdock1", Target: "/src", Cache: "fscache"}); err == nil || fos2.ran() != "" {
+		t.Fatalf("cache fscache: %v, ran %q", err, fos2.ran())
+	}
+}

@@ -100,6 +100,9 @@ func writeStatusText(w io.Writer, s statusJSON, st store.InstanceStatus) error {
 			if len(sh.Exclude) > 0 {
 				excl = "; excluded, in the guest only: " + strings.Join(sh.Exclude, ", ")
 			}
+			if sh.Cache != "" {
+				mode += ", cache=" + sh.Cache
+			}
 			fmt.Fprintf(tw, "mount:\t%s -> %s (%s, %s)%s\n", sh.HostPath, sh.GuestPath, sh.Type, mode, excl)
 		}
 		for _, sy := range mounts.Syncs(c.Mounts) {

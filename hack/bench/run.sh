@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# make bench: boot a throwaway instance (isolated network, one 9p share, one
-# virtiofs share, one sync mount), run every `vmdock bench` section but boot (sync compares
+# make bench: boot a throwaway instance (isolated network, a 9p and a
+# virtiofs share in their default and their other cache mode, a sync
+# mount), run every `vmdock bench` section but boot (sync compares
 # the --disk-sync modes on scratch disks hot-plugged into this one VM),
 # stop, boot the same VM spec with the QEMU driver alone as the boot
 # baseline, start once more for the boot section, stop, and print the
@@ -21,6 +22,9 @@ vmdock=./bin/vmdock
 share9p=$VMDOCK_HOME-9p
 sharevfs=$VMDOCK_HOME-virtiofs
 syncdir=$VMDOCK_HOME-sync
+# The other cache mode of each share type, side by side with the default.
+share9ploose=$VMDOCK_HOME-9p-loose
+sharevfsalways=$VMDOCK_HOME-virtiofs-always
 
 stamp() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
 
@@ -34,7 +38,7 @@ stamp "building the guest helper"
 CGO_ENABLED=0 GOOS=linux GOARCH="$arch" go build -trimpath -ldflags "-s -w" \
 	-o "bin/vmdock-bench-helper-linux-$arch" ./hack/bench/helper
 
-mkdir -p "$VMDOCK_HOME" "$DOCKER_CONFIG" "$share9p" "$sharevfs" "$syncdir" "$out"
+mkdir -p "$VMDOCK_HOME" "$DOCKER_CONFIG" "$share9p" "$sharevfs" "$syncdir" "$share9ploose" "$sharevfsalways" "$out"
 rm -f "$out/bench.json"
 # New instances start from the template; decoded over the defaults.
 cat >"$VMDOCK_HOME/template.yaml" <<YAML
@@ -44,6 +48,8 @@ diskSync: fsync
 mounts:
   - {location: $share9p, writable: true, type: 9p}
   - {location: $sharevfs, writable: true, type: virtiofs}
+  - {location: $share9ploose, writable: true, type: 9p, cache: loose}
+  - {location: $sharevfsalways, writable: true, type: virtiofs, cache: always}
   - {location: $syncdir, writable: true, mode: sync}
 YAML
 

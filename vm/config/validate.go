@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -87,6 +88,19 @@ func (c Config) ValidateOn(h Host) error {
 			}
 		default:
 			bad("mounts[].type", m.Type, "virtiofs, 9p or empty for %s", m.Location)
+		}
+		if m.Cache != "" && !m.IsSync() {
+			typ := m.Type
+			if typ == "" {
+				typ = c.MountType
+			}
+			modes := mounts.CacheModes[typ]
+			switch {
+			case c.VMType == driver.TypeVZ:
+				bad("mounts[].cache", m.Cache, "empty with vz (its virtiofs has no cache setting) for %s", m.Location)
+			case len(modes) > 0 && !slices.Contains(modes, m.Cache):
+				bad("mounts[].cache", m.Cache, "%s for a %s share (%s)", strings.Join(modes, ", "), typ, m.Location)
+			}
 		}
 	}
 	if c.VZRosetta {

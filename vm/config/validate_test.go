@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/vmdock/vmdock/network/loopback"
+	"github.com/vmdock/vmdock/vm/driver"
 )
 
 // oneLineErr fails unless err is set, holds every want and is one line.
@@ -198,5 +199,39 @@ func TestSaveReplacesWithMode0600(t *testing.T) {
 	}
 	if es, _ := os.ReadDir(dir); len(es) != 1 {
 		t.Errorf("folder holds %d entries after Save, want 1", len(es))
+	}
+}
+
+// A share's cache mode must suit its type (the mount's own, else
+// mountType); vz has no setting, and sync mounts have no share to cache.
+func TestMountCache(t *testing.T) {
+	tests := []struct {
+		name   string
+		vmType string
+		m      Mount
+		want   string // substring of the error; empty: accepted
+	}{
+		{name: "virtiofs always", m: Mount{Type: driver.MountVirtiofs, Cache: "always"}},
+		{name: "9p loose", m: Mount{Type: driver.Mount9p, Cache: "loose"}},
+		{name: "default type 9p", m: Mount{Cache: "mmap"}},
+		{name: "9p mode on virtiofs", m: Mount{Type: driver.MountVirtiofs, Cache: "loose"}, want: `mounts[].cache: "loose" is not accepted; accepted: auto, always, never for a virtiofs share`},
+		{name: "unknown", m: Mount{Type: driver.Mount9p, Cache: "fast"}, want: `accepted: mmap, loose, none for a 9p share`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := validConfig(t, linuxHost)
+			c.MountType = driver.Mount9p
+			m := tt.m
+			m.Location, m.GuestPath, m.Writable = c.Mounts[0].Location, c.Mounts[0].GuestPath, true
+			c.Mounts = []Mount{m}
+			err := c.ValidateOn(linuxHost)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("ValidateOn: %v", err)
+				}
+				return
+			}
+			oneLineErr(t, err, tt.want)
+		})
 	}
 }

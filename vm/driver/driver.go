@@ -63,6 +63,7 @@ type Share struct {
 	Type      string   // MountVirtiofs or Mount9p
 	Exclude   []string `json:",omitempty"` // subfolders kept on the guest's data disk instead; drivers ignore it
 	Inotify   bool     `json:",omitempty"` // host edits become guest inotify events (the host agent's job; drivers ignore it)
+	Cache     string   `json:",omitempty"` // caching mode (mounts.CacheModes); empty: the type's default
 }
 
 // Spec describes one VM, independent of the hypervisor.

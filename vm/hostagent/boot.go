@@ -320,7 +320,7 @@ func (ha *hostAgent) guestSetup() agent.Setup {
 // mountRequest asks the guest to mount a resolved share where the config
 // put it.
 func mountRequest(sh driver.Share) agent.MountRequest {
-	return agent.MountRequest{Type: sh.Type, Tag: sh.Tag, Target: sh.GuestPath, ReadOnly: sh.ReadOnly, Exclude: sh.Exclude, HostPath: sh.HostPath}
+	return agent.MountRequest{Type: sh.Type, Tag: sh.Tag, Target: sh.GuestPath, ReadOnly: sh.ReadOnly, Exclude: sh.Exclude, HostPath: sh.HostPath, Cache: sh.Cache}
 }
 
 // buildSpec turns the config and the prepared image into the driver's VM spec.

@@ -41,7 +41,7 @@ func (v Virtiofsd) args(socket string, share driver.Share, asRoot bool) []string
 		a := []string{
 			"--socket-path=" + socket,
 			"--shared-dir=" + share.HostPath,
-			"--cache=auto",
+			"--cache=" + cacheMode(share),
 			"--announce-submounts",
 		}
 		if !asRoot {
@@ -58,10 +58,19 @@ func (v Virtiofsd) args(socket string, share driver.Share, asRoot bool) []string
 	a := []string{
 		"--socket-path=" + socket,
 		"-o", "source=" + src,
-		"-o", "cache=auto",
+		"-o", "cache=" + cacheMode(share),
 		"-o", "announce_submounts",
 	}
 	// The legacy daemon needs root for any of its sandboxes; started
 	// unprivileged it fails at once and Start reports its stderr.
 	return a
+}
+
+// cacheMode is the share's virtiofsd cache setting: auto unless the mount
+// asks for always (faster metadata, host edits seen later) or never.
+func cacheMode(share driver.Share) string {
+	if share.Cache != "" {
+		return share.Cache
+	}
+	return "auto"
 }

@@ -27,6 +27,11 @@ func TestVirtiofsdArgs(t *testing.T) {
 			want:  []string{"--socket-path=" + sock, "--shared-dir=/src", "--cache=auto", "--announce-submounts", "--sandbox=none", "--readonly"},
 		},
 		{
+			name: "legacy daemon, cache always", v: Virtiofsd{Path: "/usr/lib/qemu/virtiofsd"},
+			share: driver.Share{Tag: "t", HostPath: "/src", Cache: "always"}, asRoot: true,
+			want: []string{"--socket-path=" + sock, "-o", "source=/src", "-o", "cache=always", "-o", "announce_submounts"},
+		},
+		{
 			name: "rust daemon as root keeps its sandbox", v: Virtiofsd{Rust: true},
 			share: driver.Share{Tag: "t", HostPath: "/src"}, asRoot: true,
 			want: []string{"--socket-path=" + sock, "--shared-dir=/src", "--cache=auto", "--announce-submounts"},
