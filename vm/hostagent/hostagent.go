@@ -289,8 +289,8 @@ func (ha *hostAgent) shutdown(force bool) string {
 	ha.mu.Unlock()
 	how := control.StopByForce
 	if m != nil && !force {
-		if c != nil {
-			ha.flushSync(ctx)
+		if c != nil && ha.flushSync(ctx, c) {
+			c = nil // it did not answer: straight to the power button
 		}
 		how = ha.powerOff(ctx, m, c)
 	}

@@ -19,7 +19,7 @@ import (
 
 // syncFlushTimeout bounds the flush before a graceful power-off: what the
 // guest wrote last reaches the host, unless the engine cannot connect.
-const syncFlushTimeout = 60 * time.Second
+const syncFlushTimeout = 30 * time.Second
 
 // stepSync starts the sync engine for the config's sync mounts, drops the
 // sessions of mounts no longer configured, and waits for every mount's
@@ -136,11 +136,19 @@ func (ha *hostAgent) syncManager() *syncmount.Manager {
 }
 
 // flushSync carries every pending change across before the guest powers
-// off, so a file a container wrote just before `stop` is on the host.
-func (ha *hostAgent) flushSync(ctx context.Context) {
+// off, so a file a container wrote just before `stop` is on the host. It
+// reports a guest agent that does not answer, which the power-off then
+// need not ask again.
+func (ha *hostAgent) flushSync(ctx context.Context, c *agent.Client) (agentGone bool) {
 	m := ha.syncManager()
 	if m == nil {
-		return
+		return false
+	}
+	// A guest agent that is gone cannot serve the flush, and waiting for
+	// the engine to give up would hold the stop for half a minute.
+	if err := agentAnswers(ctx, c, ha.opts.AgentAnswer); err != nil {
+		ha.stopNote(fmt.Sprintf("sync mounts: not flushed, the guest agent does not answer (%v); changes made in the guest since the last sync stay in its copy until the next start", err))
+		return true
 	}
 	ctx, cancel := context.WithTimeout(ctx, syncFlushTimeout)
 	defer cancel()
@@ -152,9 +160,10 @@ func (ha *hostAgent) flushSync(ctx context.Context) {
 	}
 	if err := m.FlushAll(ctx); err != nil {
 		ha.stopNote(fmt.Sprintf("sync mounts: the last flush failed (%v); changes made in the guest since the last sync stay in its copy until the next start", err))
-		return
+		return false
 	}
 	slog.Info("sync mounts flushed before power-off", "took", time.Since(start).Round(time.Millisecond))
+	return false
 }
 
 // reconnectSync lets the sessions redial at once on a new agent session
@@ -257,4 +266,23 @@ func (ha *hostAgent) syncStatuses() []control.SyncStatus {
 		out = append(out, cs)
 	}
 	return out
+}
+
+// agentAnswers asks the guest agent for its info within timeout. Like
+// askPowerOff it bounds the call itself: with the agent dead behind an open
+// channel, opening the stream waits for yamux's write timeout.
+func agentAnswers(ctx context.Context, c *agent.Client, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	answer := make(chan error, 1)
+	go func() {
+		_, err := c.Info(ctx)
+		answer <- err
+	}()
+	select {
+	case err := <-answer:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("no answer within %s", timeout)
+	}
 }
