@@ -276,6 +276,39 @@ func (r *runner) tree(ctx context.Context) error {
 			r.rep.Add(res)
 		}
 	}
+	return r.install(ctx, n)
+}
+
+// install is the seeds' workload on each target: unpack a dependency
+// tree of n files from a tarball (composer or npm install), then read every
+// file (the app serving). The tarball is made on the host once and copied
+// to the guest's own disk, so every target unpacks the same bytes from the
+// same place.
+func (r *runner) install(ctx context.Context, n int) error {
+	hostTar := filepath.Join(filepath.Dir(r.helper), "deps.tar")
+	if err := probe.MakeTarball(hostTar, n, 11); err != nil {
+		return err
+	}
+	defer os.Remove(hostTar)
+	guestTar := filepath.Join(r.native, "deps.tar")
+	if _, err := r.sh(ctx, fmt.Sprintf("mkdir -p %s && cp %s %s", shq(r.native), shq(hostTar), shq(guestTar))); err != nil {
+		return err
+	}
+	var unpack, read []Result
+	for _, t := range r.targets() {
+		var it probe.InstallTimes
+		dir := filepath.Join(t.dir, "install")
+		if err := r.helperJSON(ctx, &it, "install", "-tar", guestTar, "-dir", dir); err != nil {
+			r.rep.Skipped = append(r.rep.Skipped, fmt.Sprintf("install %s: %v", t.name, err))
+			_, _ = r.sh(ctx, "rm -rf "+shq(dir))
+			continue
+		}
+		unpack = append(unpack, Result{Section: "tree", Metric: fmt.Sprintf("install: unpack %d files", n), Variant: t.name, Value: it.Unpack, Unit: "s", Better: Lower})
+		read = append(read, Result{Section: "tree", Metric: fmt.Sprintf("install: then read all %d", n), Variant: t.name, Value: it.Read, Unit: "s", Better: Lower})
+	}
+	for _, res := range append(unpack, read...) {
+		r.rep.Add(res)
+	}
 	return nil
 }
 

@@ -11,6 +11,7 @@
 //	portscan -conns C -n N                       CPU per port listing, /proc/net vs sock_diag
 //	commits -dir D -n N                          N log+commit transactions, 2 fdatasync each (seconds)
 //	files                                        await/write requests on stdin, "ok" per line (see probe.ServeFiles)
+//	install -tar T -dir D                         unpack tarball T into D, read every file (seconds)
 package main
 
 import (
@@ -35,12 +36,13 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("missing subcommand; accepted: tree, serve, echo, stream, http, portscan, commits, files")
+		return fmt.Errorf("missing subcommand; accepted: tree, serve, echo, stream, http, portscan, commits, files, install")
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	dir := fs.String("dir", "", "tree root (must not exist)")
 	n := fs.Int("n", 100, "files (tree), requests (http) or transactions (commits)")
 	seed := fs.Uint64("seed", 1, "tree size seed")
+	tarball := fs.String("tar", "", "install: the dependency tarball")
 	addr := fs.String("addr", "127.0.0.1:0", "TCP address")
 	maxLife := fs.Duration("max", 10*time.Minute, "serve: exit after this long")
 	conns := fs.Int("conns", 1, "parallel connections")
@@ -98,6 +100,12 @@ func run(args []string) error {
 			return err
 		}
 		return out.Encode(map[string][]int64{"us": micros(lat)})
+	case "install":
+		t, err := probe.Install(*tarball, *dir)
+		if err != nil {
+			return err
+		}
+		return out.Encode(t)
 	case "files":
 		return probe.ServeFiles(os.Stdin, os.Stdout, 10*time.Second)
 	case "commits":
@@ -113,7 +121,7 @@ func run(args []string) error {
 		}
 		return out.Encode(cost)
 	}
-	return fmt.Errorf("subcommand %q; accepted: tree, serve, echo, stream, http, portscan, commits, files", args[0])
+	return fmt.Errorf("subcommand %q; accepted: tree, serve, echo, stream, http, portscan, commits, files, install", args[0])
 }
 
 func micros(ds []time.Duration) []int64 {
