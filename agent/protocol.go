@@ -4,8 +4,6 @@
 // stream carries what the op says (raw bytes for dial, NDJSON for watches).
 package agent
 
-import "time"
-
 // Handshake: the host writes HelloLine+" "+nonce+"\n"; the guest discards
 // anything before it (virtio-serial keeps stale bytes across host
 // reconnects), echoes the same line back, then both sides start yamux with
@@ -129,12 +127,6 @@ type SyncWatchMount struct {
 	ID      string   `json:"id"`
 	Exclude []string `json:"exclude,omitempty"`
 }
-
-// SyncBurstDelay bounds how long a sync watcher holds back a change while
-// writes keep coming: each report costs the engine a full cycle (a scan of
-// both sides), so during a burst (npm install) it runs every 2 s rather than
-// every 500 ms, while a lone edit is still reported after 50 ms of quiet.
-const SyncBurstDelay = 2 * time.Second
 
 // SyncChange is one line of the sync-watch stream: something changed in
 // the copy of sync mount ID (coalesced over bursts).

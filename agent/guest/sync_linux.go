@@ -105,7 +105,7 @@ func (s *Server) watchSync(ctx context.Context, st net.Conn, req agent.Request) 
 		}
 		trees = append(trees, watch.Tree{ID: m.ID, Dir: s.path(syncCopy(m.ID)), Exclude: m.Exclude})
 	}
-	w, err := watch.New(trees, watch.Options{MaxDelay: agent.SyncBurstDelay, Logger: s.log().With("service", "sync-watch")})
+	w, err := watch.New(trees, watch.Options{Logger: s.log().With("service", "sync-watch")})
 	if err != nil {
 		_ = agent.Reply(st, err)
 		return

@@ -101,7 +101,7 @@ func (ha *hostAgent) watchHostFolders(ctx context.Context, f *flusher, syncs []m
 	for _, sy := range syncs {
 		trees = append(trees, watch.Tree{ID: sy.ID, Dir: sy.HostPath, Exclude: sy.Exclude})
 	}
-	w, err := watch.New(trees, watch.Options{MaxDelay: agent.SyncBurstDelay, Logger: slog.Default().With("service", "sync-watch")})
+	w, err := watch.New(trees, watch.Options{Logger: slog.Default().With("service", "sync-watch")})
 	if err != nil {
 		slog.Warn("sync: cannot watch the host folders; changes are found by polling (2 s)", "err", err)
 		return
