@@ -3,24 +3,18 @@ package agent
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/hashicorp/yamux"
 )
 
 // infoGuest is a guest agent that completes the handshake and answers
 // OpInfo on the guest end of a pipe.
 func infoGuest(guest net.Conn, info Info) {
 	defer guest.Close()
-	if err := GuestHello(guest); err != nil {
-		return
-	}
-	sess, err := yamux.Server(guest, YamuxConfig(slog.Default()))
+	sess, err := guestSession(guest)
 	if err != nil {
 		return
 	}

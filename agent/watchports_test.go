@@ -18,6 +18,15 @@ func fakeWatchGuest(t *testing.T, serve func(st net.Conn)) *Client {
 	return fakeGuest(t, OpWatchPorts, serve)
 }
 
+// guestSession is the guest side of a session on guest: the handshake,
+// then yamux as server.
+func guestSession(guest net.Conn) (*yamux.Session, error) {
+	if err := GuestHello(guest); err != nil {
+		return nil, err
+	}
+	return yamux.Server(guest, YamuxConfig(slog.Default()))
+}
+
 // fakeGuest plays a guest agent that accepts one stream, checks it asks
 // for op, replies ok and hands the stream to serve.
 func fakeGuest(t *testing.T, op string, serve func(st net.Conn)) *Client {
@@ -25,10 +34,7 @@ func fakeGuest(t *testing.T, op string, serve func(st net.Conn)) *Client {
 	host, guest := net.Pipe()
 	go func() {
 		defer guest.Close()
-		if err := GuestHello(guest); err != nil {
-			return
-		}
-		sess, err := yamux.Server(guest, YamuxConfig(slog.Default()))
+		sess, err := guestSession(guest)
 		if err != nil {
 			return
 		}

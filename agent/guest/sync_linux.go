@@ -120,17 +120,7 @@ func (s *Server) watchSync(ctx context.Context, st net.Conn, req agent.Request) 
 		io.Copy(io.Discard, st)
 		cancel()
 	}()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case id, ok := <-w.Changes():
-			if !ok {
-				return
-			}
-			if err := agent.WriteJSONLine(st, agent.SyncChange{ID: id}); err != nil {
-				return
-			}
-		}
-	}
+	w.Deliver(ctx, func(id string) bool {
+		return agent.WriteJSONLine(st, agent.SyncChange{ID: id}) == nil
+	})
 }

@@ -11,6 +11,7 @@
 package watch
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -106,6 +107,21 @@ func New(trees []Tree, opts Options) (*Watcher, error) {
 // Changes delivers the ID of a tree after a change in it went quiet. A
 // slow reader misses nothing that matters: a pending ID is sent once.
 func (w *Watcher) Changes() <-chan string { return w.changes }
+
+// Deliver passes each changed tree's ID to fn until ctx ends, the watcher
+// closes, or fn returns false.
+func (w *Watcher) Deliver(ctx context.Context, fn func(id string) bool) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case id, ok := <-w.changes:
+			if !ok || !fn(id) {
+				return
+			}
+		}
+	}
+}
 
 // Capped reports whether some folders went unwatched for the cap.
 func (w *Watcher) Capped() bool {

@@ -99,6 +99,9 @@ func TestEventsPastThenLive(t *testing.T) {
 	if ev := next(); ev.State != EventDone || ev.Seconds != 1.5 || ev.Detail != "1.5s" {
 		t.Fatalf("second = %+v", ev)
 	}
+	if st := a.events.StepTimes(); len(st) != 1 || st[0] != (StepTime{"vm", 1.5}) {
+		t.Fatalf("step times %+v, want the one done step", st)
+	}
 	a.events.Emit("ready", EventReady, "", "")
 	if ev := next(); ev.State != EventReady {
 		t.Fatalf("live = %+v", ev)

@@ -61,6 +61,20 @@ func (l *EventLog) Follow() ([]Event, <-chan Event, func()) {
 	}
 }
 
+// StepTimes are the durations of the steps that completed, in order: the
+// boot report is read off the same events `start` prints.
+func (l *EventLog) StepTimes() []StepTime {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []StepTime
+	for _, ev := range l.events {
+		if ev.State == EventDone {
+			out = append(out, StepTime{Step: ev.Step, Seconds: ev.Seconds})
+		}
+	}
+	return out
+}
+
 // CurrentStep is the step that began last.
 func (l *EventLog) CurrentStep() string {
 	l.mu.Lock()

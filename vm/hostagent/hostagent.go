@@ -175,7 +175,7 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 	ha.setPhase(control.PhaseRunning)
 	ha.startReconnect(ctx)
 	ha.events.Emit("ready", control.EventReady, "", "")
-	slog.Info("instance ready", "timing", ha.seq.timing)
+	slog.Info("instance ready", "timing", ha.events.StepTimes())
 
 	vmExited := make(chan error, 1)
 	go func() { vmExited <- ha.machine.Wait() }()
@@ -259,10 +259,7 @@ func (ha *hostAgent) status() control.Status {
 	}
 	if ha.phase == control.PhaseRunning || ha.phase == control.PhaseReconnecting {
 		st.Step = "" // the boot steps are history once the instance is up
-		st.Boot = &control.BootReport{GuestUptime: ha.hello.Uptime, GuestKernel: ha.hello.Kernel}
-		if ha.seq != nil {
-			st.Boot.Steps = ha.seq.timings()
-		}
+		st.Boot = &control.BootReport{Steps: ha.events.StepTimes(), GuestUptime: ha.hello.Uptime, GuestKernel: ha.hello.Kernel}
 	}
 	if ha.machine != nil {
 		st.Machine = ha.machine.Info()

@@ -3,7 +3,6 @@ package hostagent
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/vmdock/vmdock/vm/control"
@@ -22,8 +21,6 @@ type step struct {
 type sequence struct {
 	events *control.EventLog
 	done   []step
-	mu     sync.Mutex // timing is read by status requests while steps run
-	timing []control.StepTime
 }
 
 func (s *sequence) run(ctx context.Context, steps []step) error {
@@ -34,21 +31,10 @@ func (s *sequence) run(ctx context.Context, steps []step) error {
 			s.events.Emit(st.name, control.EventFailed, err.Error(), "")
 			return fmt.Errorf("%s: %w", st.name, err)
 		}
-		d := time.Since(start)
-		s.mu.Lock()
-		s.timing = append(s.timing, control.StepTime{Step: st.name, Seconds: d.Seconds()})
-		s.mu.Unlock()
-		s.events.Done(st.name, d)
+		s.events.Done(st.name, time.Since(start))
 		s.done = append(s.done, st)
 	}
 	return nil
-}
-
-// timings are the durations of the steps that completed, in order.
-func (s *sequence) timings() []control.StepTime {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]control.StepTime(nil), s.timing...)
 }
 
 // unwind undoes completed steps in reverse order, collecting every error so

@@ -108,16 +108,6 @@ func (ha *hostAgent) watchHostFolders(ctx context.Context, f *flusher, syncs []m
 	}
 	go func() {
 		defer w.Close()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case id, ok := <-w.Changes():
-				if !ok {
-					return
-				}
-				f.kick(ctx, id)
-			}
-		}
+		w.Deliver(ctx, func(id string) bool { f.kick(ctx, id); return true })
 	}()
 }

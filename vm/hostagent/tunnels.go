@@ -136,13 +136,7 @@ func (t *tunnels) rewatch(ctx context.Context, link *agentLink, last *agent.Clie
 	}
 }
 
-func (t *tunnels) ports() []control.ForwardedPort {
-	var out []control.ForwardedPort
-	for _, p := range t.forwarder.Ports() {
-		out = append(out, control.ForwardedPort{Proto: p.Proto, GuestPort: p.GuestPort, HostAddr: p.HostAddr, Error: p.Error})
-	}
-	return out
-}
+func (t *tunnels) ports() []control.ForwardedPort { return t.forwarder.Ports() }
 
 func (t *tunnels) close() {
 	t.cancel()

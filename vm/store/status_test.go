@@ -1,14 +1,12 @@
 package store
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -62,19 +60,10 @@ func TestStatusShowsPhase(t *testing.T) {
 func TestLockWhileStartingSaysSo(t *testing.T) {
 	inst := shortInstance(t)
 	serveHostAgent(t, inst, "starting", "image")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLockHelper$")
-	cmd.Env = append(os.Environ(), "VMDOCK_TEST_LOCK_DIR="+inst.Dir)
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { stdin.Close(); cmd.Wait() }()
-	if line, _ := bufio.NewReader(stdout).ReadString('\n'); strings.TrimSpace(line) != "locked" {
-		t.Fatalf("helper said %q", line)
-	}
+	pid, release := lockInOtherProcess(t, inst.Dir)
+	defer release()
 	_, err := inst.Lock()
-	want := []string{"still starting", "step image", "pid " + strconv.Itoa(cmd.Process.Pid), "vmdock status -p x"}
+	want := []string{"still starting", "step image", "pid " + strconv.Itoa(pid), "vmdock status -p x"}
 	for _, w := range want {
 		if err == nil || !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), w) {
 			t.Fatalf("Lock during a boot: %v; want ErrLocked saying %q", err, w)

@@ -106,25 +106,33 @@ func TestLockHelper(t *testing.T) {
 	os.Exit(0)
 }
 
-func TestLockOtherProcess(t *testing.T) {
-	inst := &Instance{Name: "x", Dir: t.TempDir()}
+// lockInOtherProcess has TestLockHelper take dir's lock in a child
+// process; release lets it go and waits for the child to exit.
+func lockInOtherProcess(t *testing.T, dir string) (pid int, release func() error) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestLockHelper$")
-	cmd.Env = append(os.Environ(), "VMDOCK_TEST_LOCK_DIR="+inst.Dir)
+	cmd.Env = append(os.Environ(), "VMDOCK_TEST_LOCK_DIR="+dir)
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	line, _ := bufio.NewReader(stdout).ReadString('\n')
-	if strings.TrimSpace(line) != "locked" {
+	release = func() error { stdin.Close(); return cmd.Wait() }
+	if line, _ := bufio.NewReader(stdout).ReadString('\n'); strings.TrimSpace(line) != "locked" {
+		release()
 		t.Fatalf("helper said %q", line)
 	}
+	return cmd.Process.Pid, release
+}
+
+func TestLockOtherProcess(t *testing.T) {
+	inst := &Instance{Name: "x", Dir: t.TempDir()}
+	pid, release := lockInOtherProcess(t, inst.Dir)
 	_, err := inst.Lock()
-	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "pid "+strconv.Itoa(cmd.Process.Pid)) {
-		t.Fatalf("Lock while held elsewhere: %v; want ErrLocked naming pid %d", err, cmd.Process.Pid)
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "pid "+strconv.Itoa(pid)) {
+		t.Fatalf("Lock while held elsewhere: %v; want ErrLocked naming pid %d", err, pid)
 	}
-	stdin.Close()
-	if err := cmd.Wait(); err != nil {
+	if err := release(); err != nil {
 		t.Fatal(err)
 	}
 	l, err := inst.Lock()
