@@ -37,6 +37,15 @@
 // while another Manager or Serve in the same process still uses one. Do not
 // set or change the variable elsewhere.
 //
+// # Finding changes
+//
+// Mutagen's own watch on Linux (without its SSPL parts) is a full scan of
+// the side every poll period. vmdock watches the guest copies and Linux
+// host folders itself (package watch) and calls Flush, so a side marked
+// in Options.HostWatched/GuestWatched is set to Mutagen's no-watch mode:
+// it is scanned on a Flush, on connecting, and by the Manager's backstop
+// rescan (Options.Backstop, 10 s) that catches what a watcher missed.
+//
 // # Synchronization mode
 //
 // Sessions use two-way-safe: changes flow both ways, and when both sides

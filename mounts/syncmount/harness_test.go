@@ -178,7 +178,15 @@ func newEnv(t *testing.T) *env {
 
 func (e *env) open() {
 	e.t.Helper()
-	m, err := NewManager(Options{DataDir: e.dataDir, Dial: e.g.dial, Logger: e.log, PollInterval: time.Second})
+	e.openWith(Options{PollInterval: time.Second})
+}
+
+// openWith opens the Manager with opts plus the environment's data
+// directory, dialer and logger.
+func (e *env) openWith(opts Options) {
+	e.t.Helper()
+	opts.DataDir, opts.Dial, opts.Logger = e.dataDir, e.g.dial, e.log
+	m, err := NewManager(opts)
 	if err != nil {
 		e.t.Fatal(err)
 	}

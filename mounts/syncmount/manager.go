@@ -12,10 +12,16 @@ import (
 	"github.com/mutagen-io/mutagen/pkg/synchronization"
 )
 
-// DefaultPollInterval is how often Mutagen rescans a side whose file
-// watching is incomplete (the Linux guest without Mutagen's SSPL parts). It
-// is the backstop behind the guest agent's inotify-triggered Flush.
+// DefaultPollInterval is how often Mutagen rescans a side that it watches
+// itself but incompletely (Linux without Mutagen's SSPL parts polls; on
+// macOS FSEvents drives it and the interval only re-arms the watch).
 const DefaultPollInterval = 2 * time.Second
+
+// DefaultBackstop is the period of the full rescan behind the caller's own
+// watchers (HostWatched, GuestWatched). Each rescan stats every file of both
+// sides, so it is kept rare: it only catches what a watcher missed (a
+// capped watch, events lost under load).
+const DefaultBackstop = 10 * time.Second
 
 // ErrClosed is returned by the methods of a closed Manager.
 var ErrClosed = errors.New("sync manager is closed")
@@ -31,23 +37,33 @@ type Options struct {
 	Dial DialFunc
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
-	// PollInterval is the rescan period of sides without complete file
-	// watching, rounded up to whole seconds; zero means DefaultPollInterval.
+	// PollInterval is the rescan period of a side that Mutagen watches
+	// itself, rounded up to whole seconds; zero means DefaultPollInterval.
 	PollInterval time.Duration
+	// HostWatched and GuestWatched say that the caller watches that side
+	// and calls Flush when it changes. Mutagen then leaves the side alone
+	// between flushes instead of polling it: a poll is a full scan, and
+	// scanning a big tree every 2 s costs more CPU than the work it syncs.
+	HostWatched, GuestWatched bool
+	// Backstop is the period of a full rescan (a flush of every session)
+	// while a side is watched by the caller; zero means DefaultBackstop.
+	// SetBackstop changes it, e.g. when a watcher could not start.
+	Backstop time.Duration
 }
 
 // Manager runs the host side of all sync mounts of one instance. Only one
 // Manager may be open per process (see the package doc).
 type Manager struct {
-	log         *slog.Logger
-	dial        DialFunc
-	mgr         *synchronization.Manager
-	pollSeconds uint32
-	release     func()
-	ctx         context.Context // ends with Close
-	cancel      context.CancelFunc
-	done        chan struct{}
-	workers     sync.WaitGroup
+	log      *slog.Logger
+	dial     DialFunc
+	mgr      *synchronization.Manager
+	watch    watchPlan
+	backstop chan time.Duration
+	release  func()
+	ctx      context.Context // ends with Close
+	cancel   context.CancelFunc
+	done     chan struct{}
+	workers  sync.WaitGroup
 
 	mu     sync.Mutex
 	closed bool
@@ -59,6 +75,7 @@ type sessionInfo struct {
 	cycles     uint64
 	lastSync   time.Time
 	lastFlush  time.Time
+	connected  bool // both endpoints, as last observed
 	refilling  bool
 	freshGuest bool // the guest reported a new copy; history must go
 	refills    int
@@ -84,14 +101,15 @@ func NewManager(opts Options) (*Manager, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &Manager{
-		log:         log,
-		dial:        opts.Dial,
-		pollSeconds: pollSeconds(opts.PollInterval),
-		release:     release,
-		ctx:         ctx,
-		cancel:      cancel,
-		done:        make(chan struct{}),
-		info:        make(map[string]*sessionInfo),
+		log:      log,
+		dial:     opts.Dial,
+		watch:    watchPlan{pollSeconds: pollSeconds(opts.PollInterval), hostWatched: opts.HostWatched, guestWatched: opts.GuestWatched},
+		backstop: make(chan time.Duration, 1),
+		release:  release,
+		ctx:      ctx,
+		cancel:   cancel,
+		done:     make(chan struct{}),
+		info:     make(map[string]*sessionInfo),
 	}
 	// The handler must find us before Mutagen loads and starts sessions.
 	if err := setOpenManager(m); err != nil {
@@ -108,7 +126,56 @@ func NewManager(opts Options) (*Manager, error) {
 	}
 	m.mgr = mgr
 	go m.monitor(ctx)
+	if m.watch.hostWatched || m.watch.guestWatched {
+		every := opts.Backstop
+		if every <= 0 {
+			every = DefaultBackstop
+		}
+		m.workers.Add(1)
+		go m.runBackstop(ctx, every)
+	}
 	return m, nil
+}
+
+// SetBackstop changes the period of the full rescan behind the caller's
+// watchers, for example to DefaultPollInterval when a watcher failed and
+// the rescan is all that finds changes. It has no effect on a Manager
+// without HostWatched or GuestWatched (Mutagen polls those itself).
+func (m *Manager) SetBackstop(every time.Duration) {
+	if every <= 0 {
+		every = DefaultBackstop
+	}
+	select {
+	case <-m.backstop:
+	default:
+	}
+	m.backstop <- every
+}
+
+// runBackstop flushes every session each period without waiting for the
+// cycle; a flush forces a full scan of both sides.
+func (m *Manager) runBackstop(ctx context.Context, every time.Duration) {
+	defer m.workers.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case every = <-m.backstop:
+			t.Reset(every)
+		case <-t.C:
+			states, err := m.list()
+			if err != nil {
+				continue
+			}
+			for _, st := range states {
+				if _, ok := mountIDFromName(st.Session.Name); ok && !st.Session.Paused && st.Status >= synchronization.Status_Watching {
+					_ = m.mgr.Flush(ctx, bySession(st.Session.Identifier), "", true)
+				}
+			}
+		}
+	}
 }
 
 func pollSeconds(d time.Duration) uint32 {
@@ -159,11 +226,11 @@ func (m *Manager) Ensure(ctx context.Context, mount Mount) error {
 	if err := mount.validate(); err != nil {
 		return err
 	}
-	common, guest := mount.configurations(m.pollSeconds)
-	if err := validateConfig(common, guest); err != nil {
+	common, host, guest := mount.configurations(m.watch)
+	if err := validateConfig(common, host, guest); err != nil {
 		return fmt.Errorf("sync mount %s: %w", mount.ID, err)
 	}
-	fp := mount.fingerprint(m.pollSeconds)
+	fp := mount.fingerprint(m.watch)
 	st, err := m.find(mount.ID)
 	if err != nil && !errors.Is(err, errUnknownMount) {
 		return err
@@ -176,17 +243,17 @@ func (m *Manager) Ensure(ctx context.Context, mount Mount) error {
 		st = nil
 	}
 	if st == nil {
-		return m.create(ctx, mount, common, guest, fp)
+		return m.create(ctx, mount, common, host, guest, fp)
 	}
 	return m.resume(ctx, mount.ID, st.Session.Identifier)
 }
 
 // create saves a paused session, then resumes it: resuming keeps the
 // session even when the guest is not reachable yet (it retries).
-func (m *Manager) create(ctx context.Context, mount Mount, common, guest *synchronization.Configuration, fp string) error {
+func (m *Manager) create(ctx context.Context, mount Mount, common, host, guest *synchronization.Configuration, fp string) error {
 	labels := map[string]string{labelConfig: fp}
 	sid, err := m.mgr.Create(ctx, mount.alphaURL(), mount.betaURL(),
-		common, &synchronization.Configuration{}, guest,
+		common, host, guest,
 		sessionName(mount.ID), labels, true, "")
 	if err != nil {
 		return fmt.Errorf("create sync session for %s: %w", mount.ID, err)

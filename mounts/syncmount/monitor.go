@@ -34,6 +34,15 @@ func (m *Manager) monitor(ctx context.Context) {
 }
 
 func (m *Manager) observe(ctx context.Context, states []*synchronization.State) {
+	// Flushed after the lock is released: a flush waits for the session's
+	// lifecycle lock, which a connecting session holds while our protocol
+	// handler takes m.mu (freshGuest).
+	var flush []string
+	defer func() {
+		for _, sid := range flush {
+			_ = m.mgr.Flush(ctx, bySession(sid), "", true)
+		}
+	}()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, st := range states {
@@ -46,6 +55,14 @@ func (m *Manager) observe(ctx context.Context, states []*synchronization.State) 
 			info.lastSync = time.Now()
 		}
 		info.cycles = st.SuccessfulCycles
+		connected := st.AlphaState != nil && st.AlphaState.Connected && st.BetaState != nil && st.BetaState.Connected
+		if connected && !info.connected && m.watch.manual() {
+			// With both sides watched by us Mutagen runs no cycle on
+			// connect, so what changed while the link was down would
+			// wait for the next watcher report or the backstop.
+			flush = append(flush, st.Session.Identifier)
+		}
+		info.connected = connected
 		if (guestCopyLost(st) || info.freshGuest) && !info.refilling && !m.closed {
 			info.refilling = true
 			info.freshGuest = false

@@ -116,14 +116,34 @@ func mountIDFromName(name string) (string, bool) {
 // tell when a mount changed and its session must be re-created.
 const labelConfig = "vmdock-config"
 
+// watchPlan is how each side's changes are found: by Mutagen's own watch
+// (poll every pollSeconds on Linux, FSEvents on macOS), or by the caller's
+// watcher through Flush.
+type watchPlan struct {
+	pollSeconds               uint32
+	hostWatched, guestWatched bool
+}
+
+// manual: Mutagen watches neither side, so it syncs only when flushed
+// (it then skips even the cycle it runs on connecting).
+func (w watchPlan) manual() bool { return w.hostWatched && w.guestWatched }
+
+func (w watchPlan) mode(watchedByCaller bool) synchronization.WatchMode {
+	if watchedByCaller {
+		return synchronization.WatchMode_WatchModeNoWatch
+	}
+	return synchronization.WatchMode_WatchModeDefault
+}
+
 // fingerprint hashes everything that is fixed at session creation.
-func (m Mount) fingerprint(pollSeconds uint32) string {
+func (m Mount) fingerprint(w watchPlan) string {
 	h := sha256.New()
 	for _, s := range []string{
 		m.HostPath, m.GuestPath, strings.Join(m.Ignores, "\x00"),
 		strconv.Itoa(m.UID), strconv.Itoa(m.GID),
 		m.fileMode().String(), m.dirMode().String(),
-		strconv.FormatUint(uint64(pollSeconds), 10),
+		strconv.FormatUint(uint64(w.pollSeconds), 10),
+		strconv.FormatBool(w.hostWatched), strconv.FormatBool(w.guestWatched),
 	} {
 		h.Write([]byte(s))
 		h.Write([]byte{0xff})
@@ -153,33 +173,38 @@ func (m Mount) betaURL() *urlpkg.URL {
 	return &urlpkg.URL{Kind: urlpkg.Kind_Synchronization, Protocol: guestProtocol, Host: guestHost, Path: m.GuestPath}
 }
 
-// configurations returns the session-wide and the guest-only configuration.
-func (m Mount) configurations(pollSeconds uint32) (common, guest *synchronization.Configuration) {
+// configurations returns the session-wide, the host-only and the
+// guest-only configuration.
+func (m Mount) configurations(w watchPlan) (common, host, guest *synchronization.Configuration) {
 	common = &synchronization.Configuration{
 		SynchronizationMode:  core.SynchronizationMode_SynchronizationModeTwoWaySafe,
 		PermissionsMode:      core.PermissionsMode_PermissionsModePortable,
 		DefaultFileMode:      uint32(m.fileMode()),
 		DefaultDirectoryMode: uint32(m.dirMode()),
 		Ignores:              m.Ignores,
-		WatchPollingInterval: pollSeconds,
+		WatchPollingInterval: w.pollSeconds,
 		// The stream is a local virtio/vsock link: deflate would only cost CPU.
 		CompressionAlgorithm: compression.Algorithm_AlgorithmNone,
 	}
-	guest = &synchronization.Configuration{}
+	host = &synchronization.Configuration{WatchMode: w.mode(w.hostWatched)}
+	guest = &synchronization.Configuration{WatchMode: w.mode(w.guestWatched)}
 	if m.UID >= 0 {
 		guest.DefaultOwner = "id:" + strconv.Itoa(m.UID)
 	}
 	if m.GID >= 0 {
 		guest.DefaultGroup = "id:" + strconv.Itoa(m.GID)
 	}
-	return common, guest
+	return common, host, guest
 }
 
 // validateConfig runs Mutagen's own checks so that a bad mount fails in
 // Ensure, not later when the session is loaded.
-func validateConfig(common, guest *synchronization.Configuration) error {
+func validateConfig(common, host, guest *synchronization.Configuration) error {
 	if err := common.EnsureValid(false); err != nil {
 		return fmt.Errorf("sync configuration: %w", err)
+	}
+	if err := host.EnsureValid(true); err != nil {
+		return fmt.Errorf("sync host configuration: %w", err)
 	}
 	if err := guest.EnsureValid(true); err != nil {
 		return fmt.Errorf("sync guest configuration: %w", err)

@@ -506,3 +506,51 @@ func TestGuestURLPassesValidation(t *testing.T) {
 		t.Fatal("an unknown protocol slot validated; the ssh-slot reasoning is stale")
 	}
 }
+
+// With both sides watched by the caller, Mutagen must not poll: a change
+// waits for a Flush (the watcher's report) or the backstop rescan.
+func TestWatchedSidesSyncOnFlushAndBackstop(t *testing.T) {
+	e := newEnv(t)
+	e.close()
+	e.openWith(Options{PollInterval: time.Second, HostWatched: true, GuestWatched: true, Backstop: time.Hour})
+	writeFile(t, filepath.Join(e.host, "a.txt"), "first")
+	e.ensure(e.mount())
+	wantFile(t, filepath.Join(e.guest, "a.txt"), "first")
+
+	writeFile(t, filepath.Join(e.host, "a.txt"), "host edit")
+	writeFile(t, filepath.Join(e.guest, "b.txt"), "guest new")
+	// Three poll periods: a polling side would have synced by now.
+	time.Sleep(3 * time.Second)
+	wantFile(t, filepath.Join(e.guest, "a.txt"), "first")
+	wantFile(t, filepath.Join(e.host, "b.txt"), "<missing>")
+	e.flush()
+	wantFile(t, filepath.Join(e.guest, "a.txt"), "host edit")
+	wantFile(t, filepath.Join(e.host, "b.txt"), "guest new")
+
+	// The backstop alone finds a change nobody reported.
+	e.m.SetBackstop(300 * time.Millisecond)
+	writeFile(t, filepath.Join(e.guest, "c.txt"), "unreported")
+	eventually(t, "the backstop rescan to sync c.txt", func() bool {
+		return readFile(t, filepath.Join(e.host, "c.txt")) == "unreported"
+	})
+}
+
+// In manual mode Mutagen runs no cycle on connecting; the Manager does, so
+// a change made while the link was down arrives without a watcher report.
+func TestWatchedSidesSyncOnReconnect(t *testing.T) {
+	e := newEnv(t)
+	e.close()
+	e.openWith(Options{HostWatched: true, GuestWatched: true, Backstop: time.Hour})
+	e.ensure(e.mount())
+	e.g.breakLink()
+	writeFile(t, filepath.Join(e.host, "offline.txt"), "made while down")
+	e.g.connect()
+	ctx, cancel := context.WithTimeout(context.Background(), syncTimeout)
+	defer cancel()
+	if err := e.m.Reconnect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "offline.txt in the guest after reconnecting", func() bool {
+		return readFile(t, filepath.Join(e.guest, "offline.txt")) == "made while down"
+	})
+}

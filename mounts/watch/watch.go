@@ -1,12 +1,12 @@
 // Package watch reports changes in folder trees, coalesced per tree: the
-// sync engine polls (every 2 s) unless something tells it to look now, and
-// this is that something on Linux, in the guest for the sync copies and on
-// a Linux host for the synced folders.
+// sync engine looks at a side when this tells it to (its own rescan runs
+// only every 10 s), in the guest for the sync copies and on a Linux host
+// for the synced folders.
 //
 // A tree is watched folder by folder (inotify watches folders, not files);
 // new folders are added as they appear. Excluded subfolders (dependency
 // trees) are not watched. The number of watches is capped: past the cap the
-// rest of a tree goes unwatched (the engine's poll still covers it), and
+// rest of a tree goes unwatched (the engine's rescan still covers it), and
 // Watcher.Capped says so.
 package watch
 
@@ -170,7 +170,7 @@ func (w *Watcher) addWatch(p string) bool {
 	w.mu.Lock()
 	if w.watches >= w.opts.MaxWatches {
 		if !w.capped {
-			w.opts.Logger.Warn("watch: folder watch cap reached; the rest is covered by polling only", "cap", w.opts.MaxWatches)
+			w.opts.Logger.Warn("watch: folder watch cap reached; the rest is covered by the sync's periodic rescan only", "cap", w.opts.MaxWatches)
 		}
 		w.capped = true
 		w.mu.Unlock()
@@ -188,7 +188,7 @@ func (w *Watcher) addWatch(p string) bool {
 		if errors.Is(err, syscall.ENOSPC) { // the kernel's per-user watch limit
 			w.mu.Lock()
 			if !w.capped {
-				w.opts.Logger.Warn("watch: the system's inotify watch limit is reached (fs.inotify.max_user_watches); the rest is covered by polling only")
+				w.opts.Logger.Warn("watch: the system's inotify watch limit is reached (fs.inotify.max_user_watches); the rest is covered by the sync's periodic rescan only")
 			}
 			w.capped = true
 			w.mu.Unlock()

@@ -32,7 +32,12 @@ func (ha *hostAgent) stepSync(ctx context.Context) error {
 			return nil // never had a sync mount
 		}
 	}
-	m, err := syncmount.NewManager(syncmount.Options{DataDir: dir, Dial: ha.dialSync, Logger: slog.Default().With("service", "sync")})
+	m, err := syncmount.NewManager(syncmount.Options{
+		DataDir: dir, Dial: ha.dialSync, Logger: slog.Default().With("service", "sync"),
+		// Our watchers report changes (syncwatch.go), so the engine does
+		// not poll those sides; its backstop rescan is every 10 s.
+		HostWatched: watchHostFolders, GuestWatched: true,
+	})
 	if err != nil {
 		return err
 	}

@@ -12,10 +12,11 @@ import (
 	"github.com/vmdock/vmdock/mounts/watch"
 )
 
-// The sync engine polls each side every 2 s. Watchers make it look at
-// once: the guest agent watches the copies (inotify) and reports changes
-// over the agent session; on a Linux host the host agent watches the host
-// folders the same way (macOS hosts: the engine's own FSEvents watch).
+// Watchers tell the sync engine when to look: the guest agent watches the
+// copies (inotify) and reports changes over the agent session; on a Linux
+// host the host agent watches the host folders the same way (macOS hosts:
+// the engine's own FSEvents watch). The engine does not poll the sides we
+// watch; a full rescan every 10 s catches what a watcher missed.
 
 // syncFlushWait bounds one change-triggered flush.
 const syncFlushWait = 30 * time.Second
@@ -68,7 +69,7 @@ func (ha *hostAgent) watchSyncs(ctx context.Context, m *syncmount.Manager, syncs
 	f := newFlusher(m.Flush)
 	go ha.followGuestSyncChanges(ctx, f, syncs)
 	if watchHostFolders {
-		ha.watchHostFolders(ctx, f, syncs)
+		ha.watchHostFolders(ctx, m, f, syncs)
 	}
 }
 
@@ -96,15 +97,19 @@ func (ha *hostAgent) followGuestSyncChanges(ctx context.Context, f *flusher, syn
 	}
 }
 
-func (ha *hostAgent) watchHostFolders(ctx context.Context, f *flusher, syncs []mounts.Sync) {
+func (ha *hostAgent) watchHostFolders(ctx context.Context, m *syncmount.Manager, f *flusher, syncs []mounts.Sync) {
 	var trees []watch.Tree
 	for _, sy := range syncs {
 		trees = append(trees, watch.Tree{ID: sy.ID, Dir: sy.HostPath, Exclude: sy.Exclude})
 	}
 	w, err := watch.New(trees, watch.Options{Logger: slog.Default().With("service", "sync-watch")})
 	if err != nil {
-		slog.Warn("sync: cannot watch the host folders; changes are found by polling (2 s)", "err", err)
+		slog.Warn("sync: cannot watch the host folders; changes are found by a full rescan every 2 s", "err", err)
+		m.SetBackstop(syncmount.DefaultPollInterval)
 		return
+	}
+	if w.Capped() {
+		m.SetBackstop(syncmount.DefaultPollInterval) // part of a tree is unwatched
 	}
 	go func() {
 		defer w.Close()
