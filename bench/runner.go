@@ -206,22 +206,24 @@ func (r *runner) helperJSON(ctx context.Context, v any, args ...string) error {
 type target struct {
 	name string
 	dir  string
+	// syncPath is the sync mount's host path; "" for other targets.
+	syncPath string
 }
 
 func (r *runner) targets() []target {
-	ts := []target{{"native (data disk)", r.native}}
+	ts := []target{{name: "native (data disk)", dir: r.native}}
 	for _, s := range r.env.Shares {
 		if !s.Writable {
 			continue
 		}
-		name := s.Type + " share"
+		t := target{name: s.Type + " share", dir: filepath.Join(s.Path, ".vmdock-bench", "scratch")}
 		switch {
 		case s.Type == SyncMount:
-			name = "sync mount"
+			t.name, t.syncPath = "sync mount", s.Path
 		case s.Cache != "":
-			name += " (cache=" + s.Cache + ")"
+			t.name += " (cache=" + s.Cache + ")"
 		}
-		ts = append(ts, target{name, filepath.Join(s.Path, ".vmdock-bench", "scratch")})
+		ts = append(ts, t)
 	}
 	return ts
 }
@@ -243,6 +245,42 @@ func (r *runner) disk(ctx context.Context) error {
 	return nil
 }
 
+// treePhaseNames are the report's names of probe.TreePhases.
+var treePhaseNames = map[string]string{
+	probe.PhaseCreate: "create", probe.PhaseWalk: "stat walk", probe.PhaseRead: "read all", probe.PhaseDelete: "delete",
+}
+
+// MetricCatchUp prefixes the rows of a sync mount's catch-up after a phase.
+const MetricCatchUp = "sync catch-up after "
+
+// phases runs a workload's phases one by one on t. On a sync mount each
+// phase starts once the previous one's changes are synced, as in a
+// developer's day (install, then serve): the container's file work is
+// measured on its own, and the sync's time is a row of its own (done
+// after the phase, with the guest otherwise idle). It returns the
+// seconds per phase, or the error of the phase that failed.
+func (r *runner) phases(ctx context.Context, t target, workload string, phases []string, names map[string]string, args ...string) (times []float64, catchUp []Result, err error) {
+	for _, phase := range phases {
+		var pt probe.PhaseTime
+		if err := r.helperJSON(ctx, &pt, append(append([]string{workload}, args...), "-phase", phase)...); err != nil {
+			return times, catchUp, err
+		}
+		times = append(times, pt.Secs)
+		if t.syncPath == "" {
+			continue
+		}
+		if r.env.SyncFlush == nil {
+			return times, catchUp, fmt.Errorf("no sync flush hook")
+		}
+		start := time.Now()
+		if err := r.env.SyncFlush(ctx, t.syncPath); err != nil {
+			return times, catchUp, fmt.Errorf("sync after %s: %w", phase, err)
+		}
+		catchUp = append(catchUp, Result{Section: "tree", Metric: MetricCatchUp + names[phase], Variant: t.name, Value: time.Since(start).Seconds(), Unit: "s", Better: Info})
+	}
+	return times, catchUp, nil
+}
+
 func (r *runner) tree(ctx context.Context) error {
 	if err := r.needHelper(); err != nil {
 		return err
@@ -251,24 +289,23 @@ func (r *runner) tree(ctx context.Context) error {
 	if r.opt.Quick {
 		n = 2000
 	}
-	var rows [4][]Result
+	rows := make([][]Result, len(probe.TreePhases))
+	var catchUps []Result
 	for _, t := range r.targets() {
 		if _, err := r.sh(ctx, "mkdir -p "+shq(t.dir)); err != nil {
 			return err
 		}
-		var tt probe.TreeTimes
 		dir := filepath.Join(t.dir, "tree")
-		if err := r.helperJSON(ctx, &tt, "tree", "-dir", dir, "-n", strconv.Itoa(n)); err != nil {
+		times, catchUp, err := r.phases(ctx, t, "tree", probe.TreePhases, treePhaseNames, "-dir", dir, "-n", strconv.Itoa(n))
+		if err != nil {
 			r.rep.Skipped = append(r.rep.Skipped, fmt.Sprintf("tree %s: %v", t.name, err))
 			_, _ = r.sh(ctx, "rm -rf "+shq(dir))
 			continue
 		}
-		for i, p := range []struct {
-			phase string
-			secs  float64
-		}{{"create", tt.Create}, {"stat walk", tt.Walk}, {"read all", tt.Read}, {"delete", tt.Delete}} {
-			rows[i] = append(rows[i], Result{Section: "tree", Metric: fmt.Sprintf("%s %d files", p.phase, n), Variant: t.name, Value: p.secs, Unit: "s", Better: Lower})
+		for i, phase := range probe.TreePhases {
+			rows[i] = append(rows[i], Result{Section: "tree", Metric: fmt.Sprintf("%s %d files", treePhaseNames[phase], n), Variant: t.name, Value: times[i], Unit: "s", Better: Lower})
 		}
+		catchUps = append(catchUps, catchUp...)
 	}
 	// Phase-major order keeps native and shares of one phase together.
 	for _, rs := range rows {
@@ -276,7 +313,13 @@ func (r *runner) tree(ctx context.Context) error {
 			r.rep.Add(res)
 		}
 	}
-	return r.install(ctx, n)
+	if err := r.install(ctx, n); err != nil {
+		return err
+	}
+	for _, res := range catchUps {
+		r.rep.Add(res)
+	}
+	return nil
 }
 
 // install is the seeds' workload on each target: unpack a dependency
@@ -294,19 +337,25 @@ func (r *runner) install(ctx context.Context, n int) error {
 	if _, err := r.sh(ctx, fmt.Sprintf("mkdir -p %s && cp %s %s", shq(r.native), shq(hostTar), shq(guestTar))); err != nil {
 		return err
 	}
-	var unpack, read []Result
+	phases := []string{probe.PhaseUnpack, probe.PhaseRead}
+	names := map[string]string{probe.PhaseUnpack: "install: unpack", probe.PhaseRead: "install: read"}
+	var unpack, read, catchUps []Result
 	for _, t := range r.targets() {
-		var it probe.InstallTimes
 		dir := filepath.Join(t.dir, "install")
-		if err := r.helperJSON(ctx, &it, "install", "-tar", guestTar, "-dir", dir); err != nil {
+		times, catchUp, err := r.phases(ctx, t, "install", phases, names, "-tar", guestTar, "-dir", dir)
+		_, _ = r.sh(ctx, "rm -rf "+shq(dir))
+		if t.syncPath != "" && r.env.SyncFlush != nil {
+			_ = r.env.SyncFlush(ctx, t.syncPath) // the next section starts from a settled sync
+		}
+		if err != nil {
 			r.rep.Skipped = append(r.rep.Skipped, fmt.Sprintf("install %s: %v", t.name, err))
-			_, _ = r.sh(ctx, "rm -rf "+shq(dir))
 			continue
 		}
-		unpack = append(unpack, Result{Section: "tree", Metric: fmt.Sprintf("install: unpack %d files", n), Variant: t.name, Value: it.Unpack, Unit: "s", Better: Lower})
-		read = append(read, Result{Section: "tree", Metric: fmt.Sprintf("install: then read all %d", n), Variant: t.name, Value: it.Read, Unit: "s", Better: Lower})
+		unpack = append(unpack, Result{Section: "tree", Metric: fmt.Sprintf("install: unpack %d files", n), Variant: t.name, Value: times[0], Unit: "s", Better: Lower})
+		read = append(read, Result{Section: "tree", Metric: fmt.Sprintf("install: then read all %d", n), Variant: t.name, Value: times[1], Unit: "s", Better: Lower})
+		catchUps = append(catchUps, catchUp...)
 	}
-	for _, res := range append(unpack, read...) {
+	for _, res := range append(append(unpack, read...), catchUps...) {
 		r.rep.Add(res)
 	}
 	return nil

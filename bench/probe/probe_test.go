@@ -192,3 +192,29 @@ func TestCommitsCleansUpAndRefusesBadInput(t *testing.T) {
 		t.Error("Commits in a missing folder did not fail")
 	}
 }
+
+func TestTreePhasesOneByOne(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tree")
+	for _, phase := range TreePhases {
+		if _, err := TreePhase(dir, 30, 2, phase); err != nil {
+			t.Fatalf("%s: %v", phase, err)
+		}
+		if phase == PhaseCreate {
+			// A file changed between phases (as a broken sync would) fails the read.
+			if err := os.WriteFile(treeFile(dir, 3, 3), []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := TreePhase(dir, 30, 2, PhaseRead); err == nil || !strings.Contains(err.Error(), "has 1 bytes") {
+				t.Errorf("read of a changed tree: %v", err)
+			}
+			for _, redo := range []string{PhaseDelete, PhaseCreate} {
+				if _, err := TreePhase(dir, 30, 2, redo); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	if _, err := TreePhase(dir, 30, 2, "bogus"); err == nil || !strings.Contains(err.Error(), "accepted: create, walk, read, delete") {
+		t.Errorf("bad phase: %v", err)
+	}
+}

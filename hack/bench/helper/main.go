@@ -3,7 +3,7 @@
 // (the share has the same path there). Every subcommand prints one JSON
 // object on stdout.
 //
-//	tree   -dir D -n N [-seed S]                 small-file phases
+//	tree   -dir D -n N [-seed S] [-phase P]      small-file phases (one phase: {"secs": s})
 //	serve  -addr A [-max D]                      TCP echo until stdin closes
 //	echo   -addr A -conns C -rounds R -size B    connect+echo latencies (µs)
 //	stream -addr A -bytes N                      echo throughput (seconds)
@@ -11,7 +11,7 @@
 //	portscan -conns C -n N                       CPU per port listing, /proc/net vs sock_diag
 //	commits -dir D -n N                          N log+commit transactions, 2 fdatasync each (seconds)
 //	files                                        await/write requests on stdin, "ok" per line (see probe.ServeFiles)
-//	install -tar T -dir D                         unpack tarball T into D, read every file (seconds)
+//	install -tar T -dir D [-phase P]              unpack tarball T into D, read every file (seconds)
 package main
 
 import (
@@ -51,6 +51,7 @@ func run(args []string) error {
 	nbytes := fs.Int64("bytes", 64<<20, "stream bytes")
 	sock := fs.String("sock", "/var/run/docker.sock", "unix socket")
 	path := fs.String("path", "/_ping", "HTTP path")
+	phase := fs.String("phase", "", "tree, install: run only this phase")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -59,6 +60,13 @@ func run(args []string) error {
 	out := json.NewEncoder(os.Stdout)
 	switch args[0] {
 	case "tree":
+		if *phase != "" {
+			secs, err := probe.TreePhase(*dir, *n, *seed, *phase)
+			if err != nil {
+				return err
+			}
+			return out.Encode(probe.PhaseTime{Secs: secs})
+		}
 		t, err := probe.Tree(*dir, *n, *seed)
 		if err != nil {
 			return err
@@ -101,6 +109,13 @@ func run(args []string) error {
 		}
 		return out.Encode(map[string][]int64{"us": micros(lat)})
 	case "install":
+		if *phase != "" {
+			secs, err := probe.InstallPhase(*tarball, *dir, *phase)
+			if err != nil {
+				return err
+			}
+			return out.Encode(probe.PhaseTime{Secs: secs})
+		}
 		t, err := probe.Install(*tarball, *dir)
 		if err != nil {
 			return err
