@@ -32,6 +32,9 @@ type Share struct {
 	Type     string // 9p | virtiofs | SyncMount
 	Cache    string // the share's cache mode when not the type's default
 	Writable bool
+	// Exclude are the share's excluded subfolders (on the guest's disk);
+	// the first is a target of its own, "<type> share + exclude".
+	Exclude []string
 }
 
 // SyncMount is the Share type of a sync mount (a synced copy on the
@@ -224,6 +227,9 @@ func (r *runner) targets() []target {
 			t.name += " (cache=" + s.Cache + ")"
 		}
 		ts = append(ts, t)
+		if s.Type != SyncMount && len(s.Exclude) > 0 {
+			ts = append(ts, target{name: s.Type + " share + exclude", dir: filepath.Join(s.Path, s.Exclude[0], ".vmdock-bench", "scratch")})
+		}
 	}
 	return ts
 }

@@ -76,3 +76,24 @@ func TestPhasesSettleOnlySyncMounts(t *testing.T) {
 		}
 	}
 }
+
+func TestTargetsIncludeExcludedFolderAndSyncMount(t *testing.T) {
+	r := &runner{native: "/n", env: Env{Shares: []Share{
+		{Path: "/h/vfs", Type: "virtiofs", Writable: true, Exclude: []string{"vendor", "node_modules"}},
+		{Path: "/h/ro", Type: "9p"},
+		{Path: "/h/app", Type: SyncMount, Writable: true, Exclude: []string{"vendor"}},
+	}}}
+	var got []string
+	for _, tg := range r.targets() {
+		got = append(got, tg.name+"="+tg.dir+"|"+tg.syncPath)
+	}
+	want := []string{
+		"native (data disk)=/n|",
+		"virtiofs share=/h/vfs/.vmdock-bench/scratch|",
+		"virtiofs share + exclude=/h/vfs/vendor/.vmdock-bench/scratch|",
+		"sync mount=/h/app/.vmdock-bench/scratch|/h/app",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("targets:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -172,7 +172,7 @@ func benchShares(cfg config.Config) []bench.Share {
 	var out []bench.Share
 	for _, sh := range mounts.Shares(cfg.Mounts, cfg.MountType) {
 		if sh.GuestPath == sh.HostPath {
-			out = append(out, bench.Share{Path: sh.HostPath, Type: sh.Type, Cache: sh.Cache, Writable: !sh.ReadOnly})
+			out = append(out, bench.Share{Path: sh.HostPath, Type: sh.Type, Cache: sh.Cache, Writable: !sh.ReadOnly, Exclude: sh.Exclude})
 		}
 	}
 	// Sync mounts last: the helper goes into the first writable share, and
