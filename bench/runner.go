@@ -49,7 +49,10 @@ type Env struct {
 	Boot         Boot   // the host agent's report of the latest boot
 	// SyncFlush syncs the sync mount holding path now and waits (nil
 	// without sync mounts).
-	SyncFlush    func(ctx context.Context, path string) error
+	SyncFlush func(ctx context.Context, path string) error
+	// SyncSettle flushes the sync mount at path and waits until its engine
+	// is quiet (see Settle); nil without sync mounts.
+	SyncSettle   func(ctx context.Context, path string) error
 	HostAgentPID int
 	VMPID        int    // qemu; 0 when the VM runs in-process (vz)
 	HostAccessIP string // guest address that reaches the host's loopback
@@ -275,11 +278,11 @@ func (r *runner) phases(ctx context.Context, t target, workload string, phases [
 		if t.syncPath == "" {
 			continue
 		}
-		if r.env.SyncFlush == nil {
-			return times, catchUp, fmt.Errorf("no sync flush hook")
+		if r.env.SyncSettle == nil {
+			return times, catchUp, fmt.Errorf("no sync settle hook")
 		}
 		start := time.Now()
-		if err := r.env.SyncFlush(ctx, t.syncPath); err != nil {
+		if err := r.env.SyncSettle(ctx, t.syncPath); err != nil {
 			return times, catchUp, fmt.Errorf("sync after %s: %w", phase, err)
 		}
 		catchUp = append(catchUp, Result{Section: "tree", Metric: MetricCatchUp + names[phase], Variant: t.name, Value: time.Since(start).Seconds(), Unit: "s", Better: Info})
@@ -350,8 +353,8 @@ func (r *runner) install(ctx context.Context, n int) error {
 		dir := filepath.Join(t.dir, "install")
 		times, catchUp, err := r.phases(ctx, t, "install", phases, names, "-tar", guestTar, "-dir", dir)
 		_, _ = r.sh(ctx, "rm -rf "+shq(dir))
-		if t.syncPath != "" && r.env.SyncFlush != nil {
-			_ = r.env.SyncFlush(ctx, t.syncPath) // the next section starts from a settled sync
+		if t.syncPath != "" && r.env.SyncSettle != nil {
+			_ = r.env.SyncSettle(ctx, t.syncPath) // the next section starts from a settled sync
 		}
 		if err != nil {
 			r.rep.Skipped = append(r.rep.Skipped, fmt.Sprintf("install %s: %v", t.name, err))

@@ -41,7 +41,7 @@ func TestPhasesSettleOnlySyncMounts(t *testing.T) {
 	flushed := 0
 	r := &runner{helper: "/helper", rep: &Report{}, env: Env{
 		Exec: h.exec,
-		SyncFlush: func(_ context.Context, path string) error {
+		SyncSettle: func(_ context.Context, path string) error {
 			if path != "/host/app" {
 				t.Errorf("flush of %q, want the sync mount's host path", path)
 			}

@@ -134,6 +134,12 @@ func benchEnv(cmd *cobra.Command, inst *store.Instance, cfg config.Config) (benc
 	if len(mounts.Syncs(cfg.Mounts)) > 0 {
 		c := control.NewClient(inst.ControlSocketPath())
 		env.SyncFlush = c.SyncFlush
+		env.SyncSettle = func(ctx context.Context, path string) error {
+			return bench.Settle(ctx,
+				func(ctx context.Context) error { return c.SyncFlush(ctx, path) },
+				func(ctx context.Context) (bench.SyncState, error) { return syncState(ctx, c, path) },
+				bench.SettleQuiet)
+		}
 	}
 	m := bench.HostMachine()
 	m.Driver, m.GuestCPUs, m.GuestMemGiB, m.DiskSync = cfg.VMType, cfg.CPUs, cfg.MemoryGiB, cfg.DiskSync
@@ -152,6 +158,20 @@ func benchEnv(cmd *cobra.Command, inst *store.Instance, cfg config.Config) (benc
 		m.GuestKernel = st.Boot.GuestKernel
 	}
 	return env, m, nil
+}
+
+// syncState is the engine's state of the sync mount at hostPath.
+func syncState(ctx context.Context, c *control.Client, hostPath string) (bench.SyncState, error) {
+	st, err := c.Status(ctx)
+	if err != nil {
+		return bench.SyncState{}, err
+	}
+	for _, s := range st.Syncs {
+		if s.HostPath == hostPath {
+			return bench.SyncState{State: s.State, LastSync: s.LastSync}, nil
+		}
+	}
+	return bench.SyncState{}, fmt.Errorf("no sync mount at %s", hostPath)
 }
 
 // benchBoot is the host agent's boot report as the bench reads it.
