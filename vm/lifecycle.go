@@ -337,6 +337,7 @@ func Delete(ctx context.Context, inst *store.Instance, opts DeleteOptions) error
 	keep := map[string]bool{}
 	if !opts.Data {
 		keep["data.raw"] = true
+		keep[filepath.Base(inst.DataRuntimePath())] = true
 		keep["lock"] = true
 	}
 	var errs []error

@@ -131,7 +131,7 @@ func TestStartRejectsBadInput(t *testing.T) {
 		{name: "vz on linux", args: []string{"--vm-type", "vz"}, want: []string{`vmType: "vz"`, "macOS 13"}},
 		{name: "rosetta on this host", args: []string{"--vz-rosetta"}, want: []string{"vzRosetta"}},
 		{name: "mount type", args: []string{"--mount-type", "nfs"}, want: []string{`mountType: "nfs"`}},
-		{name: "runtime containerd", args: []string{"--runtime", "containerd"}, want: []string{`runtime: "containerd"`, "accepted: docker"}},
+		{name: "runtime podman", args: []string{"--runtime", "podman"}, want: []string{`runtime: "podman"`, "accepted: docker, containerd"}},
 		{name: "disk-sync", args: []string{"--disk-sync", "sometimes"}, want: []string{`diskSync: "sometimes"`}},
 		{name: "network-mode", args: []string{"--network-mode", "bridged"}, want: []string{`network.mode: "bridged"`}},
 		{name: "port-bind", args: []string{"--port-bind", "localhost"}, want: []string{`network.portBind: "localhost"`}},
@@ -466,5 +466,40 @@ func TestBenchRawBootNeedsAnEarlierBoot(t *testing.T) {
 	}
 	if _, err := run("bench", "--raw-boot"); err == nil || !strings.Contains(err.Error(), "spec.json") {
 		t.Fatalf("bench --raw-boot with a bad spec.json: %v", err)
+	}
+}
+
+// The data disk holds one runtime's images and containers; it outlives a
+// plain delete, and so does the runtime it was made for.
+func TestRuntimeStaysWithTheDataDisk(t *testing.T) {
+	home, _ := env(t)
+	installFake(t)
+	deleteVM = vm.Delete
+	if _, err := run("start"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "default", "data.raw"), []byte("docker images"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run("delete"); err != nil {
+		t.Fatal(err)
+	}
+	before := treeHash(t, home)
+	_, err := run("start", "--runtime", "containerd")
+	if err == nil || !strings.Contains(err.Error(), `runtime: "containerd": the data disk holds docker's images`) || !strings.Contains(err.Error(), "delete --data") {
+		t.Fatalf("start --runtime containerd over a docker data disk: %v", err)
+	}
+	if after := treeHash(t, home); after != before {
+		t.Error("the refused start changed the vmdock home")
+	}
+	if _, err := run("delete", "--data"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run("start", "--runtime", "containerd"); err != nil {
+		t.Fatalf("start --runtime containerd on a fresh data disk: %v", err)
+	}
+	b, err := os.ReadFile(filepath.Join(home, "default", "data.runtime"))
+	if err != nil || strings.TrimSpace(string(b)) != "containerd" {
+		t.Errorf("data.runtime = %q, %v", b, err)
 	}
 }

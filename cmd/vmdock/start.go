@@ -66,7 +66,7 @@ func newStartCmd(g *globals) *cobra.Command {
 	fs.StringArrayVarP(&f.mounts, "mount", "V", nil, "share a host folder: path[:guestpath][:ro|rw] (repeatable; default: your home folder, writable)")
 	fs.BoolVar(&f.rosetta, "vz-rosetta", d.VZRosetta, "run amd64 binaries with Rosetta (vz on Apple silicon)")
 	fs.BoolVar(&f.binfmt, "binfmt", d.Binfmt, "run foreign-arch containers through qemu-user")
-	fs.StringVar(&f.runtime, "runtime", d.Runtime, "container runtime: docker")
+	fs.StringVar(&f.runtime, "runtime", d.Runtime, "container runtime: docker, or containerd (with `vmdock nerdctl`)")
 	fs.StringVar(&f.diskSync, "disk-sync", d.DiskSync, "how guest flushes reach the host disk: full, fsync or none")
 	fs.BoolVar(&f.loopbackAlias, "loopback-alias", d.Network.LoopbackAlias, "add --loopback-alias-ip to the host's loopback (uses sudo)")
 	fs.StringVar(&f.loopbackAliasIP, "loopback-alias-ip", d.Network.LoopbackAliasIP, "address for --loopback-alias")
@@ -111,6 +111,9 @@ func runStart(ctx context.Context, g *globals, fs *pflag.FlagSet, f *startFlags,
 	if err := cfg.Save(inst.ConfigPath()); err != nil {
 		return err
 	}
+	if err := inst.RecordDataRuntime(cfg.Runtime); err != nil {
+		return err
+	}
 	printWarnings(errOut, cfg.Warnings())
 	if f.foreground {
 		lock.Unlock() // the host agent must stay stoppable by `vmdock stop`
@@ -141,6 +144,11 @@ func plannedConfig(inst *store.Instance, h config.Host, fs *pflag.FlagSet, f *st
 	errs = append(errs, cfg.ValidateOn(h))
 	if old != nil {
 		errs = append(errs, config.CheckChange(*old, cfg))
+	}
+	// The data disk outlives a config edit or a `delete` without --data,
+	// and holds one runtime's images and containers.
+	if rt, ok := inst.DataRuntime(); ok && rt != cfg.Runtime && (old == nil || old.Runtime == cfg.Runtime) {
+		errs = append(errs, fmt.Errorf("runtime: %q: the data disk holds %s's images and containers; accepted: %q (or `vmdock delete --data -p %s` and start again)", cfg.Runtime, rt, rt, inst.Name))
 	}
 	return cfg, old, errors.Join(errs...)
 }

@@ -12,7 +12,7 @@ type Config struct {
 	CPUs        int               `yaml:"cpus" json:"cpus"`               // 1..host cores
 	MemoryGiB   float64           `yaml:"memory" json:"memory"`           // GiB
 	DiskGiB     int               `yaml:"disk" json:"disk"`               // GiB, grow only
-	Runtime     string            `yaml:"runtime" json:"runtime"`         // docker
+	Runtime     string            `yaml:"runtime" json:"runtime"`         // docker | containerd
 	MountType   string            `yaml:"mountType" json:"mountType"`     // virtiofs | 9p
 	Mounts      []Mount           `yaml:"mounts" json:"mounts"`           // default: home folder, writable
 	VZRosetta   bool              `yaml:"vzRosetta" json:"vzRosetta"`     // vz on arm64 only

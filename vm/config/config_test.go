@@ -58,7 +58,7 @@ func TestValidateOn(t *testing.T) {
 		{name: "port ignore", host: linuxHost, edit: func(c *Config) { c.PortForward.Ignore = []string{"22", "70000"} }, want: []string{`"70000"`}},
 		{name: "host access ip", host: linuxHost, edit: func(c *Config) { c.Network.HostAccessIP = "::1" }, want: []string{"network.hostAccessIP"}},
 		{name: "every problem at once", host: linuxHost, edit: func(c *Config) {
-			c.CPUs, c.DiskGiB, c.Runtime, c.DiskSync = 0, 1, "containerd", "sometimes"
+			c.CPUs, c.DiskGiB, c.Runtime, c.DiskSync = 0, 1, "podman", "sometimes"
 		}, want: []string{"cpus", "disk", "runtime", "diskSync"}, nLines: 4},
 	}
 	for _, tt := range tests {

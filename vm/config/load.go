@@ -14,12 +14,19 @@ import (
 	"github.com/vmdock/vmdock/vm/driver"
 )
 
+// Container runtimes: dockerd with a docker context, or containerd with
+// nerdctl (`vmdock nerdctl`) and its socket tunnelled to the host.
+const (
+	RuntimeDocker     = "docker"
+	RuntimeContainerd = "containerd"
+)
+
 // Defaults that are not host-dependent.
 const (
 	DefaultCPUs            = 2
 	DefaultMemoryGiB       = 2
 	DefaultDiskGiB         = 60
-	DefaultRuntime         = "docker"
+	DefaultRuntime         = RuntimeDocker
 	DefaultPortBind        = "127.0.0.1"
 	DefaultLoopbackAliasIP = "10.254.254.254"
 	DefaultHostAccessIP    = "10.254.254.254"

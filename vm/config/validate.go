@@ -61,8 +61,8 @@ func (c Config) ValidateOn(h Host) error {
 	if c.DiskGiB < MinDiskGiB || c.DiskGiB > MaxDiskGiB {
 		bad("disk", c.DiskGiB, "%d to %d GiB", MinDiskGiB, MaxDiskGiB)
 	}
-	if c.Runtime != "docker" {
-		bad("runtime", c.Runtime, "docker")
+	if c.Runtime != RuntimeDocker && c.Runtime != RuntimeContainerd {
+		bad("runtime", c.Runtime, "%s, %s", RuntimeDocker, RuntimeContainerd)
 	}
 	switch c.MountType {
 	case driver.MountVirtiofs:

@@ -1,9 +1,12 @@
 package store
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/vmdock/vmdock/atomicfile"
 	"github.com/vmdock/vmdock/images"
 	"github.com/vmdock/vmdock/network/dockerctx"
 	"github.com/vmdock/vmdock/vm/driver"
@@ -35,6 +38,11 @@ func (i *Instance) AgentSocketPath() string   { return i.path("agent.sock") }
 func (i *Instance) ControlSocketPath() string { return i.path("ha.sock") }
 func (i *Instance) PIDPath() string           { return i.path("ha.pid") }
 func (i *Instance) DockerSocketPath() string  { return i.path("docker.sock") }
+
+// ContainerdSocketPath is the containerd runtime's socket on the host,
+// tunnelled to the guest's containerd.
+func (i *Instance) ContainerdSocketPath() string { return i.path("containerd.sock") }
+
 func (i *Instance) SerialLogPath() string     { return i.path("serial.log") }
 func (i *Instance) HostAgentLogPath() string  { return i.path("hostagent.log") }
 func (i *Instance) GuestAgentLogPath() string { return i.path("guestagent.log") }
@@ -60,6 +68,37 @@ func (i *Instance) DockerContext() dockerctx.Profile {
 // ran, for debugging and for the bench's raw-boot baseline.
 func (i *Instance) SpecPath() string { return i.path("spec.json") }
 
+// DataRuntimePath names the container runtime whose state the data disk
+// holds; it stays with the data disk (see DataRuntime).
+func (i *Instance) DataRuntimePath() string { return i.path("data.runtime") }
+
+// DataRuntime is the runtime the data disk was made for: what
+// RecordDataRuntime wrote, else "docker" when a data disk exists (made
+// before the record was kept, when docker was the only runtime). ok is
+// false when there is no data disk yet.
+func (i *Instance) DataRuntime() (runtime string, ok bool) {
+	if b, err := os.ReadFile(i.DataRuntimePath()); err == nil {
+		if rt := strings.TrimSpace(string(b)); rt != "" {
+			return rt, true
+		}
+	}
+	if _, err := os.Stat(i.DataDiskPath()); err == nil {
+		return "docker", true
+	}
+	return "", false
+}
+
+// RecordDataRuntime notes runtime for the data disk unless a record exists.
+func (i *Instance) RecordDataRuntime(runtime string) error {
+	if _, ok := i.DataRuntime(); ok {
+		return nil
+	}
+	if err := atomicfile.WriteFile(i.DataRuntimePath(), []byte(runtime+"\n"), 0o600); err != nil {
+		return fmt.Errorf("record the data disk's runtime: %w", err)
+	}
+	return nil
+}
+
 // BrokenPath records why the last host agent ended abnormally (the VM died
 // under it); `status` reports it until the next start.
 func (i *Instance) BrokenPath() string { return i.path("broken") }
@@ -72,8 +111,8 @@ var instanceFiles = func() map[string]bool {
 	for _, p := range []string{
 		i.ConfigPath(), i.LockPath(), i.DiskPath(), i.DataDiskPath(), i.BootDiskPath(),
 		i.AgentSocketPath(), i.ControlSocketPath(), i.PIDPath(), i.DockerSocketPath(),
-		i.SerialLogPath(), i.HostAgentLogPath(), i.GuestAgentLogPath(), i.StatePath(),
-		i.SpecPath(), i.BrokenPath(),
+		i.ContainerdSocketPath(), i.SerialLogPath(), i.HostAgentLogPath(), i.GuestAgentLogPath(), i.StatePath(),
+		i.SpecPath(), i.BrokenPath(), i.DataRuntimePath(),
 		driver.QMPSocketFile, driver.QEMUPIDFile, driver.QEMULogFile, driver.EFIVarsFile,
 	} {
 		m[filepath.Base(p)] = true
