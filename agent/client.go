@@ -203,6 +203,14 @@ func (c *Client) StartDocker(ctx context.Context) error {
 	return err
 }
 
+// StartContainerd starts containerd (and BuildKit) and returns once
+// containerd answers; the port watch then also reports nerdctl's published
+// ports.
+func (c *Client) StartContainerd(ctx context.Context) error {
+	_, err := c.call(ctx, Request{Op: OpContainerd})
+	return err
+}
+
 // SetTime sets the guest clock, e.g. after a host sleep or a restore.
 func (c *Client) SetTime(ctx context.Context, t time.Time) error {
 	_, err := c.call(ctx, Request{Op: OpSetTime, Time: t.UnixNano()})

@@ -21,6 +21,9 @@ const (
 	// GuestDockerSocket is where dockerd listens in the guest; the host's
 	// docker socket is tunnelled to it.
 	GuestDockerSocket = "/var/run/docker.sock"
+	// GuestContainerdSocket is containerd's socket in the guest, tunnelled
+	// to the host's containerd.sock under the containerd runtime.
+	GuestContainerdSocket = "/run/containerd/containerd.sock"
 )
 
 // Ops a stream can ask for. Host-to-guest unless noted.
@@ -29,6 +32,7 @@ const (
 	OpSetup      = "setup"       // Setup -> system prepared (hostname, dns, time, disks)
 	OpMount      = "mount"       // MountRequest
 	OpDocker     = "docker"      // start dockerd, wait until the socket answers
+	OpContainerd = "containerd"  // start containerd (+ BuildKit), wait until it answers
 	OpDial       = "dial"        // then raw bytes to Network/Address in the guest
 	OpExec       = "exec"        // ExecRequest, then pty/stdio bytes, then ExecExit
 	OpWatchPorts = "watch-ports" // NDJSON PortEvent stream

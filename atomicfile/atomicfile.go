@@ -22,6 +22,19 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 	})
 }
 
+// ReplaceFile is WriteFile for a path that may be a symlink to replace:
+// the link itself gives way to a regular file, its target is untouched.
+func ReplaceFile(path string, data []byte, perm os.FileMode) error {
+	err := replace(path, perm, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
 // Write replaces path with what fill writes: into a temp file in the same
 // folder (so the rename cannot cross file systems), fsynced, renamed over
 // path, then the folder fsynced so the rename itself survives a crash. On

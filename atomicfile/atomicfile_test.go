@@ -220,3 +220,28 @@ func TestCommit(t *testing.T) {
 		t.Errorf("blobs holds %v, want only sha256-abc", names)
 	}
 }
+
+func TestReplaceFileReplacesALink(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "target")
+	link := filepath.Join(dir, "link")
+	if err := os.WriteFile(target, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("target", link); err != nil {
+		t.Fatal(err)
+	}
+	if err := ReplaceFile(link, []byte("new"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Lstat(link)
+	if err != nil || !fi.Mode().IsRegular() {
+		t.Fatalf("link after ReplaceFile: %v %v", fi, err)
+	}
+	if b, _ := os.ReadFile(link); string(b) != "new" {
+		t.Errorf("link holds %q", b)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "old" {
+		t.Errorf("target changed to %q", b)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -427,7 +428,9 @@ func (s *Server) startDNS(ip string, given []string) error {
 func (s *Server) startDNSOn(listen, ip string, given []string) error {
 	s.dnsMu.Lock()
 	defer s.dnsMu.Unlock()
-	ups := s.dnsUpstreams(given)
+	// The containerd runtime points the guest's resolv.conf at this server;
+	// asking itself would loop.
+	ups := slices.DeleteFunc(s.dnsUpstreams(given), func(u string) bool { return u == ip })
 	if r := s.dns; r != nil {
 		if r.listen == listen && r.ip == ip {
 			return r.srv.setUpstreams(ups)

@@ -40,12 +40,14 @@ func (s *Server) portLister() func() ([]portlist.Port, error) {
 	}
 }
 
-// scanPorts lists the forwardable sockets minus the agent's own.
+// scanPorts lists the forwardable sockets minus the agent's own, and under
+// the containerd runtime the ports published by DNAT rules.
 func (s *Server) scanPorts(list func() ([]portlist.Port, error)) (map[portKey]bool, error) {
 	ports, err := list()
 	if err != nil {
 		return nil, err
 	}
+	ports = append(ports, s.dnatPorts()...)
 	set := map[portKey]bool{}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -55,6 +57,31 @@ func (s *Server) scanPorts(list func() ([]portlist.Port, error)) (map[portKey]bo
 		}
 	}
 	return set, nil
+}
+
+// dnatPorts are the ports CNI's portmap publishes (nerdctl run -p), read
+// from the nat table; none unless the containerd runtime runs.
+func (s *Server) dnatPorts() []portlist.Port {
+	s.mu.Lock()
+	on := s.publishDNAT
+	s.mu.Unlock()
+	if !on {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	out, err := s.OS.Run(ctx, "iptables-save", "-t", "nat")
+	if err != nil {
+		s.mu.Lock()
+		first := !s.dnatFailed
+		s.dnatFailed = true
+		s.mu.Unlock()
+		if first {
+			s.log().Warn("cannot read the nat table; nerdctl's published ports are not forwarded", "err", err)
+		}
+		return nil
+	}
+	return portlist.DNAT(string(out))
 }
 
 // addOwnPort hides the agent's own listener from the port watch: forwarding

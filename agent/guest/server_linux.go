@@ -51,6 +51,10 @@ type Server struct {
 	ownPorts     map[portKey]bool
 	hostAccess   net.Listener
 	hostAccessIP string
+	// publishDNAT: the containerd runtime runs, so published ports are
+	// portmap's DNAT rules as well as listening sockets.
+	publishDNAT bool
+	dnatFailed  bool // logged once
 
 	dnsMu sync.Mutex // guards dns; separate so DNS restarts never wait on sessions
 	dns   *dnsRunner
@@ -214,6 +218,10 @@ func (s *Server) handle(ctx context.Context, st net.Conn) {
 	case agent.OpDocker:
 		dctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 		err = s.startDocker(dctx)
+		cancel()
+	case agent.OpContainerd:
+		dctx, cancel := context.WithTimeout(ctx, containerdTimeout)
+		err = s.startContainerd(dctx)
 		cancel()
 	case agent.OpTouch:
 		err = s.touch(req.Touch)

@@ -26,6 +26,8 @@ type fakeOS struct {
 	clock   time.Time
 	// failFirst makes the next n commands with this prefix fail.
 	failFirst map[string]int
+	// outputs are the stdout of commands with this prefix.
+	outputs map[string]string
 }
 
 type exitErr int
@@ -47,6 +49,11 @@ func (f *fakeOS) Run(_ context.Context, name string, args ...string) ([]byte, er
 	for p, err := range f.results {
 		if strings.HasPrefix(c, p) {
 			return nil, err
+		}
+	}
+	for p, out := range f.outputs {
+		if strings.HasPrefix(c, p) {
+			return []byte(out), nil
 		}
 	}
 	return nil, nil

@@ -1,0 +1,110 @@
+package guest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/atomicfile"
+)
+
+const (
+	nerdctlTOML       = "/etc/nerdctl/nerdctl.toml"
+	resolvConf        = "/etc/resolv.conf"
+	buildkitUnit      = "/usr/lib/systemd/system/buildkit.service"
+	containerdTimeout = 2 * time.Minute
+)
+
+// startContainerd is the containerd runtime's counterpart of startDocker:
+// containerd with its state on the data disk (the same bind mount dockerd's
+// containerd uses), nerdctl's view of the host, BuildKit when the image
+// carries it, and the port watch reading portmap's DNAT rules, since
+// `nerdctl run -p` publishes a port without a listening socket.
+func (s *Server) startContainerd(ctx context.Context) error {
+	s.mu.Lock()
+	ip := s.hostAccessIP
+	s.mu.Unlock()
+	if err := s.writeNerdctlHostGateway(ip); err != nil {
+		return err
+	}
+	// nerdctl copies the guest's resolv.conf into containers (resolved's
+	// upstream list when the stub is in use), so containers find
+	// host.docker.internal only if the guest itself asks the agent's DNS.
+	if d := s.dnsIP(); d != "" {
+		if err := s.pointResolvConf(d); err != nil {
+			return err
+		}
+	}
+	if _, err := s.releaseReserveIfFull(); err != nil {
+		s.Log.Warn("data disk reserve", "err", err)
+	}
+	if _, err := s.OS.Run(ctx, "systemctl", "start", "containerd"); err != nil {
+		return fmt.Errorf("start containerd: %w", err)
+	}
+	s.mu.Lock()
+	s.publishDNAT = true
+	s.mu.Unlock()
+	var last error
+	for {
+		if _, last = s.OS.Run(ctx, "ctr", "--address", agent.GuestContainerdSocket, "version"); last == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("containerd did not answer on %s: %w", agent.GuestContainerdSocket, last)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	if _, err := os.Stat(s.path(buildkitUnit)); err == nil {
+		// Not waited for: only `nerdctl build` needs it, and a failure
+		// there says so itself.
+		if _, err := s.OS.Run(ctx, "systemctl", "start", "--no-block", "buildkit"); err != nil {
+			s.Log.Warn("buildkit did not start; nerdctl build will fail", "err", err)
+		}
+	}
+	return nil
+}
+
+var hostGatewayLine = regexp.MustCompile(`(?m)^host_gateway_ip\s*=.*\n?`)
+
+// writeNerdctlHostGateway sets nerdctl's host_gateway_ip, so `--add-host
+// name:host-gateway` reaches the host as it does with docker; the rest of
+// the image's nerdctl.toml stays.
+func (s *Server) writeNerdctlHostGateway(ip string) error {
+	p := s.path(nerdctlTOML)
+	b, err := os.ReadFile(p)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("read %s: %w", nerdctlTOML, err)
+	}
+	toml := hostGatewayLine.ReplaceAllString(string(b), "")
+	if ip != "" {
+		// Top-level keys must come before any [table].
+		toml = "host_gateway_ip = " + strconv.Quote(ip) + "\n" + toml
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("write %s: %w", nerdctlTOML, err)
+	}
+	return writeFileAtomic(p, []byte(toml), 0o644)
+}
+
+// pointResolvConf makes the guest resolve through the agent's DNS server
+// at ip, replacing the link to systemd-resolved's stub: nerdctl skips the
+// stub (a loopback address is useless in a container) and would hand
+// containers resolved's upstreams, which do not know host.docker.internal.
+func (s *Server) pointResolvConf(ip string) error {
+	var b strings.Builder
+	b.WriteString("# Written by the vmdock agent (containerd runtime): its DNS server answers\n")
+	b.WriteString("# host.docker.internal and forwards the rest to the guest's resolvers.\n")
+	b.WriteString("nameserver " + ip + "\n")
+	b.WriteString("options edns0\n")
+	// The link itself goes: writing through it would land in /run, which
+	// resolved rewrites.
+	return atomicfile.ReplaceFile(s.path(resolvConf), []byte(b.String()), 0o644)
+}

@@ -1,0 +1,101 @@
+package guest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestStartContainerd(t *testing.T) {
+	s, fos := newTestServer(t)
+	s.hostAccessIP = "10.254.254.254"
+	must(t, s.startDNSOn("127.0.0.1:0", "10.254.254.254", []string{"192.0.2.53"}))
+	t.Cleanup(s.stopDNS)
+	toml := filepath.Join(s.Root, nerdctlTOML)
+	must(t, os.MkdirAll(filepath.Dir(toml), 0o755))
+	must(t, os.WriteFile(toml, []byte("host_gateway_ip = \"1.2.3.4\"\naddress = \"/run/containerd/containerd.sock\"\n[x]\ny = 1\n"), 0o644))
+	must(t, os.MkdirAll(filepath.Join(s.Root, filepath.Dir(buildkitUnit)), 0o755))
+	must(t, os.WriteFile(filepath.Join(s.Root, buildkitUnit), nil, 0o644))
+	// The stub link nerdctl would skip.
+	must(t, os.Symlink("../run/systemd/resolve/stub-resolv.conf", filepath.Join(s.Root, resolvConf)))
+	fos.failFirst = map[string]int{"ctr ": 2} // containerd needs a moment
+	if err := s.startContainerd(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"systemctl start containerd",
+		"ctr --address /run/containerd/containerd.sock version",
+		"ctr --address /run/containerd/containerd.sock version",
+		"ctr --address /run/containerd/containerd.sock version",
+		"systemctl start --no-block buildkit",
+	}
+	if got := slices.DeleteFunc(slices.Clone(fos.cmds), func(c string) bool { return strings.HasPrefix(c, "iptables") }); !slices.Equal(got, want) {
+		t.Errorf("commands:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	b, err := os.ReadFile(toml)
+	must(t, err)
+	if got := string(b); got != "host_gateway_ip = \"10.254.254.254\"\naddress = \"/run/containerd/containerd.sock\"\n[x]\ny = 1\n" {
+		t.Errorf("nerdctl.toml:\n%s", got)
+	}
+	fi, err := os.Lstat(filepath.Join(s.Root, resolvConf))
+	must(t, err)
+	b, _ = os.ReadFile(filepath.Join(s.Root, resolvConf))
+	if fi.Mode()&os.ModeSymlink != 0 || !strings.Contains(string(b), "\nnameserver 10.254.254.254\n") {
+		t.Errorf("resolv.conf (%v):\n%s", fi.Mode(), b)
+	}
+	if !s.publishDNAT {
+		t.Error("the port watch does not read DNAT rules")
+	}
+}
+
+func TestStartContainerdGivesUp(t *testing.T) {
+	s, fos := newTestServer(t)
+	fos.results = map[string]error{"ctr ": exitErr(1)}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	err := s.startContainerd(ctx)
+	if err == nil || !strings.Contains(err.Error(), "containerd did not answer on /run/containerd/containerd.sock") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(s.Root, resolvConf)); err == nil {
+		t.Error("resolv.conf written without a DNS server")
+	}
+}
+
+func TestPortWatchAddsDNATPorts(t *testing.T) {
+	s, fos := newTestServer(t)
+	dir := t.TempDir()
+	for _, f := range []string{"tcp", "tcp6", "udp", "udp6"} {
+		must(t, os.WriteFile(filepath.Join(dir, f), []byte("  sl  local_address rem_address   st\n"), 0o644))
+	}
+	s.ProcNet = dir
+	fos.outputs = map[string]string{"iptables-save -t nat": "*nat\n-A CNI-DN-1 -p tcp -m tcp --dport 18090 -j DNAT --to-destination 10.4.0.3:80\nCOMMIT\n"}
+	list := s.portLister()
+	got, err := s.scanPorts(list)
+	must(t, err)
+	if len(got) != 0 {
+		t.Errorf("docker runtime reads DNAT rules: %v", got)
+	}
+	s.publishDNAT = true
+	got, err = s.scanPorts(list)
+	must(t, err)
+	if !got[portKey{Proto: "tcp", IP: "0.0.0.0", Port: 18090}] || len(got) != 1 {
+		t.Errorf("ports = %v", got)
+	}
+}
+
+func TestDNSNeverForwardsToItself(t *testing.T) {
+	s, _ := newTestServer(t)
+	must(t, s.startDNSOn("127.0.0.1:0", "10.254.254.254", []string{"10.254.254.254", "192.0.2.53"}))
+	t.Cleanup(s.stopDNS)
+	s.dnsMu.Lock()
+	ups := s.dns.srv.currentUpstreams()
+	s.dnsMu.Unlock()
+	if slices.Contains(ups, "10.254.254.254:53") || slices.Contains(ups, "10.254.254.254") || len(ups) != 1 {
+		t.Errorf("upstreams %v", ups)
+	}
+}
