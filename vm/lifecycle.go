@@ -57,7 +57,7 @@ func Start(ctx context.Context, inst *store.Instance, cfg config.Config, opts St
 	switch st.State {
 	case store.StateRunning:
 		fmt.Fprintf(progress, "instance %q is already running (host agent pid %d)\n", inst.Name, st.PID)
-		return inst.DockerContext().Activate(cfg.Activate)
+		return activateContext(inst, cfg)
 	case store.StateStarting:
 		fmt.Fprintf(progress, "instance %q is already starting (host agent pid %d, step %s); following its boot\n", inst.Name, st.PID, st.HostAgent.Step)
 		return finishStart(ctx, inst, cfg, st.PID, progress)
@@ -92,6 +92,16 @@ func finishStart(ctx context.Context, inst *store.Instance, cfg config.Config, p
 		if err := m.Add(ctx, cfg.Network.LoopbackAliasIP, false); err != nil {
 			return fmt.Errorf("loopback alias %s: %w", cfg.Network.LoopbackAliasIP, err)
 		}
+	}
+	return activateContext(inst, cfg)
+}
+
+// activateContext switches the docker context to a docker instance. A
+// containerd instance has no docker endpoint, so the user's current
+// context stays as it is.
+func activateContext(inst *store.Instance, cfg config.Config) error {
+	if cfg.Runtime != config.RuntimeDocker {
+		return nil
 	}
 	return inst.DockerContext().Activate(cfg.Activate)
 }
@@ -168,7 +178,11 @@ func followStart(ctx context.Context, inst *store.Instance, pid int, progress io
 		case control.EventNote:
 			fmt.Fprintf(progress, "    %s\n", ev.Detail)
 		case control.EventReady:
-			fmt.Fprintf(progress, "instance %q is running; docker socket: %s\n", inst.Name, inst.DockerSocketPath())
+			if st, err := control.NewClient(inst.ControlSocketPath()).Status(ctx); err == nil && st.Runtime == config.RuntimeContainerd {
+				fmt.Fprintf(progress, "instance %q is running; containerd socket: %s (nerdctl: `vmdock nerdctl -p %s -- ps`)\n", inst.Name, st.RuntimeSocket, inst.Name)
+			} else {
+				fmt.Fprintf(progress, "instance %q is running; docker socket: %s\n", inst.Name, inst.DockerSocketPath())
+			}
 			return nil
 		case control.EventFailed:
 			// The host agent is unwinding the boot: let it finish, so
@@ -406,7 +420,7 @@ func cleanupStale(inst *store.Instance) error {
 		}
 	}
 	endOrphans(inst)
-	for _, p := range []string{inst.PIDPath(), inst.ControlSocketPath(), inst.DockerSocketPath(), inst.AgentSocketPath()} {
+	for _, p := range []string{inst.PIDPath(), inst.ControlSocketPath(), inst.DockerSocketPath(), inst.ContainerdSocketPath(), inst.AgentSocketPath()} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("remove stale %s: %w", p, err)
 		}

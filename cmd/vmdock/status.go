@@ -23,7 +23,10 @@ type statusJSON struct {
 	Reason       string          `json:"reason,omitempty"`
 	Dir          string          `json:"dir"`
 	PID          int             `json:"pid,omitempty"`
-	DockerSocket string          `json:"dockerSocket"`
+	// DockerSocket is the docker runtime's socket on the host, and
+	// ContainerdSocket the containerd runtime's; the other is left out.
+	DockerSocket     string `json:"dockerSocket,omitempty"`
+	ContainerdSocket string `json:"containerdSocket,omitempty"`
 	Config       *config.Config  `json:"config"`
 	ConfigError  string          `json:"configError,omitempty"`
 	HostAgent    *control.Status `json:"hostAgent,omitempty"`
@@ -58,12 +61,18 @@ func newStatusCmd(g *globals) *cobra.Command {
 			}
 			st := inst.Status(cmd.Context())
 			s := statusJSON{Profile: inst.Name, Status: st.State, Reason: st.Reason, Dir: inst.Dir, PID: st.PID,
-				DockerSocket: inst.DockerSocketPath(), HostAgent: st.HostAgent, LastError: st.LastError}
+				HostAgent: st.HostAgent, LastError: st.LastError}
 			if cfg, err := config.Load(inst.ConfigPath(), g.host); err != nil {
 				s.ConfigError = err.Error()
+				s.DockerSocket = inst.DockerSocketPath()
 			} else {
 				s.Config = &cfg
 				s.Warnings = cfg.Warnings()
+				if cfg.Runtime == config.RuntimeContainerd {
+					s.ContainerdSocket = inst.ContainerdSocketPath()
+				} else {
+					s.DockerSocket = inst.DockerSocketPath()
+				}
 			}
 			if asJSON {
 				err = writeJSON(cmd.OutOrStdout(), s)
@@ -122,7 +131,12 @@ func writeStatusText(w io.Writer, s statusJSON, st store.InstanceStatus) error {
 		fmt.Fprintf(tw, "warning:\t%s\n", w)
 	}
 	if s.Status == store.StateRunning {
-		fmt.Fprintf(tw, "docker socket:\t%s\n", s.DockerSocket)
+		if s.DockerSocket != "" {
+			fmt.Fprintf(tw, "docker socket:\t%s\n", s.DockerSocket)
+		}
+		if s.ContainerdSocket != "" {
+			fmt.Fprintf(tw, "containerd socket:\t%s (nerdctl: `vmdock nerdctl`)\n", s.ContainerdSocket)
+		}
 	}
 	if h := s.HostAgent; h != nil {
 		fmt.Fprintf(tw, "host agent:\tpid %d, %s %s\n", h.PID, h.Phase, h.Step)

@@ -54,8 +54,11 @@ type Status struct {
 	Step    string             `json:"step,omitempty"`
 	Machine driver.MachineInfo `json:"machine"`
 	Ports   []ForwardedPort    `json:"ports"`
-	Docker  string             `json:"dockerSocket"`
-	Errors  []string           `json:"errors,omitempty"`
+	// Runtime is the container runtime the guest runs (docker, containerd);
+	// its socket is RuntimeSocket.
+	Runtime       string   `json:"runtime"`
+	RuntimeSocket string   `json:"runtimeSocket"`
+	Errors        []string `json:"errors,omitempty"`
 	// Boot is how the boot went; nil until the instance is ready.
 	Boot *BootReport `json:"boot,omitempty"`
 	// Syncs are the sync mounts, once the sync engine runs.

@@ -39,6 +39,7 @@ const rootDiskHeadroom = 4 << 30
 // Steps hand their results on through the hostAgent's fields (img, spec,
 // machine, client, tunnels), in this order.
 func (ha *hostAgent) bootSteps() []step {
+	rt := runtimeFor(ha.cfg.Runtime)
 	return []step{
 		{name: "image", run: ha.stepImage},
 		{name: "boot-disk", run: ha.stepBootDisk},
@@ -48,9 +49,9 @@ func (ha *hostAgent) bootSteps() []step {
 		{name: "setup", run: ha.stepSetup},
 		{name: "mounts", run: ha.stepMounts},
 		{name: "sync", run: ha.stepSync, undo: ha.undoSync},
-		{name: "docker", run: ha.stepDocker},
+		{name: rt.name, run: ha.stepRuntime},
 		{name: "tunnels", run: ha.stepTunnels, undo: ha.undoTunnels},
-		{name: "docker-ping", run: ha.stepDockerPing},
+		{name: rt.name + "-ping", run: ha.stepRuntimePing},
 	}
 }
 
@@ -143,7 +144,9 @@ func (ha *hostAgent) stepMounts(ctx context.Context) error {
 	return nil
 }
 
-func (ha *hostAgent) stepDocker(ctx context.Context) error { return ha.client.StartDocker(ctx) }
+func (ha *hostAgent) stepRuntime(ctx context.Context) error {
+	return runtimeFor(ha.cfg.Runtime).start(ctx, ha.client)
+}
 
 func (ha *hostAgent) stepTunnels(ctx context.Context) error {
 	t, err := startTunnels(ctx, ha.inst, ha.cfg, &ha.link)
@@ -167,8 +170,9 @@ func (ha *hostAgent) undoTunnels(context.Context) error {
 	return nil
 }
 
-func (ha *hostAgent) stepDockerPing(ctx context.Context) error {
-	return waitDockerPing(ctx, ha.inst.DockerSocketPath(), 2*time.Minute)
+func (ha *hostAgent) stepRuntimePing(ctx context.Context) error {
+	rt := runtimeFor(ha.cfg.Runtime)
+	return rt.ping(ctx, rt.hostSocket(ha.inst), 2*time.Minute)
 }
 
 func (ha *hostAgent) prepareDisks(ctx context.Context) (*images.Image, error) {

@@ -249,13 +249,14 @@ func (ha *hostAgent) status() control.Status {
 	ha.mu.Lock()
 	defer ha.mu.Unlock()
 	st := control.Status{
-		Syncs:  syncs,
-		PID:    os.Getpid(),
-		Phase:  ha.phase,
-		Step:   ha.events.CurrentStep(),
-		Docker: ha.inst.DockerSocketPath(),
-		Errors: append([]string(nil), ha.errs...),
-		Ports:  []control.ForwardedPort{},
+		Syncs:         syncs,
+		PID:           os.Getpid(),
+		Phase:         ha.phase,
+		Step:          ha.events.CurrentStep(),
+		Runtime:       ha.cfg.Runtime,
+		RuntimeSocket: runtimeFor(ha.cfg.Runtime).hostSocket(ha.inst),
+		Errors:        append([]string(nil), ha.errs...),
+		Ports:         []control.ForwardedPort{},
 	}
 	if ha.phase == control.PhaseRunning || ha.phase == control.PhaseReconnecting {
 		st.Step = "" // the boot steps are history once the instance is up

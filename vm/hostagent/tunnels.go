@@ -32,8 +32,8 @@ type tunnels struct {
 
 // tunnelSpec says where the tunnels listen and what they reach.
 type tunnelSpec struct {
-	hostSocket  string // the docker socket on the host
-	guestSocket string // dockerd's socket in the guest
+	hostSocket  string // the runtime's socket on the host
+	guestSocket string // the runtime's socket in the guest
 	portBind    string // host IP forwarded ports listen on
 	rules       *network.Rules
 }
@@ -43,7 +43,8 @@ func startTunnels(ctx context.Context, inst *store.Instance, cfg config.Config, 
 	if err != nil {
 		return nil, err
 	}
-	spec := tunnelSpec{hostSocket: inst.DockerSocketPath(), guestSocket: guestDockerSocket, portBind: cfg.Network.PortBind, rules: rules}
+	rt := runtimeFor(cfg.Runtime)
+	spec := tunnelSpec{hostSocket: rt.hostSocket(inst), guestSocket: rt.guestSocket, portBind: cfg.Network.PortBind, rules: rules}
 	return openTunnels(ctx, spec, link)
 }
 
