@@ -18,20 +18,20 @@ import (
 // statusJSON is `vmdock status --json`; the field names are documented in
 // README.md, so renaming one breaks users' scripts.
 type statusJSON struct {
-	Profile      string          `json:"profile"`
-	Status       string          `json:"status"` // Running, Stopped, Broken
-	Reason       string          `json:"reason,omitempty"`
-	Dir          string          `json:"dir"`
-	PID          int             `json:"pid,omitempty"`
+	Profile string `json:"profile"`
+	Status  string `json:"status"` // Running, Stopped, Broken
+	Reason  string `json:"reason,omitempty"`
+	Dir     string `json:"dir"`
+	PID     int    `json:"pid,omitempty"`
 	// DockerSocket is the docker runtime's socket on the host, and
 	// ContainerdSocket the containerd runtime's; the other is left out.
-	DockerSocket     string `json:"dockerSocket,omitempty"`
-	ContainerdSocket string `json:"containerdSocket,omitempty"`
-	Config       *config.Config  `json:"config"`
-	ConfigError  string          `json:"configError,omitempty"`
-	HostAgent    *control.Status `json:"hostAgent,omitempty"`
-	LastError    string          `json:"lastError,omitempty"`
-	Warnings     []string        `json:"warnings,omitempty"`
+	DockerSocket     string          `json:"dockerSocket,omitempty"`
+	ContainerdSocket string          `json:"containerdSocket,omitempty"`
+	Config           *config.Config  `json:"config"`
+	ConfigError      string          `json:"configError,omitempty"`
+	HostAgent        *control.Status `json:"hostAgent,omitempty"`
+	LastError        string          `json:"lastError,omitempty"`
+	Warnings         []string        `json:"warnings,omitempty"`
 }
 
 // listJSON is one element of `vmdock list --json` (documented in README.md).
