@@ -148,7 +148,9 @@ const GuestSyncDir = "/var/lib/vmdock-data/sync"
 
 // ExecRequest runs a command in the guest; with TTY the stream carries a pty.
 type ExecRequest struct {
-	Argv []string          `json:"argv"`
+	Argv []string `json:"argv"`
+	// Dir is the working folder in the guest; "" is the agent's own (/).
+	Dir  string            `json:"dir,omitempty"`
 	Env  map[string]string `json:"env,omitempty"`
 	TTY  bool              `json:"tty"`
 	Rows int               `json:"rows,omitempty"`

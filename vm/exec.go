@@ -19,6 +19,12 @@ import (
 // returns the command's exit code. With a terminal on stdin it runs in a
 // pty and forwards window size changes.
 func Exec(ctx context.Context, inst *store.Instance, argv []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	return ExecIn(ctx, inst, "", argv, stdin, stdout, stderr)
+}
+
+// ExecIn is Exec with dir, a guest folder, as the working folder ("" for
+// the agent's own).
+func ExecIn(ctx context.Context, inst *store.Instance, dir string, argv []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
 	if _, ok := liveHostAgent(ctx, inst); !ok {
 		return -1, fmt.Errorf("instance %q: %w (run `vmdock start`)", inst.Name, ErrNotRunning)
 	}
@@ -28,7 +34,7 @@ func Exec(ctx context.Context, inst *store.Instance, argv []string, stdin io.Rea
 	}
 	defer conn.Close()
 
-	req := agent.ExecRequest{Argv: argv}
+	req := agent.ExecRequest{Argv: argv, Dir: dir}
 	if len(argv) == 0 {
 		req.Argv = []string{"/bin/bash", "-l"}
 	}

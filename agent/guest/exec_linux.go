@@ -24,6 +24,12 @@ func (s *Server) exec(ctx context.Context, st net.Conn, req agent.Request) {
 		_ = agent.Reply(st, errors.New("exec: empty command"))
 		return
 	}
+	if d := req.Exec.Dir; d != "" {
+		if fi, err := os.Stat(d); err != nil || !fi.IsDir() {
+			_ = agent.Reply(st, fmt.Errorf("exec: working folder %s is not a folder in the guest", d))
+			return
+		}
+	}
 	if err := agent.Reply(st, nil); err != nil {
 		return
 	}
@@ -39,6 +45,7 @@ func (s *Server) exec(ctx context.Context, st net.Conn, req agent.Request) {
 
 func execCmd(r agent.ExecRequest) *exec.Cmd {
 	cmd := exec.Command(r.Argv[0], r.Argv[1:]...)
+	cmd.Dir = r.Dir
 	cmd.Env = os.Environ()
 	if os.Getenv("PATH") == "" {
 		cmd.Env = append(cmd.Env, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")

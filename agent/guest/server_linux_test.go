@@ -211,6 +211,7 @@ func TestExec(t *testing.T) {
 		{"stdin to cat", agent.ExecRequest{Argv: []string{"/bin/cat"}}, "hello\n", "hello\n", "", 0},
 		{"env", agent.ExecRequest{Argv: []string{"/bin/sh", "-c", "echo $FOO"}, Env: map[string]string{"FOO": "bar"}}, "", "bar\n", "", 0},
 		{"tty", agent.ExecRequest{Argv: []string{"/bin/sh", "-c", "test -t 0 && stty size; exit 4"}, TTY: true, Rows: 33, Cols: 77}, "", "33 77", "", 4},
+		{"dir", agent.ExecRequest{Argv: []string{"/bin/pwd"}, Dir: "/usr/bin"}, "", "/usr/bin\n", "", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -226,6 +227,9 @@ func TestExec(t *testing.T) {
 	}
 	if _, err := c.Exec(ctx(t), agent.ExecRequest{Argv: []string{"/no/such/binary"}}, nil, nil, nil, nil); err == nil {
 		t.Fatal("exec of a missing binary: want an error")
+	}
+	if _, err := c.Exec(ctx(t), agent.ExecRequest{Argv: []string{"/bin/pwd"}, Dir: "/no/such/dir"}, nil, nil, nil, nil); err == nil || !strings.Contains(err.Error(), "working folder /no/such/dir is not a folder in the guest") {
+		t.Fatalf("exec in a missing folder: %v", err)
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 func TestDNATSkipsWhatIsNotAPublishedPort(t *testing.T) {
 	for _, line := range []string{
 		"-A CNI-DN-1 -s 10.4.0.0/24 -p tcp -m tcp --dport 18090 -j CNI-HOSTPORT-SETMARK", // hairpin mark
-		"-A DOCKER -p tcp -m tcp --dport 8080 -j DNAT --to-destination 172.17.0.2:80",     // not portmap's
+		"-A DOCKER -p tcp -m tcp --dport 8080 -j DNAT --to-destination 172.17.0.2:80",    // not portmap's
 		"-A CNI-DN-1 -d 10.0.0.0/8 -p tcp -m tcp --dport 1 -j DNAT --to-destination 10.4.0.3:80",
 		"-A CNI-DN-1 -d 192.168.1.5/32 -p tcp -m tcp --dport 2 -j DNAT --to-destination 10.4.0.3:80", // not ours to bind
 		"-A CNI-DN-1 -p sctp -m sctp --dport 3 -j DNAT --to-destination 10.4.0.3:80",

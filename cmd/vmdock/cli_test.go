@@ -27,12 +27,13 @@ type fakeVM struct {
 	starts []config.Config
 	stops  []bool
 	execs  [][]string
+	dirs   []string // the working folder of each exec
 }
 
 func installFake(t *testing.T) *fakeVM {
 	t.Helper()
 	f := &fakeVM{}
-	saved := [...]any{startVM, stopVM, deleteVM, execVM, runHostAgent}
+	saved := [...]any{startVM, stopVM, deleteVM, execVM, runHostAgent, execVMIn}
 	startVM = func(_ context.Context, _ *store.Instance, cfg config.Config, _ vm.StartOptions) error {
 		f.starts = append(f.starts, cfg)
 		return nil
@@ -46,8 +47,14 @@ func installFake(t *testing.T) *fakeVM {
 		f.execs = append(f.execs, argv)
 		return 3, nil
 	}
+	execVMIn = func(_ context.Context, _ *store.Instance, dir string, argv []string, _ io.Reader, _, _ io.Writer) (int, error) {
+		f.execs = append(f.execs, argv)
+		f.dirs = append(f.dirs, dir)
+		return 3, nil
+	}
 	runHostAgent = func(context.Context, *store.Instance, config.Host) error { return errors.New("fake host agent") }
 	t.Cleanup(func() {
+		execVMIn = saved[5].(func(context.Context, *store.Instance, string, []string, io.Reader, io.Writer, io.Writer) (int, error))
 		startVM = saved[0].(func(context.Context, *store.Instance, config.Config, vm.StartOptions) error)
 		stopVM = saved[1].(func(context.Context, *store.Instance, vm.StopOptions) error)
 		deleteVM = saved[2].(func(context.Context, *store.Instance, vm.DeleteOptions) error)

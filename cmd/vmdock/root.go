@@ -25,6 +25,7 @@ var (
 	stopVM       = vm.Stop
 	deleteVM     = vm.Delete
 	execVM       = vm.Exec
+	execVMIn     = vm.ExecIn
 	runHostAgent = func(ctx context.Context, inst *store.Instance, h config.Host) error {
 		return hostagent.Run(ctx, inst, hostagent.Options{Host: h})
 	}
@@ -105,6 +106,7 @@ func newRootCmd(h config.Host) *cobra.Command {
 		newImageCmd(),
 		newLoopbackAliasCmd(),
 		newDockerEnvCmd(g),
+		newNerdctlCmd(g),
 		newBenchCmd(g),
 	)
 	return root
