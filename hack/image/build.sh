@@ -1,9 +1,10 @@
 #!/bin/bash
-# Builds the vmdock guest image (Debian trixie, systemd, docker.io) with
-# mmdebstrap, without loop mounts, and packs it as <out>/vmdock-<arch>.tar.zst.
+# Builds the vmdock guest image (Debian trixie, systemd, docker.io, plus
+# nerdctl and BuildKit built from Go modules) with mmdebstrap, without loop
+# mounts, and packs it as <out>/vmdock-<arch>.tar.zst.
 # See hack/image/README.md for what the image contains and why.
 #
-# usage: hack/image/build.sh --arch amd64|arm64 [--out DIR]   (as root, on Debian)
+# usage: hack/image/build.sh --arch amd64|arm64 [--out DIR]   (as root, on Debian, with Go)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -50,6 +51,16 @@ cmdline="root=/dev/vda rw console=$console console=hvc0 net.ifnames=0 apparmor=0
 
 t0=$(date +%s)
 stamp() { echo "== $(($(date +%s) - t0))s: $*"; }
+
+# ---- Go tools for the guest -------------------------------------------------
+# First, because it is the step most likely to fail (module proxy, Go
+# version) and the cheapest to redo: the output stays in $out between builds
+# and is only rebuilt when the pinned modules or the Go version change.
+tools=$out/.tools-$arch
+stamp "nerdctl and BuildKit for linux/$arch"
+bash "$here/build-tools.sh" --arch "$arch" --out "$tools"
+# shellcheck source=/dev/null
+. "$tools/versions.env"
 
 # ---- builder tools -------------------------------------------------------
 need=()
@@ -143,6 +154,7 @@ packages=(
 	"linux-image-$arch" initramfs-tools zstd systemd-sysv systemd-resolved udev dbus kmod
 	docker.io containerd runc iptables iproute2 e2fsprogs
 	qemu-user-static binfmt-support ca-certificates procps
+	containernetworking-plugins
 )
 pkglist=$(IFS=,; echo "${packages[*]}")
 
@@ -160,7 +172,7 @@ mmdebstrap --variant=minbase --mode=root --architectures="$arch" \
 	--dpkgopt='path-exclude=/usr/share/lintian/*' \
 	--include="$pkglist" \
 	--setup-hook="mkdir -p \"\$1/etc/initramfs-tools/conf.d\" && cp '$here/overlay/etc/initramfs-tools/conf.d/vmdock' \"\$1/etc/initramfs-tools/conf.d/\"" \
-	--customize-hook="'$here/files/customize.sh' \"\$1\"" \
+	--customize-hook="'$here/files/customize.sh' \"\$1\" '$tools'" \
 	"$suite" "$rootfs" "${sources[@]}"
 
 # ---- kernel, initrd, versions --------------------------------------------
@@ -219,11 +231,14 @@ jstr() { printf '"%s"' "$(printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g')"; }
 	printf '  "packages": {\n'
 	sep=
 	printf '    "linux-image": %s' "$(jstr "$(pkgversion "$kpkg")")"
-	for p in "$kpkg" "linux-image-$arch" systemd docker.io containerd runc iptables qemu-user-static; do
+	for p in "$kpkg" "linux-image-$arch" systemd docker.io containerd runc iptables qemu-user-static containernetworking-plugins; do
 		v=$(pkgversion "$p")
 		[ -n "$v" ] || continue
 		printf ',\n    %s: %s' "$(jstr "$p")" "$(jstr "$v")"
 	done
+	# Not Debian packages: Go module versions, built by build-tools.sh.
+	printf ',\n    "nerdctl": %s' "$(jstr "$NERDCTL_VERSION")"
+	printf ',\n    "buildkit": %s' "$(jstr "$BUILDKIT_VERSION")"
 	printf '\n  }\n}\n'
 } >"$dest/manifest.json"
 
@@ -239,6 +254,7 @@ allocated=$(($(stat -c %b "$dest/disk.raw") * $(stat -c %B "$dest/disk.raw")))
 echo "build time:      $(($(date +%s) - t0)) s"
 echo "kernel:          $kver ($kpkg $(pkgversion "$kpkg"))"
 echo "docker.io:       $(pkgversion docker.io)"
+echo "containerd:      $(pkgversion containerd), nerdctl $NERDCTL_VERSION, buildkit $BUILDKIT_VERSION"
 echo "disk.raw:        $((apparent / mib)) MiB apparent, $((allocated / mib)) MiB allocated"
 echo "vmlinuz:         $(($(stat -c %s "$dest/vmlinuz") / 1024)) KiB"
 echo "initrd.img:      $(($(stat -c %s "$dest/initrd.img") / 1024)) KiB"

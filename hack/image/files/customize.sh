@@ -2,15 +2,36 @@
 # mmdebstrap customize hook: turns the plain trixie rootfs at $1 into the
 # vmdock guest. Runs on the builder; guest commands run through chroot
 # (through qemu-user/binfmt for a foreign arch).
+#
+# usage: customize.sh ROOTFS TOOLSDIR   (TOOLSDIR from build-tools.sh)
 set -euo pipefail
 
 root=$1
+tools=${2:-}
 here=$(cd "$(dirname "$0")/.." && pwd)
+[ -n "$tools" ] || { echo "customize.sh: no tools directory (nerdctl, buildkitd, buildctl) given" >&2; exit 1; }
 
 cp -rT "$here/overlay" "$root"
 chmod 0755 "$root/usr/lib/vmdock/prepare-agent"
 chmod 0644 "$root/usr/lib/systemd/system/vmdock-agent.service" "$root/etc/fstab" \
-	"$root/etc/systemd/network/20-eth0.network" "$root/etc/initramfs-tools/conf.d/vmdock"
+	"$root/etc/systemd/network/20-eth0.network" "$root/etc/initramfs-tools/conf.d/vmdock" \
+	"$root/usr/lib/systemd/system/buildkit.service" "$root/etc/buildkit/buildkitd.toml" \
+	"$root/etc/nerdctl/nerdctl.toml"
+
+# On PATH for the agent, for `vmdock ssh` users, and for nerdctl itself,
+# which runs buildctl from PATH for `nerdctl build`.
+for b in nerdctl buildkitd buildctl; do
+	[ -x "$tools/$b" ] || { echo "customize.sh: $tools/$b missing; run hack/image/build-tools.sh" >&2; exit 1; }
+	install -m 0755 "$tools/$b" "$root/usr/local/bin/$b"
+done
+# Debian puts the CNI plugins in /usr/lib/cni; nerdctl.toml names that, and
+# the link serves everything that only knows the upstream default.
+if [ -e "$root/opt/cni/bin" ] && [ ! -L "$root/opt/cni/bin" ]; then
+	echo "customize.sh: $root/opt/cni/bin exists and is not a link; cannot point it at /usr/lib/cni" >&2
+	exit 1
+fi
+mkdir -p "$root/opt/cni"
+ln -sfn /usr/lib/cni "$root/opt/cni/bin"
 
 echo vmdock >"$root/etc/hostname"
 printf '127.0.0.1\tlocalhost\n127.0.1.1\tvmdock\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' >"$root/etc/hosts"
@@ -23,8 +44,9 @@ chroot "$root" passwd -l root >/dev/null
 
 chroot "$root" systemctl enable vmdock-agent.service systemd-networkd.service systemd-resolved.service
 # The agent starts these after it has mounted the data disk at
-# /var/lib/docker and /var/lib/containerd.
-chroot "$root" systemctl disable docker.service docker.socket containerd.service
+# /var/lib/docker and /var/lib/containerd; buildkit only for the containerd
+# runtime.
+chroot "$root" systemctl disable docker.service docker.socket containerd.service buildkit.service
 # Nothing may reach the internet on its own, and nothing periodic should
 # burn CPU in a TCG guest.
 # (mask by hand: systemctl mask refuses units that are not installed, and
