@@ -38,6 +38,9 @@ func (r *runner) propagate(ctx context.Context) error {
 	}
 	r.rep.Add(Result{Section: "propagate", Metric: "exec channel round trip p50", Variant: "(taken off below)", Value: ms(rtt), Unit: "ms", Better: Info})
 	for _, t := range r.targets()[1:] { // the shares and sync mounts
+		if t.guestOnly {
+			continue // nothing propagates: the host never sees it
+		}
 		dir := filepath.Join(t.dir, "propagate")
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err

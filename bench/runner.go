@@ -214,6 +214,8 @@ type target struct {
 	dir  string
 	// syncPath is the sync mount's host path; "" for other targets.
 	syncPath string
+	// guestOnly: an excluded folder of a share, which the host never sees.
+	guestOnly bool
 }
 
 func (r *runner) targets() []target {
@@ -231,7 +233,7 @@ func (r *runner) targets() []target {
 		}
 		ts = append(ts, t)
 		if s.Type != SyncMount && len(s.Exclude) > 0 {
-			ts = append(ts, target{name: s.Type + " share + exclude", dir: filepath.Join(s.Path, s.Exclude[0], ".vmdock-bench", "scratch")})
+			ts = append(ts, target{name: s.Type + " share + exclude", dir: filepath.Join(s.Path, s.Exclude[0], ".vmdock-bench", "scratch"), guestOnly: true})
 		}
 	}
 	return ts

@@ -85,13 +85,13 @@ func TestTargetsIncludeExcludedFolderAndSyncMount(t *testing.T) {
 	}}}
 	var got []string
 	for _, tg := range r.targets() {
-		got = append(got, tg.name+"="+tg.dir+"|"+tg.syncPath)
+		got = append(got, fmt.Sprintf("%s=%s|%s|%v", tg.name, tg.dir, tg.syncPath, tg.guestOnly))
 	}
 	want := []string{
-		"native (data disk)=/n|",
-		"virtiofs share=/h/vfs/.vmdock-bench/scratch|",
-		"virtiofs share + exclude=/h/vfs/vendor/.vmdock-bench/scratch|",
-		"sync mount=/h/app/.vmdock-bench/scratch|/h/app",
+		"native (data disk)=/n||false",
+		"virtiofs share=/h/vfs/.vmdock-bench/scratch||false",
+		"virtiofs share + exclude=/h/vfs/vendor/.vmdock-bench/scratch||true",
+		"sync mount=/h/app/.vmdock-bench/scratch|/h/app|false",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("targets:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path"
 	"regexp"
-	"time"
 
 	"github.com/vmdock/vmdock/mounts/watch"
 
@@ -86,16 +85,6 @@ func (s *Server) serveSync(ctx context.Context, st net.Conn) {
 	}
 }
 
-// Container writes come in bursts (an install, a build) that the sync
-// would otherwise chase with a full scan of both sides every few hundred
-// milliseconds, taking the guest's CPU from the very work it syncs. So a
-// burst goes to the host when it pauses, or every 2 s while it lasts; a
-// lone write still goes after 100 ms.
-const (
-	guestSyncQuiet    = 100 * time.Millisecond
-	guestSyncMaxDelay = 2 * time.Second
-)
-
 // watchSync reports changes in the sync copies the host names, one line
 // per changed mount after a burst went quiet, until the stream ends.
 func (s *Server) watchSync(ctx context.Context, st net.Conn, req agent.Request) {
@@ -116,10 +105,10 @@ func (s *Server) watchSync(ctx context.Context, st net.Conn, req agent.Request) 
 		}
 		trees = append(trees, watch.Tree{ID: m.ID, Dir: s.path(syncCopy(m.ID)), Exclude: m.Exclude})
 	}
-	w, err := watch.New(trees, watch.Options{
-		Quiet: guestSyncQuiet, MaxDelay: guestSyncMaxDelay,
-		Logger: s.log().With("service", "sync-watch"),
-	})
+	// The default coalescing (50 ms quiet, 500 ms at most in a burst)
+	// measured best in the bench: reporting a burst every 2 s made a
+	// container's file creation 0.45x native instead of 0.79-0.97x.
+	w, err := watch.New(trees, watch.Options{Logger: s.log().With("service", "sync-watch")})
 	if err != nil {
 		_ = agent.Reply(st, err)
 		return
