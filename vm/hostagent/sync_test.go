@@ -86,3 +86,45 @@ func TestFlusherCoalesces(t *testing.T) {
 		t.Fatalf("flushes %v; want a:2 (one more after the burst), b:1", calls)
 	}
 }
+
+// In a burst the next flush waits pace times the last one's duration, so
+// the engine takes at most a quarter of the time; a lone change waits for
+// nothing.
+func TestFlusherPacesABurst(t *testing.T) {
+	var mu sync.Mutex
+	var starts []time.Time
+	f := newFlusher(func(ctx context.Context, id string) error {
+		mu.Lock()
+		starts = append(starts, time.Now())
+		mu.Unlock()
+		time.Sleep(100 * time.Millisecond)
+		return nil
+	})
+	ctx := context.Background()
+	t0 := time.Now()
+	f.kick(ctx, "a")
+	time.Sleep(20 * time.Millisecond)
+	f.kick(ctx, "a") // during the first flush: a burst
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		f.mu.Lock()
+		idle := len(f.running) == 0
+		f.mu.Unlock()
+		if idle || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(starts) != 2 {
+		t.Fatalf("%d flushes, want 2", len(starts))
+	}
+	if d := starts[0].Sub(t0); d > 50*time.Millisecond {
+		t.Errorf("a lone change waited %v", d)
+	}
+	// 100 ms flush, then 3 × 100 ms pause.
+	if gap := starts[1].Sub(starts[0]); gap < 390*time.Millisecond {
+		t.Errorf("second flush %v after the first, want at least 400ms", gap)
+	}
+}
