@@ -46,7 +46,11 @@ type Env struct {
 	Exec         ExecFunc
 	Shares       []Share
 	DockerSocket string // host side of the docker.sock tunnel
-	Boot         Boot   // the host agent's report of the latest boot
+	// ContainerdSocket is the host side of the containerd.sock tunnel of a
+	// containerd instance ("" for docker); the api section then measures
+	// containerd.
+	ContainerdSocket string
+	Boot             Boot // the host agent's report of the latest boot
 	// SyncFlush syncs the sync mount holding path now and waits (nil
 	// without sync mounts).
 	SyncFlush func(ctx context.Context, path string) error
@@ -446,6 +450,11 @@ func (r *runner) ports(ctx context.Context) error {
 	if err := r.needHelper(); err != nil {
 		return err
 	}
+	if r.env.ContainerdSocket != "" {
+		// A guest socket's forward does not depend on the runtime (the
+		// docker run measures it); what differs is nerdctl's DNAT path.
+		return r.portsNerdctl(ctx, r.streamBytes())
+	}
 	port, err := freePort()
 	if err != nil {
 		return fmt.Errorf("pick a port: %w", err)
@@ -499,6 +508,39 @@ func (r *runner) ports(ctx context.Context) error {
 	if err := r.portScan(ctx); err != nil {
 		r.rep.Skipped = append(r.rep.Skipped, "ports scan cost: "+err.Error())
 	}
+	return nil
+}
+
+// portsNerdctl streams through a port nerdctl published (a CNI portmap
+// DNAT rule, no listening socket in the guest), from the guest and from
+// the host. It needs the test image (vmdock-test:latest, TCP echo on 82)
+// loaded into containerd.
+func (r *runner) portsNerdctl(ctx context.Context, n int64) error {
+	port, err := freePort()
+	if err != nil {
+		return fmt.Errorf("pick a port: %w", err)
+	}
+	out, err := r.run(ctx, []string{"nerdctl", "run", "-d", "-p", fmt.Sprintf("%d:82", port), "vmdock-test:latest"})
+	if err != nil {
+		return fmt.Errorf("start the echo container (load vmdock-test:latest with `vmdock nerdctl load` first): %w", err)
+	}
+	id := strings.TrimSpace(lastLines(out, 1))
+	defer r.run(context.WithoutCancel(ctx), []string{"nerdctl", "rm", "-f", id})
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	if err := waitForwarded(ctx, addr, 60*time.Second); err != nil {
+		return err
+	}
+	metric := fmt.Sprintf("nerdctl -p echo stream %dMB (containerd)", n>>20)
+	var gs struct{ Seconds float64 }
+	if err := r.helperJSON(ctx, &gs, "stream", "-addr", addr, "-bytes", strconv.FormatInt(n, 10)); err != nil {
+		return err
+	}
+	r.rep.Add(Result{Section: "ports", Metric: metric, Variant: "guest (through the DNAT rule)", Value: float64(n) / 1e6 / gs.Seconds, Unit: "MB/s", Better: Higher})
+	d, err := probe.EchoThroughput(ctx, probe.TCPDialer(addr), n)
+	if err != nil {
+		return err
+	}
+	r.rep.Add(Result{Section: "ports", Metric: metric, Variant: "host->container forward", Value: float64(n) / 1e6 / d.Seconds(), Unit: "MB/s", Better: Higher})
 	return nil
 }
 
@@ -556,6 +598,9 @@ func (r *runner) api(ctx context.Context) error {
 	if r.opt.Quick {
 		n = 20
 	}
+	if r.env.ContainerdSocket != "" {
+		return r.apiContainerd(ctx, n)
+	}
 	host := probe.UnixHTTPClient(r.env.DockerSocket)
 	for _, path := range []string{"/_ping", "/containers/json"} {
 		var g struct{ US []int64 }
@@ -574,6 +619,29 @@ func (r *runner) api(ctx context.Context) error {
 	}
 	return nil
 }
+
+// apiContainerd is the api section for the containerd runtime: gRPC
+// Version calls (what nerdctl and other clients make first) through the
+// tunnelled socket against the same calls in the guest.
+func (r *runner) apiContainerd(ctx context.Context, n int) error {
+	var g struct{ US []int64 }
+	if err := r.helperJSON(ctx, &g, "grpc", "-sock", guestContainerdSocket, "-n", strconv.Itoa(n)); err != nil {
+		return err
+	}
+	h, err := probe.GRPCLatency(ctx, r.env.ContainerdSocket, probe.ContainerdVersionURL, n)
+	if err != nil {
+		return fmt.Errorf("host containerd socket: %w", err)
+	}
+	gp50, hp50 := Percentile(micros(g.US), 50), Percentile(h, 50)
+	m := "gRPC Version p50 (containerd)"
+	r.rep.Add(Result{Section: "api", Metric: m, Variant: "in guest", Value: ms(gp50), Unit: "ms", Better: Lower})
+	r.rep.Add(Result{Section: "api", Metric: m, Variant: "host socket", Value: ms(hp50), Unit: "ms", Better: Lower,
+		Note: fmt.Sprintf("+%.2f ms", ms(hp50-gp50))})
+	return nil
+}
+
+// guestContainerdSocket is containerd's socket in the guest.
+const guestContainerdSocket = "/run/containerd/containerd.sock"
 
 func (r *runner) boot(context.Context) error {
 	b := r.env.Boot

@@ -130,6 +130,9 @@ func benchEnv(cmd *cobra.Command, inst *store.Instance, cfg config.Config) (benc
 		DockerSocket: inst.DockerSocketPath(),
 		HostAccessIP: cfg.Network.HostAccessIP,
 	}
+	if cfg.Runtime == config.RuntimeContainerd {
+		env.DockerSocket, env.ContainerdSocket = "", inst.ContainerdSocketPath()
+	}
 	env.Shares = benchShares(cfg)
 	if len(mounts.Syncs(cfg.Mounts)) > 0 {
 		c := control.NewClient(inst.ControlSocketPath())

@@ -2,7 +2,8 @@
 # make bench: boot a throwaway instance (isolated network, a 9p and a
 # virtiofs share in their default and their other cache mode (the
 # virtiofs one with an excluded folder), a sync
-# mount), run every `vmdock bench` section but boot (sync compares
+# mount), run every `vmdock bench` section but boot, then the api and ports
+# sections on a containerd instance (sync compares
 # the --disk-sync modes on scratch disks hot-plugged into this one VM),
 # stop, boot the same VM spec with the QEMU driver alone as the boot
 # baseline, start once more for the boot section, stop, and print the
@@ -79,6 +80,19 @@ stamp "bench: all sections but boot"
 "$vmdock" bench $quick --sections disk,tree,propagate,ports,api,memory,sync --append "$out/bench.json"
 "$vmdock" stop
 started=0
+
+# The containerd runtime beside docker: its own instance (the runtime is
+# fixed per data disk), the api and ports sections only.
+stamp "containerd: starting profile ctr"
+if "$vmdock" start -p ctr --runtime containerd --network-mode isolated -V "$share9p:rw"; then
+	"$vmdock" nerdctl -p ctr -- load </tmp/vmdock-test.tar >/dev/null 2>&1 || stamp "containerd: test image load failed (nerdctl -p is then skipped)"
+	stamp "bench: containerd api, ports"
+	"$vmdock" bench -p ctr $quick --sections api,ports --append "$out/bench.json" || stamp "containerd bench failed"
+	"$vmdock" stop -p ctr || "$vmdock" stop -p ctr --force || true
+else
+	stamp "containerd: start failed; its rows are missing"
+	"$vmdock" stop -p ctr --force >/dev/null 2>&1 || true
+fi
 # The boot baseline: the same VM spec booted by the QEMU driver alone, then
 # one more vmdock start whose steps up to the same agent hello compare.
 stamp "bench: boot baseline (qemu alone)"

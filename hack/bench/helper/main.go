@@ -8,6 +8,7 @@
 //	echo   -addr A -conns C -rounds R -size B    connect+echo latencies (µs)
 //	stream -addr A -bytes N                      echo throughput (seconds)
 //	http   -sock S -path P -n N                  GET latencies over a unix socket (µs)
+//	grpc   -sock S -n N                          containerd Version call latencies over a unix socket (µs)
 //	portscan -conns C -n N                       CPU per port listing, /proc/net vs sock_diag
 //	commits -dir D -n N                          N log+commit transactions, 2 fdatasync each (seconds)
 //	files                                        await/write requests on stdin, "ok" per line (see probe.ServeFiles)
@@ -104,6 +105,12 @@ func run(args []string) error {
 		return out.Encode(map[string]float64{"seconds": d.Seconds()})
 	case "http":
 		lat, err := probe.HTTPLatency(ctx, probe.UnixHTTPClient(*sock), "http://docker"+*path, *n)
+		if err != nil {
+			return err
+		}
+		return out.Encode(map[string][]int64{"us": micros(lat)})
+	case "grpc":
+		lat, err := probe.GRPCLatency(ctx, *sock, probe.ContainerdVersionURL, *n)
 		if err != nil {
 			return err
 		}
