@@ -7,7 +7,7 @@ ARCHES    := amd64 arm64
 AGENTS    := $(foreach a,$(ARCHES),$(AGENT_DIR)/vmdock-agent-linux-$(a).zst)
 LDFLAGS   := -s -w -X main.Version=$(VERSION) -X github.com/vmdock/vmdock/agent.Version=$(VERSION)
 
-.PHONY: all build agents test lint darwin-check install image image-arm64 e2e e2e-arm64 bench demo clean
+.PHONY: all build agents test lint darwin-check install image image-arm64 e2e e2e-containerd e2e-arm64 bench demo clean
 
 all: build
 
@@ -45,21 +45,23 @@ install: build
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 bin/vmdock $(DESTDIR)$(PREFIX)/bin/vmdock
 
-# The amd64 guest image, built from Debian packages (root, Debian host).
-image: hack/image/out/vmdock-amd64.tar.zst
-
-hack/image/out/vmdock-amd64.tar.zst:
-	bash hack/image/build.sh --arch amd64
+# The amd64 guest image, built from Debian packages (root, Debian host),
+# again whenever the files under hack/image change (see ensure.sh).
+image:
+	bash hack/image/ensure.sh --arch amd64
 
 # arm64 (the Apple Silicon guest) builds on x86 through qemu-user-static:
 # about 15 minutes here.
-image-arm64: hack/image/out/vmdock-arm64.tar.zst
-
-hack/image/out/vmdock-arm64.tar.zst:
-	bash hack/image/build.sh --arch arm64
+image-arm64:
+	bash hack/image/ensure.sh --arch arm64
 
 e2e: build image
 	VMDOCK_E2E=1 $(GO) test -tags e2e -v -timeout 60m -run 'TestE2E$$' ./hack/e2e/
+
+# One containerd instance (--runtime containerd) driven through vmdock
+# nerdctl: its own boot, since the runtime is fixed per instance.
+e2e-containerd: build image
+	VMDOCK_E2E_CONTAINERD=1 $(GO) test -tags e2e -v -timeout 45m -run 'TestE2EContainerd$$' ./hack/e2e/
 
 # The Apple Silicon guest (arm64 image, arm64 agent) booted under
 # qemu-system-aarch64: about 3 minutes to docker-ready under TCG on an x86

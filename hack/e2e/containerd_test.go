@@ -1,0 +1,248 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestE2EContainerd boots one containerd instance (`make e2e-containerd`)
+// and runs nerdctl through vmdock: load, run, bind mounts, published ports,
+// host access, the installed script, build, and images across a restart.
+func TestE2EContainerd(t *testing.T) {
+	if os.Getenv("VMDOCK_E2E_CONTAINERD") != "1" {
+		t.Skip("set VMDOCK_E2E_CONTAINERD=1 to boot a containerd instance")
+	}
+	e, base := newEnv(t, "amd64")
+	defer e.printTimings()
+	// The image goes into the working folder, which the guest shares at
+	// the same path: `nerdctl load -i` runs there and reads it by name.
+	tarName := "vmdock-test.tar"
+	if b, err := os.ReadFile(e.testTar); err != nil {
+		t.Fatal(err)
+	} else if err := os.WriteFile(filepath.Join(e.work, tarName), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.configure(fmt.Sprintf("runtime: containerd\nmountType: 9p\nmounts:\n  - location: %q\n    writable: true\n", e.work))
+	startArgs := []string{"start", "--runtime", "containerd", "--cpus", "2", "--memory", "2", "--network-mode", "isolated", "--image", "vmdock"}
+	nerdctl := func(timeout time.Duration, args ...string) string {
+		t.Helper()
+		return e.run(timeout, e.vmdock, append([]string{"nerdctl", "--"}, args...)...)
+	}
+
+	e.timed("vmdock start --runtime containerd (cold boot)", func(t *testing.T) {
+		e.run(15*time.Minute, e.vmdock, startArgs...)
+	})
+	e.timed("status shows the runtime and its socket; no docker context", func(t *testing.T) {
+		var st struct {
+			Status           string `json:"status"`
+			DockerSocket     string `json:"dockerSocket"`
+			ContainerdSocket string `json:"containerdSocket"`
+			HostAgent        struct {
+				Runtime string `json:"runtime"`
+			} `json:"hostAgent"`
+		}
+		out := e.run(time.Minute, e.vmdock, "status", "--json")
+		if err := json.Unmarshal([]byte(out), &st); err != nil {
+			t.Fatalf("status --json: %v\n%s", err, out)
+		}
+		sock := filepath.Join(e.home, "default", "containerd.sock")
+		if st.Status != "Running" || st.ContainerdSocket != sock || st.DockerSocket != "" || st.HostAgent.Runtime != "containerd" {
+			t.Errorf("status: %+v", st)
+		}
+		fi, err := os.Stat(sock)
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("containerd socket: %v %v, want mode 0600", fi, err)
+		}
+		if err := grpcSettings(sock); err != nil {
+			t.Errorf("containerd through %s: %v", sock, err)
+		}
+		if out := e.run(time.Minute, "docker", "context", "ls", "--format", "{{.Name}}"); strings.Contains(out, "vmdock") {
+			t.Errorf("a containerd instance made a docker context: %q", out)
+		}
+		if out := e.run(time.Minute, e.vmdock, "status"); !strings.Contains(out, "containerd socket:") {
+			t.Errorf("status lacks the containerd socket:\n%s", out)
+		}
+	})
+	e.timed("vmdock nerdctl load -i (in the shared working folder)", func(t *testing.T) {
+		nerdctl(5*time.Minute, "load", "-i", tarName)
+	})
+	e.timed("nerdctl run --rm prints", func(t *testing.T) {
+		if out := nerdctl(5*time.Minute, "run", "--rm", "vmdock-test:latest", "/bin/busybox", "echo", "hello-from-nerdctl"); strings.TrimSpace(out) != "hello-from-nerdctl" {
+			t.Fatalf("output %q", out)
+		}
+	})
+	e.timed("exit status passes through", func(t *testing.T) {
+		_, _, err := e.try(2*time.Minute, e.vmdock, "nerdctl", "--", "run", "--rm", "vmdock-test:latest", "/bin/busybox", "sh", "-c", "exit 7")
+		if code := exitCode(err); code != 7 {
+			t.Fatalf("exit status %d (%v), want 7", code, err)
+		}
+	})
+	e.timed("bind mount of a folder with a space, both ways", func(t *testing.T) {
+		sub := filepath.Join(e.work, "sub dir")
+		must(t, os.MkdirAll(sub, 0o755))
+		must(t, os.WriteFile(filepath.Join(sub, "from-host.txt"), []byte("host-data\n"), 0o644))
+		out := nerdctl(3*time.Minute, "run", "--rm", "-v", sub+":/w", "vmdock-test:latest",
+			"/bin/busybox", "sh", "-c", "cat /w/from-host.txt && echo container-data > /w/from-container.txt")
+		if strings.TrimSpace(out) != "host-data" {
+			t.Fatalf("container read %q", out)
+		}
+		if b, err := os.ReadFile(filepath.Join(sub, "from-container.txt")); err != nil || string(b) != "container-data\n" {
+			t.Fatalf("host reads %q, %v", b, err)
+		}
+	})
+	checkNerdctlPorts(t, e, nerdctl)
+	checkNerdctlHostAccess(t, e, nerdctl)
+	e.timed("vmdock nerdctl install, then the script runs nerdctl ps", func(t *testing.T) {
+		dir := filepath.Join(base, "bin dir")
+		must(t, os.MkdirAll(dir, 0o755))
+		e.run(time.Minute, e.vmdock, "nerdctl", "install", "--path", dir)
+		out := e.run(2*time.Minute, filepath.Join(dir, "nerdctl"), "ps", "-a")
+		if !strings.Contains(out, "CONTAINER ID") {
+			t.Fatalf("installed nerdctl ps: %q", out)
+		}
+	})
+	e.timed("nerdctl build FROM the loaded image", func(t *testing.T) {
+		ctx := filepath.Join(e.work, "build ctx")
+		must(t, os.MkdirAll(ctx, 0o755))
+		must(t, os.WriteFile(filepath.Join(ctx, "hello.txt"), []byte("built-by-buildkit\n"), 0o644))
+		must(t, os.WriteFile(filepath.Join(ctx, "Dockerfile"), []byte("FROM vmdock-test:latest\nCOPY hello.txt /hello.txt\n"), 0o644))
+		nerdctl(10*time.Minute, "build", "-t", "vmdock-built:latest", ctx)
+		if out := nerdctl(3*time.Minute, "run", "--rm", "vmdock-built:latest", "/bin/busybox", "cat", "/hello.txt"); strings.TrimSpace(out) != "built-by-buildkit" {
+			t.Fatalf("built image: %q", out)
+		}
+	})
+	e.timed("vmdock stop", func(t *testing.T) {
+		e.run(5*time.Minute, e.vmdock, "stop")
+		checkNothingLeft(t, e)
+	})
+	e.timed("images survive stop/start", func(t *testing.T) {
+		e.run(15*time.Minute, e.vmdock, startArgs...)
+		out := nerdctl(2*time.Minute, "images", "--format", "{{.Repository}}:{{.Tag}}")
+		if !strings.Contains(out, "vmdock-test:latest") {
+			t.Fatalf("images after restart: %q", out)
+		}
+	})
+	e.timed("vmdock stop (again)", func(t *testing.T) {
+		e.run(5*time.Minute, e.vmdock, "stop")
+		checkNothingLeft(t, e)
+	})
+}
+
+// checkNerdctlPorts: nerdctl publishes through CNI portmap (DNAT, no
+// listening socket); the guest agent finds the rule and the host forwards
+// the port like docker's.
+func checkNerdctlPorts(t *testing.T, e *env, nerdctl func(time.Duration, ...string) string) {
+	nerdctl(3*time.Minute, "run", "-d", "--name", "web", "-p", "18090:80", "vmdock-test:latest")
+	runReturned := time.Now()
+	var visible time.Duration
+	e.timed("port visible on host after nerdctl run -p", func(t *testing.T) {
+		waitForTestServer(t, 18090, 30*time.Second)
+		visible = time.Since(runReturned)
+		t.Logf("GET 127.0.0.1:18090 answered %.2fs after nerdctl run returned", visible.Seconds())
+	})
+	e.timings[len(e.timings)-1].d = visible
+	if out, _, err := e.try(time.Minute, e.vmdock, "ssh", "--", "iptables-save", "-t", "nat"); err == nil {
+		t.Logf("guest nat table with a published port:\n%s", out)
+	}
+	nerdctl(3*time.Minute, "rm", "-f", "web")
+	rmReturned := time.Now()
+	var closed time.Duration
+	e.timed("port closed on host after nerdctl rm -f", func(t *testing.T) {
+		for {
+			c, err := net.DialTimeout("tcp", "127.0.0.1:18090", time.Second)
+			if err != nil {
+				closed = time.Since(rmReturned)
+				t.Logf("127.0.0.1:18090 closed %.2fs after nerdctl rm returned", closed.Seconds())
+				return
+			}
+			c.Close()
+			if time.Since(rmReturned) > 5*time.Second {
+				t.Fatalf("127.0.0.1:18090 still open %s after nerdctl rm -f", time.Since(rmReturned))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	e.timings[len(e.timings)-1].d = closed
+}
+
+// checkNerdctlHostAccess: an "IDE" on the host's loopback, reached from a
+// nerdctl container by name and by the alias address.
+func checkNerdctlHostAccess(t *testing.T, e *env, nerdctl func(time.Duration, ...string) string) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	for _, target := range []struct {
+		name string
+		args []string
+	}{
+		{"host.docker.internal", nil},
+		{"10.254.254.254", nil},
+		{"host.docker.internal", []string{"--add-host", "host.docker.internal:host-gateway"}},
+	} {
+		e.timed(fmt.Sprintf("nerdctl container reaches host loopback via %s %v", target.name, target.args), func(t *testing.T) {
+			got := make(chan string, 1)
+			go func() {
+				c, err := ln.Accept()
+				if err != nil {
+					got <- "accept: " + err.Error()
+					return
+				}
+				defer c.Close()
+				c.SetReadDeadline(time.Now().Add(2 * time.Minute))
+				b, _ := io.ReadAll(io.LimitReader(c, 64))
+				got <- string(b)
+			}()
+			args := append([]string{"run", "--rm"}, target.args...)
+			args = append(args, "vmdock-test:latest", "/bin/busybox", "sh", "-c", fmt.Sprintf("printf xdebug-init | nc -w 30 %s %d", target.name, port))
+			nerdctl(3*time.Minute, args...)
+			select {
+			case g := <-got:
+				if g != "xdebug-init" {
+					t.Fatalf("host received %q", g)
+				}
+			case <-time.After(2 * time.Minute):
+				t.Fatal("no connection arrived on the host listener")
+			}
+		})
+	}
+}
+
+// grpcSettings checks that an HTTP/2 (gRPC) server answers on sock.
+func grpcSettings(sock string) error {
+	c, err := net.DialTimeout("unix", sock, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Write([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")); err != nil {
+		return err
+	}
+	hdr := make([]byte, 9)
+	if _, err := io.ReadFull(c, hdr); err != nil {
+		return err
+	}
+	if hdr[3] != 4 {
+		return fmt.Errorf("first frame type %d, want SETTINGS", hdr[3])
+	}
+	return nil
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
