@@ -21,27 +21,18 @@ import (
 // syncFlushWait bounds one change-triggered flush.
 const syncFlushWait = 30 * time.Second
 
-// flushPace bounds the sync engine's share of the time during a burst of
-// changes: after a flush that took d, the next waits pace×d. Each flush
-// scans both whole trees, so flushing back to back through an `npm
-// install` in a container takes the CPU from the install itself (the
-// bench measured a container's file creation at 0.2x native that way).
-// A lone change still goes at once.
-const flushPace = 3
-
 // flusher runs at most one flush per sync mount at a time; changes during
 // a flush make one more flush after it, so the last change is never left
-// to the backstop rescan.
+// to the poll.
 type flusher struct {
 	flush   func(ctx context.Context, id string) error
-	pace    float64
 	mu      sync.Mutex
 	running map[string]bool
 	again   map[string]bool
 }
 
 func newFlusher(flush func(ctx context.Context, id string) error) *flusher {
-	return &flusher{flush: flush, pace: flushPace, running: map[string]bool{}, again: map[string]bool{}}
+	return &flusher{flush: flush, running: map[string]bool{}, again: map[string]bool{}}
 }
 
 func (f *flusher) kick(ctx context.Context, id string) {
@@ -56,23 +47,10 @@ func (f *flusher) kick(ctx context.Context, id string) {
 	go func() {
 		for {
 			fctx, cancel := context.WithTimeout(ctx, syncFlushWait)
-			start := time.Now()
 			if err := f.flush(fctx, id); err != nil && ctx.Err() == nil {
 				slog.Debug("sync: change-triggered flush", "id", id, "err", err)
 			}
-			took := time.Since(start)
 			cancel()
-			f.mu.Lock()
-			again := f.again[id]
-			f.mu.Unlock()
-			if again && ctx.Err() == nil {
-				// Changes kept coming: a burst. Changes during the pause
-				// join the flush after it.
-				select {
-				case <-ctx.Done():
-				case <-time.After(time.Duration(f.pace * float64(took))):
-				}
-			}
 			f.mu.Lock()
 			if !f.again[id] || ctx.Err() != nil {
 				delete(f.running, id)
