@@ -2,8 +2,26 @@ package portlist
 
 import (
 	"fmt"
+	"os"
 	"testing"
 )
+
+// testdata/iptables-save-nerdctl.txt is `iptables-save -t nat` from a
+// vmdock guest (containerd runtime) running nerdctl containers published
+// with -p 18090:80, -p 127.0.0.1:18091:81, -p 18092:53/udp and
+// -p 18100-18102:9000-9002 (nerdctl v2.0.5, CNI portmap, iptables-nft 1.8.11),
+// beside vmdock's host access chain.
+func TestDNATFromCapturedGuest(t *testing.T) {
+	b, err := os.ReadFile("testdata/iptables-save-nerdctl.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprint(DNAT(string(b)))
+	want := "[{tcp 0.0.0.0 18090} {tcp 127.0.0.1 18091} {udp 0.0.0.0 18092} {tcp 0.0.0.0 18100} {tcp 0.0.0.0 18101} {tcp 0.0.0.0 18102}]"
+	if got != want {
+		t.Errorf("DNAT ports:\n got %s\nwant %s", got, want)
+	}
+}
 
 func TestDNATSkipsWhatIsNotAPublishedPort(t *testing.T) {
 	for _, line := range []string{
