@@ -8,7 +8,7 @@ import (
 
 // testdata/iptables-save-nerdctl.txt is `iptables-save -t nat` from a
 // vmdock guest (containerd runtime) running nerdctl containers published
-// with -p 18090:80, -p 127.0.0.1:18091:81, -p 18092:53/udp and
+// with -p 18090:80, -p 127.0.0.1:18091:81, -p 18092:81/udp and
 // -p 18100-18102:9000-9002 (nerdctl v2.0.5, CNI portmap, iptables-nft 1.8.11),
 // beside vmdock's host access chain.
 func TestDNATFromCapturedGuest(t *testing.T) {
