@@ -40,7 +40,7 @@ func (m *Manager) observe(ctx context.Context, states []*synchronization.State) 
 	var flush []string
 	defer func() {
 		for _, sid := range flush {
-			_ = m.mgr.Flush(ctx, bySession(sid), "", true)
+			go m.flushWhenReady(ctx, sid) // counted in workers under m.mu
 		}
 	}()
 	m.mu.Lock()
@@ -56,10 +56,11 @@ func (m *Manager) observe(ctx context.Context, states []*synchronization.State) 
 		}
 		info.cycles = st.SuccessfulCycles
 		connected := st.AlphaState != nil && st.AlphaState.Connected && st.BetaState != nil && st.BetaState.Connected
-		if connected && !info.connected && m.watch.manual() {
+		if connected && !info.connected && m.watch.manual() && !m.closed {
 			// With both sides watched by us Mutagen runs no cycle on
 			// connect, so what changed while the link was down would
 			// wait for the next watcher report or the backstop.
+			m.workers.Add(1)
 			flush = append(flush, st.Session.Identifier)
 		}
 		info.connected = connected
@@ -68,6 +69,22 @@ func (m *Manager) observe(ctx context.Context, states []*synchronization.State) 
 			info.freshGuest = false
 			m.workers.Add(1)
 			go m.refillGuest(ctx, id, st.Session.Identifier)
+		}
+	}
+}
+
+// flushWhenReady asks for a cycle as soon as the session takes one: a
+// session reports its endpoints connected a moment before its sync loop
+// runs, and a flush in between is refused ("not currently able to
+// synchronize").
+func (m *Manager) flushWhenReady(ctx context.Context, sid string) {
+	defer m.workers.Done()
+	for range 50 {
+		if m.mgr.Flush(ctx, bySession(sid), "", true) == nil {
+			return
+		}
+		if !sleep(ctx, 100*time.Millisecond) {
+			return
 		}
 	}
 }
