@@ -97,6 +97,10 @@ func truncate(b []byte) []byte {
 	return b
 }
 
+// MaxFrameSize bounds one yamux frame on the wire: a 12-byte header and at
+// most a full stream window of data (YamuxConfig keeps yamux's 256 KiB).
+const MaxFrameSize = 12 + 256*1024
+
 // YamuxConfig is shared by both ends. Keepalives make a dead peer (guest
 // frozen, host agent killed) end the session within about a minute.
 func YamuxConfig(log *slog.Logger) *yamux.Config {

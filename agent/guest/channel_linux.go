@@ -1,6 +1,7 @@
 package guest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -80,26 +81,45 @@ func announce(f *os.File, log *slog.Logger) {
 		log.Debug("announce to the host", "err", err)
 		return
 	}
+	msg := restartAnnouncement()
 	deadline := time.Now().Add(announceRetryFor)
-	for {
+	for len(msg) > 0 {
+		var n int
 		var werr error
 		// The descriptor is nonblocking (Go's poller holds it): one write
-		// per attempt.
+		// per attempt, which may take only part of msg.
 		err = rc.Write(func(fd uintptr) bool {
-			_, werr = unix.Write(int(fd), []byte(agent.RestartLine+"\n"))
+			n, werr = unix.Write(int(fd), msg)
 			return true
 		})
 		if err == nil {
 			err = werr
 		}
-		if !errors.Is(err, unix.EAGAIN) || time.Now().After(deadline) {
+		if n > 0 {
+			msg = msg[n:]
+		}
+		if err != nil && !errors.Is(err, unix.EAGAIN) || time.Now().After(deadline) {
 			break
 		}
-		time.Sleep(50 * time.Millisecond)
+		if errors.Is(err, unix.EAGAIN) {
+			time.Sleep(50 * time.Millisecond)
+		}
 	}
-	if err != nil {
-		log.Debug("announce to the host", "err", err)
+	if err != nil || len(msg) > 0 {
+		log.Info("announce to the host: incomplete; an old host session ends by keepalive", "err", err, "left", len(msg))
 	}
+}
+
+// restartAnnouncement is agent.RestartLine after a run of newlines longer
+// than any yamux frame. The previous agent may have died between a frame's
+// header and its body: the host's session then reads what follows as that
+// body, and a bare RestartLine would vanish into it, leaving the stale
+// session to its keepalive (about 30 s). The newlines complete any such
+// frame; the first one read as a header is not a yamux version, so the
+// stale session fails at once. A host in its handshake skips empty lines.
+func restartAnnouncement() []byte {
+	pad := bytes.Repeat([]byte{'\n'}, agent.MaxFrameSize)
+	return append(pad, agent.RestartLine+"\n"...)
 }
 
 // announceRetryFor bounds the EAGAIN retries of announce; with no host

@@ -109,3 +109,46 @@ func TestAnnounceDoesNotBlock(t *testing.T) {
 		t.Fatal("announce blocked on a full channel")
 	}
 }
+
+// The previous agent died between a frame's header and the rest of its
+// body. A bare RestartLine is swallowed as body bytes and the host's stale
+// session waits for its keepalive; the announcement's newlines complete
+// the frame and the next "header" ends the session at once.
+func TestRestartAnnouncementEndsAStaleSessionMidFrame(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		announce  []byte
+		wantEnded bool
+	}{
+		{"bare restart line", []byte(agent.RestartLine + "\n"), false},
+		{"announcement", restartAnnouncement(), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hostEnd, guestEnd := net.Pipe()
+			defer guestEnd.Close()
+			sess, err := yamux.Server(hostEnd, agent.YamuxConfig(slog.New(slog.NewTextHandler(io.Discard, nil))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sess.Close()
+			go func() {
+				// Data frame, SYN, stream 1, 4096 bytes announced; 100 sent.
+				hdr := []byte{0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0x10, 0}
+				guestEnd.Write(hdr)
+				guestEnd.Write(make([]byte, 100))
+				// The new agent.
+				guestEnd.Write(tc.announce)
+			}()
+			select {
+			case <-sess.CloseChan():
+				if !tc.wantEnded {
+					t.Fatal("the stale session ended; the test no longer shows the problem")
+				}
+			case <-time.After(2 * time.Second):
+				if tc.wantEnded {
+					t.Fatal("the stale host session survived the new agent's announcement")
+				}
+			}
+		})
+	}
+}
