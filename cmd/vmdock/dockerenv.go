@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/vmdock/vmdock/vm/config"
 )
 
 // newDockerEnvCmd serves tools that read DOCKER_HOST and ignore contexts
@@ -17,6 +19,9 @@ func newDockerEnvCmd(g *globals) *cobra.Command {
 			inst, err := g.existing()
 			if err != nil {
 				return err
+			}
+			if cfg, err := config.Load(inst.ConfigPath(), g.host); err == nil && cfg.Runtime != config.RuntimeDocker {
+				return fmt.Errorf("profile %q runs the %s runtime, which has no Docker socket; use `vmdock nerdctl`, or %s for containerd clients", inst.Name, cfg.Runtime, inst.ContainerdSocketPath())
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "export DOCKER_HOST=%s\n", shellQuote("unix://"+inst.DockerSocketPath()))
 			return nil

@@ -127,3 +127,15 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+func TestDockerEnvOnAContainerdInstance(t *testing.T) {
+	env(t)
+	installFake(t)
+	if _, err := run("start", "--runtime", "containerd"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run("docker-env")
+	if err == nil || !strings.Contains(err.Error(), "runs the containerd runtime, which has no Docker socket") || strings.Contains(out, "DOCKER_HOST") {
+		t.Fatalf("docker-env: %q %v", out, err)
+	}
+}
