@@ -214,9 +214,12 @@ func (w *Watcher) treeOf(p string) (Tree, string, bool) {
 
 func (w *Watcher) excluded(p string) bool {
 	t, rel, ok := w.treeOf(p)
-	if !ok {
-		return false
-	}
+	return ok && isExcluded(t, rel)
+}
+
+// isExcluded reports whether rel, a path relative to t.Dir, is in one of
+// t's excluded subfolders.
+func isExcluded(t Tree, rel string) bool {
 	for _, ex := range t.Exclude {
 		if rel == ex || strings.HasPrefix(rel, ex+string(filepath.Separator)) {
 			return true
@@ -226,13 +229,23 @@ func (w *Watcher) excluded(p string) bool {
 }
 
 // run turns raw events into per-tree reports after Quiet (or MaxDelay).
+// Its tick runs only while a report is pending: an idle watcher never
+// wakes (under emulation every wake-up of the guest agent costs).
 func (w *Watcher) run() {
 	defer w.wg.Done()
 	defer close(w.changes)
 	first := map[string]time.Time{} // tree ID -> first unreported change
 	last := map[string]time.Time{}
 	tick := time.NewTicker(w.opts.Quiet / 2)
+	tick.Stop()
 	defer tick.Stop()
+	ticking := false
+	pending := func() {
+		if !ticking {
+			tick.Reset(w.opts.Quiet / 2)
+			ticking = true
+		}
+	}
 	for {
 		select {
 		case <-w.done:
@@ -241,8 +254,8 @@ func (w *Watcher) run() {
 			if !ok {
 				return
 			}
-			t, _, found := w.treeOf(ev.Name)
-			if !found || w.excluded(ev.Name) {
+			t, rel, found := w.treeOf(ev.Name)
+			if !found || isExcluded(t, rel) {
 				continue
 			}
 			if w.opts.OnPath != nil && !ev.Has(fsnotify.Chmod) {
@@ -262,6 +275,7 @@ func (w *Watcher) run() {
 				first[t.ID] = now
 			}
 			last[t.ID] = now
+			pending()
 		case err, ok := <-w.fs.Errors:
 			if !ok {
 				return
@@ -272,6 +286,7 @@ func (w *Watcher) run() {
 			for _, t := range w.trees {
 				first[t.ID], last[t.ID] = now, now
 			}
+			pending()
 		case now := <-tick.C:
 			for id, f := range first {
 				if now.Sub(last[id]) < w.opts.Quiet && now.Sub(f) < w.opts.MaxDelay {
@@ -283,6 +298,10 @@ func (w *Watcher) run() {
 					delete(last, id)
 				default: // the reader is busy; try again next tick
 				}
+			}
+			if len(first) == 0 {
+				tick.Stop()
+				ticking = false
 			}
 		}
 	}
