@@ -27,6 +27,10 @@ func (r *runner) propagate(ctx context.Context) error {
 	if r.opt.Quick {
 		n = 20
 	}
+	// The native folder exists only once another section made it.
+	if _, err := r.sh(ctx, "mkdir -p "+shq(r.native)); err != nil {
+		return err
+	}
 	fs, err := r.startFiles(ctx)
 	if err != nil {
 		return err
