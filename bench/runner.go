@@ -472,16 +472,9 @@ func (r *runner) ports(ctx context.Context) error {
 
 	n := r.streamBytes()
 	metric := fmt.Sprintf("echo stream %dMB", n>>20)
-	var gs struct{ Seconds float64 }
-	if err := r.helperJSON(ctx, &gs, "stream", "-addr", guestAddr, "-bytes", strconv.FormatInt(n, 10)); err != nil {
+	if err := r.streamBothSides(ctx, hostAddr, n, metric, "guest loopback", "host->guest forward"); err != nil {
 		return err
 	}
-	r.rep.Add(Result{Section: "ports", Metric: metric, Variant: "guest loopback", Value: float64(n) / 1e6 / gs.Seconds, Unit: "MB/s", Better: Higher})
-	d, err := probe.EchoThroughput(ctx, probe.TCPDialer(hostAddr), n)
-	if err != nil {
-		return err
-	}
-	r.rep.Add(Result{Section: "ports", Metric: metric, Variant: "host->guest forward", Value: float64(n) / 1e6 / d.Seconds(), Unit: "MB/s", Better: Higher})
 	if err := r.guestToHost(ctx, metric, n); err != nil {
 		r.rep.Skipped = append(r.rep.Skipped, "ports guest->host: "+err.Error())
 	}
@@ -531,16 +524,23 @@ func (r *runner) portsNerdctl(ctx context.Context, n int64) error {
 		return err
 	}
 	metric := fmt.Sprintf("nerdctl -p echo stream %dMB (containerd)", n>>20)
+	return r.streamBothSides(ctx, addr, n, metric, "guest (through the DNAT rule)", "host->container forward")
+}
+
+// streamBothSides echoes n bytes through addr from the guest (the helper;
+// the guest reaches a forwarded port at the same address) and then from
+// the host, and adds a row for each.
+func (r *runner) streamBothSides(ctx context.Context, addr string, n int64, metric, guestVariant, hostVariant string) error {
 	var gs struct{ Seconds float64 }
 	if err := r.helperJSON(ctx, &gs, "stream", "-addr", addr, "-bytes", strconv.FormatInt(n, 10)); err != nil {
 		return err
 	}
-	r.rep.Add(Result{Section: "ports", Metric: metric, Variant: "guest (through the DNAT rule)", Value: float64(n) / 1e6 / gs.Seconds, Unit: "MB/s", Better: Higher})
+	r.rep.Add(Result{Section: "ports", Metric: metric, Variant: guestVariant, Value: float64(n) / 1e6 / gs.Seconds, Unit: "MB/s", Better: Higher})
 	d, err := probe.EchoThroughput(ctx, probe.TCPDialer(addr), n)
 	if err != nil {
 		return err
 	}
-	r.rep.Add(Result{Section: "ports", Metric: metric, Variant: "host->container forward", Value: float64(n) / 1e6 / d.Seconds(), Unit: "MB/s", Better: Higher})
+	r.rep.Add(Result{Section: "ports", Metric: metric, Variant: hostVariant, Value: float64(n) / 1e6 / d.Seconds(), Unit: "MB/s", Better: Higher})
 	return nil
 }
 

@@ -114,16 +114,9 @@ func newNerdctlInstallCmd(g *globals) *cobra.Command {
 		Short: "Write a host `nerdctl` script that runs `vmdock nerdctl` for this profile",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			inst, err := g.existing()
+			inst, _, err := containerdInstance(g)
 			if err != nil {
 				return err
-			}
-			cfg, err := config.Load(inst.ConfigPath(), g.host)
-			if err != nil {
-				return err
-			}
-			if cfg.Runtime != config.RuntimeContainerd {
-				return fmt.Errorf("profile %q runs the %s runtime; nerdctl needs a containerd instance (`vmdock start -p NAME --runtime containerd`)", inst.Name, cfg.Runtime)
 			}
 			exe, err := os.Executable()
 			if err != nil {

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vmdock/vmdock/bench/probe"
 )
 
 // TestE2EContainerd boots one containerd instance (`make e2e-containerd`)
@@ -62,8 +65,10 @@ func TestE2EContainerd(t *testing.T) {
 		if err != nil || fi.Mode().Perm() != 0o600 {
 			t.Fatalf("containerd socket: %v %v, want mode 0600", fi, err)
 		}
-		if err := grpcSettings(sock); err != nil {
-			t.Errorf("containerd through %s: %v", sock, err)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := probe.GRPCLatency(ctx, sock, probe.ContainerdVersionURL, 1); err != nil {
+			t.Errorf("containerd's Version call through %s: %v", sock, err)
 		}
 		if out := e.run(time.Minute, "docker", "context", "ls", "--format", "{{.Name}}"); strings.Contains(out, "vmdock") {
 			t.Errorf("a containerd instance made a docker context: %q", out)
@@ -154,24 +159,7 @@ func checkNerdctlPorts(t *testing.T, e *env, nerdctl func(time.Duration, ...stri
 		t.Logf("guest nat table with a published port:\n%s", out)
 	}
 	nerdctl(3*time.Minute, "rm", "-f", "web")
-	rmReturned := time.Now()
-	var closed time.Duration
-	e.timed("port closed on host after nerdctl rm -f", func(t *testing.T) {
-		for {
-			c, err := net.DialTimeout("tcp", "127.0.0.1:18090", time.Second)
-			if err != nil {
-				closed = time.Since(rmReturned)
-				t.Logf("127.0.0.1:18090 closed %.2fs after nerdctl rm returned", closed.Seconds())
-				return
-			}
-			c.Close()
-			if time.Since(rmReturned) > 5*time.Second {
-				t.Fatalf("127.0.0.1:18090 still open %s after nerdctl rm -f", time.Since(rmReturned))
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	})
-	e.timings[len(e.timings)-1].d = closed
+	e.checkPortClosed("127.0.0.1:18090", "nerdctl rm -f")
 }
 
 // checkNerdctlHostAccess: an "IDE" on the host's loopback, reached from a
@@ -217,27 +205,6 @@ func checkNerdctlHostAccess(t *testing.T, e *env, nerdctl func(time.Duration, ..
 			}
 		})
 	}
-}
-
-// grpcSettings checks that an HTTP/2 (gRPC) server answers on sock.
-func grpcSettings(sock string) error {
-	c, err := net.DialTimeout("unix", sock, 5*time.Second)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := c.Write([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00")); err != nil {
-		return err
-	}
-	hdr := make([]byte, 9)
-	if _, err := io.ReadFull(c, hdr); err != nil {
-		return err
-	}
-	if hdr[3] != 4 {
-		return fmt.Errorf("first frame type %d, want SETTINGS", hdr[3])
-	}
-	return nil
 }
 
 func must(t *testing.T, err error) {

@@ -451,19 +451,25 @@ func checkPorts(t *testing.T, e *env) {
 		t.Fatal("no UDP echo from the container through 127.0.0.1:18081")
 	})
 	e.docker(3*time.Minute, "rm", "-f", "web")
-	rmReturned := time.Now()
+	e.checkPortClosed("127.0.0.1:18080", "docker rm")
+}
+
+// checkPortClosed is a timed check that addr stops answering within 5 s
+// of what (which just returned); its row records how long that took.
+func (e *env) checkPortClosed(addr, what string) {
+	since := time.Now()
 	var closed time.Duration
-	e.timed("port closed on host after docker rm", func(t *testing.T) {
+	e.timed("port closed on host after "+what, func(t *testing.T) {
 		for {
-			c, err := net.DialTimeout("tcp", "127.0.0.1:18080", time.Second)
+			c, err := net.DialTimeout("tcp", addr, time.Second)
 			if err != nil {
-				closed = time.Since(rmReturned)
-				t.Logf("127.0.0.1:18080 closed %.2fs after docker rm returned", closed.Seconds())
-				break
+				closed = time.Since(since)
+				t.Logf("%s closed %.2fs after %s returned", addr, closed.Seconds(), what)
+				return
 			}
 			c.Close()
-			if time.Since(rmReturned) > 5*time.Second {
-				t.Fatalf("127.0.0.1:18080 still open %s after docker rm", time.Since(rmReturned))
+			if time.Since(since) > 5*time.Second {
+				t.Fatalf("%s still open %s after %s", addr, time.Since(since), what)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
