@@ -8,22 +8,20 @@
 // trees) are not watched. The number of watches is capped: past the cap the
 // rest of a tree goes unwatched (the engine's rescan still covers it), and
 // Watcher.Capped says so.
+//
+// On Linux the watcher reads inotify itself (watch_linux.go): in the guest
+// it runs under emulation next to the writers it watches, so each event
+// must cost little. Elsewhere it uses fsnotify (watch_other.go).
 package watch
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
-
-	"github.com/fsnotify/fsnotify"
 )
 
 // Options tune a Watcher; zero values take the defaults.
@@ -48,8 +46,8 @@ type Options struct {
 type Op int
 
 const (
-	// Changed: a file was written, or a path was created, removed or
-	// renamed (the parent folder's listing changed).
+	// Changed: a file was written. On Linux that is reported when the
+	// writer closes it, once per open instead of once per write.
 	Changed Op = iota
 	// Listing: the folder's entries changed (create, remove, rename of
 	// the path).
@@ -66,14 +64,14 @@ type Tree struct {
 // Watcher watches trees and sends the ID of each tree that changed.
 type Watcher struct {
 	opts    Options
-	fs      *fsnotify.Watcher
+	trees   []Tree
 	changes chan string
+	b       backend // the platform's watch; only run touches it after New
 
 	mu      sync.Mutex
-	trees   []Tree
 	watches int
 	capped  bool
-	done    chan struct{}
+	closed  bool
 	wg      sync.WaitGroup
 }
 
@@ -91,13 +89,12 @@ func New(trees []Tree, opts Options) (*Watcher, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	fw, err := fsnotify.NewWatcher()
-	if err != nil {
-		return nil, fmt.Errorf("watch: %w", err)
+	w := &Watcher{opts: opts, trees: trees, changes: make(chan string, len(trees)+1)}
+	if err := w.b.open(); err != nil {
+		return nil, err
 	}
-	w := &Watcher{opts: opts, fs: fw, changes: make(chan string, len(trees)+1), trees: trees, done: make(chan struct{})}
-	for _, t := range trees {
-		w.addTree(t.Dir)
+	for i, t := range trees {
+		w.addTree(i, t.Dir)
 	}
 	w.wg.Add(1)
 	go w.run()
@@ -137,84 +134,54 @@ func (w *Watcher) Watches() int {
 	return w.watches
 }
 
-// Close stops watching.
+// Close stops watching and waits for the watcher's goroutine to end.
 func (w *Watcher) Close() error {
-	select {
-	case <-w.done:
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
 		return nil
-	default:
 	}
-	close(w.done)
-	err := w.fs.Close()
+	w.closed = true
+	w.mu.Unlock()
+	err := w.b.close() // unblocks run's wait for events
 	w.wg.Wait()
 	return err
 }
 
-// addTree watches dir and every folder below it that is not excluded.
-func (w *Watcher) addTree(dir string) {
+func (w *Watcher) isClosed() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.closed
+}
+
+// walkTree calls add for dir and every folder below it that tree t does
+// not exclude, with its path relative to t.Dir, until add returns false.
+func walkTree(t Tree, dir string, add func(p, rel string) bool) {
 	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {
 			return nil // vanished meanwhile, or unreadable: nothing to watch
 		}
-		if w.excluded(p) {
+		rel, ok := relTo(t.Dir, p)
+		if !ok {
 			return filepath.SkipDir
 		}
-		if !w.addWatch(p) {
+		if isExcluded(t, rel) {
+			return filepath.SkipDir
+		}
+		if !add(p, rel) {
 			return filepath.SkipAll
 		}
 		return nil
 	})
 }
 
-func (w *Watcher) addWatch(p string) bool {
-	w.mu.Lock()
-	if w.watches >= w.opts.MaxWatches {
-		if !w.capped {
-			w.opts.Logger.Warn("watch: folder watch cap reached; the rest is covered by the sync's periodic rescan only", "cap", w.opts.MaxWatches)
-		}
-		w.capped = true
-		w.mu.Unlock()
-		return false
+// relTo is p relative to dir ("." for dir itself), if p is in dir.
+func relTo(dir, p string) (string, bool) {
+	if p == dir {
+		return ".", true
 	}
-	w.watches++
-	w.mu.Unlock()
-	if err := w.fs.Add(p); err != nil {
-		w.mu.Lock()
-		w.watches--
-		w.mu.Unlock()
-		if errors.Is(err, fsnotify.ErrClosed) {
-			return false
-		}
-		if errors.Is(err, syscall.ENOSPC) { // the kernel's per-user watch limit
-			w.mu.Lock()
-			if !w.capped {
-				w.opts.Logger.Warn("watch: the system's inotify watch limit is reached (fs.inotify.max_user_watches); the rest is covered by the sync's periodic rescan only")
-			}
-			w.capped = true
-			w.mu.Unlock()
-			return false
-		}
-		w.opts.Logger.Debug("watch: add", "dir", p, "err", err)
-	}
-	return true
-}
-
-// treeOf is the tree a path belongs to.
-func (w *Watcher) treeOf(p string) (Tree, string, bool) {
-	for _, t := range w.trees {
-		if rel, err := filepath.Rel(t.Dir, p); err == nil && filepath.IsLocal(rel) || p == t.Dir {
-			if p == t.Dir {
-				rel = "."
-			}
-			return t, rel, true
-		}
-	}
-	return Tree{}, "", false
-}
-
-func (w *Watcher) excluded(p string) bool {
-	t, rel, ok := w.treeOf(p)
-	return ok && isExcluded(t, rel)
+	rel, err := filepath.Rel(dir, p)
+	return rel, err == nil && filepath.IsLocal(rel)
 }
 
 // isExcluded reports whether rel, a path relative to t.Dir, is in one of
@@ -228,81 +195,103 @@ func isExcluded(t Tree, rel string) bool {
 	return false
 }
 
-// run turns raw events into per-tree reports after Quiet (or MaxDelay).
-// Its tick runs only while a report is pending: an idle watcher never
-// wakes (under emulation every wake-up of the guest agent costs).
-func (w *Watcher) run() {
-	defer w.wg.Done()
-	defer close(w.changes)
-	first := map[string]time.Time{} // tree ID -> first unreported change
-	last := map[string]time.Time{}
-	tick := time.NewTicker(w.opts.Quiet / 2)
-	tick.Stop()
-	defer tick.Stop()
-	ticking := false
-	pending := func() {
-		if !ticking {
-			tick.Reset(w.opts.Quiet / 2)
-			ticking = true
+// reserve takes one watch from the cap, or marks the watcher capped.
+func (w *Watcher) reserve() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.watches >= w.opts.MaxWatches {
+		if !w.capped {
+			w.opts.Logger.Warn("watch: folder watch cap reached; the rest is covered by the sync's periodic rescan only", "cap", w.opts.MaxWatches)
 		}
+		w.capped = true
+		return false
 	}
-	for {
-		select {
-		case <-w.done:
-			return
-		case ev, ok := <-w.fs.Events:
-			if !ok {
-				return
-			}
-			t, rel, found := w.treeOf(ev.Name)
-			if !found || isExcluded(t, rel) {
+	w.watches++
+	return true
+}
+
+// release gives back n watches: failed adds and forgotten folders.
+func (w *Watcher) release(n int) {
+	w.mu.Lock()
+	w.watches -= n
+	w.mu.Unlock()
+}
+
+// systemLimit marks the watcher capped by the kernel's per-user limit.
+func (w *Watcher) systemLimit() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.capped {
+		w.opts.Logger.Warn("watch: the system's inotify watch limit is reached (fs.inotify.max_user_watches); the rest is covered by the sync's periodic rescan only")
+	}
+	w.capped = true
+}
+
+// send hands a tree's ID to the reader without waiting: a busy reader
+// gets it on a later try.
+func (w *Watcher) send(tree int) bool {
+	select {
+	case w.changes <- w.trees[tree].ID:
+		return true
+	default:
+		return false
+	}
+}
+
+// pending tracks the trees with an unreported change, by tree index, and
+// says when the next report is due: run sleeps until then, and an idle
+// watcher (nothing pending) never wakes, as every wake-up of the guest
+// agent costs under emulation.
+type pending struct {
+	quiet, maxDelay time.Duration
+	first, last     []time.Time // zero first: nothing pending
+	n               int
+}
+
+func newPending(trees int, quiet, maxDelay time.Duration) *pending {
+	return &pending{quiet: quiet, maxDelay: maxDelay, first: make([]time.Time, trees), last: make([]time.Time, trees)}
+}
+
+// mark notes a change in tree i at now.
+func (p *pending) mark(i int, now time.Time) {
+	if p.first[i].IsZero() {
+		p.first[i] = now
+		p.n++
+	}
+	p.last[i] = now
+}
+
+// markAll notes a change in every tree (events were lost).
+func (p *pending) markAll(now time.Time) {
+	for i := range p.first {
+		p.mark(i, now)
+	}
+}
+
+// flush sends the trees whose report is due at now and returns how long
+// until the next one is due, or 0 when nothing is pending. A tree whose
+// send fails stays pending and is tried again after half the quiet time.
+func (p *pending) flush(now time.Time, send func(i int) bool) time.Duration {
+	if p.n == 0 {
+		return 0
+	}
+	var next time.Duration
+	for i, f := range p.first {
+		if f.IsZero() {
+			continue
+		}
+		due := min(p.last[i].Add(p.quiet).Sub(now), f.Add(p.maxDelay).Sub(now))
+		if due <= 0 {
+			if send(i) {
+				p.first[i], p.last[i] = time.Time{}, time.Time{}
+				p.n--
 				continue
 			}
-			if w.opts.OnPath != nil && !ev.Has(fsnotify.Chmod) {
-				op := Changed
-				if ev.Has(fsnotify.Create) || ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
-					op = Listing
-				}
-				w.opts.OnPath(t.ID, ev.Name, op)
-			}
-			if ev.Has(fsnotify.Create) {
-				if fi, err := os.Lstat(ev.Name); err == nil && fi.IsDir() {
-					w.addTree(ev.Name) // files made in it before the watch count via this event
-				}
-			}
-			now := time.Now()
-			if _, ok := first[t.ID]; !ok {
-				first[t.ID] = now
-			}
-			last[t.ID] = now
-			pending()
-		case err, ok := <-w.fs.Errors:
-			if !ok {
-				return
-			}
-			// An overflowed queue lost events: report every tree.
-			w.opts.Logger.Debug("watch", "err", err)
-			now := time.Now()
-			for _, t := range w.trees {
-				first[t.ID], last[t.ID] = now, now
-			}
-			pending()
-		case now := <-tick.C:
-			for id, f := range first {
-				if now.Sub(last[id]) < w.opts.Quiet && now.Sub(f) < w.opts.MaxDelay {
-					continue
-				}
-				select {
-				case w.changes <- id:
-					delete(first, id)
-					delete(last, id)
-				default: // the reader is busy; try again next tick
-				}
-			}
-			if len(first) == 0 {
-				tick.Stop()
-				ticking = false
-			}
+			due = p.quiet / 2
+		}
+		if next == 0 || due < next {
+			next = due
 		}
 	}
+	return next
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -128,5 +129,86 @@ func TestOnPathSkipsAttributeChanges(t *testing.T) {
 	joined := strings.Join(seen, ",")
 	if !strings.Contains(joined, "t x.txt 0") || !strings.Contains(joined, "t new.txt 1") {
 		t.Fatalf("seen %v; want a change of x.txt and a listing change for new.txt", seen)
+	}
+}
+
+// A tree is due Quiet after its last change, or MaxDelay after its first
+// in a burst that never goes quiet; nothing pending means no timer at all.
+func TestPendingDueTimes(t *testing.T) {
+	p := newPending(2, 50*time.Millisecond, 500*time.Millisecond)
+	t0 := time.Now()
+	never := func(int) bool { t.Fatal("sent with nothing due"); return false }
+	if next := p.flush(t0, never); next != 0 {
+		t.Fatalf("idle: next %s, want 0 (no wake-up)", next)
+	}
+	p.mark(1, t0)
+	if next := p.flush(t0.Add(10*time.Millisecond), never); next != 40*time.Millisecond {
+		t.Fatalf("next %s, want 40ms", next)
+	}
+	for at := 40 * time.Millisecond; at < 500*time.Millisecond; at += 40 * time.Millisecond {
+		p.mark(1, t0.Add(at)) // never quiet for 50 ms
+	}
+	var sent []int
+	send := func(i int) bool { sent = append(sent, i); return true }
+	if next := p.flush(t0.Add(499*time.Millisecond), send); next != time.Millisecond || len(sent) != 0 {
+		t.Fatalf("before MaxDelay: next %s, sent %v", next, sent)
+	}
+	if next := p.flush(t0.Add(500*time.Millisecond), send); next != 0 || len(sent) != 1 || sent[0] != 1 {
+		t.Fatalf("at MaxDelay: next %s, sent %v; want tree 1 sent, nothing pending", next, sent)
+	}
+}
+
+// A report the reader cannot take yet stays pending and is retried.
+func TestPendingRetriesABusyReader(t *testing.T) {
+	p := newPending(1, 50*time.Millisecond, 500*time.Millisecond)
+	t0 := time.Now()
+	p.mark(0, t0)
+	busy := func(int) bool { return false }
+	if next := p.flush(t0.Add(time.Second), busy); next != 25*time.Millisecond {
+		t.Fatalf("busy reader: next %s, want a retry in 25ms", next)
+	}
+	ok := false
+	if next := p.flush(t0.Add(time.Second), func(int) bool { ok = true; return true }); !ok || next != 0 {
+		t.Fatalf("retry: sent %v, next %s", ok, next)
+	}
+}
+
+// Close ends the watcher's goroutine whether it is idle or waiting for a
+// report to come due, and a second Close is a no-op.
+func TestCloseLeavesNoGoroutine(t *testing.T) {
+	before := runtime.NumGoroutine()
+	for _, pendingReport := range []bool{false, true} {
+		dir := mkTree(t)
+		w, err := New([]Tree{{ID: "t", Dir: dir}}, Options{Quiet: time.Hour, MaxDelay: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pendingReport {
+			os.WriteFile(filepath.Join(dir, "src/a/f"), []byte("x"), 0o644)
+			time.Sleep(50 * time.Millisecond)
+		}
+		done := make(chan error, 1)
+		go func() { done <- w.Close() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("close: %v", err)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatalf("Close hangs (pending report %v)", pendingReport)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatalf("second close: %v", err)
+		}
+		if _, ok := <-w.Changes(); ok {
+			t.Fatal("Changes still open after Close")
+		}
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Fatalf("%d goroutines after Close, %d before", n, before)
 	}
 }

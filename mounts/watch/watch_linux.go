@@ -1,0 +1,316 @@
+//go:build linux
+
+package watch
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// watchMask is what a folder watch asks the kernel for. IN_CLOSE_WRITE
+// stands in for IN_MODIFY (one event per write() call, each one queued
+// while the writer waits): the sync engine only needs to know a file
+// changed, and a file is done once its writer closes it. IN_ATTRIB stays
+// for the executable bit, which the engine syncs.
+const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
+	unix.IN_CLOSE_WRITE | unix.IN_ATTRIB | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF |
+	unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW
+
+// listingMask is the events that change a folder's entries.
+const listingMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO
+
+// readBuffer holds hundreds of events (16 bytes plus the name each), so
+// a burst is read and handled in one go.
+const readBuffer = 64 << 10
+
+// batchDelay is how long run waits after handling events while a report
+// is pending, so that the kernel queues a burst's next events and one
+// read takes many of them instead of waking per event. It delays a report
+// by at most this much.
+var batchDelay = 5 * time.Millisecond
+
+// backend is an inotify instance read through the runtime's poller:
+// closing the file ends a blocked read, and a read deadline is the
+// coalescing timer.
+type backend struct {
+	file *os.File
+	conn syscall.RawConn
+	dirs map[int32]*dirWatch // by watch descriptor; only run uses it after New
+}
+
+// dirWatch is one watched folder.
+type dirWatch struct {
+	path string
+	tree int
+	// excluded are the names in this folder that its tree excludes; the
+	// folder's own events about them are not the tree's changes.
+	excluded map[string]struct{}
+	// moved: the folder was just seen at a new path inside its tree, so
+	// its coming IN_MOVE_SELF is no reason to unwatch it.
+	moved bool
+}
+
+func (b *backend) open() error {
+	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
+	if err != nil {
+		return fmt.Errorf("watch: inotify: %w", err)
+	}
+	b.file = os.NewFile(uintptr(fd), "inotify")
+	if b.conn, err = b.file.SyscallConn(); err != nil {
+		b.file.Close()
+		return fmt.Errorf("watch: inotify: %w", err)
+	}
+	b.dirs = map[int32]*dirWatch{}
+	return nil
+}
+
+func (b *backend) close() error { return b.file.Close() }
+
+// add watches folder p. closed: the watcher is closing (the descriptor
+// is borrowed through the file, never used after its close).
+func (b *backend) add(p string) (wd int32, closed bool, err error) {
+	var w int
+	cerr := b.conn.Control(func(fd uintptr) {
+		w, err = unix.InotifyAddWatch(int(fd), p, watchMask)
+	})
+	if cerr != nil {
+		return -1, true, cerr
+	}
+	return int32(w), false, err
+}
+
+func (b *backend) remove(wd int32) {
+	b.conn.Control(func(fd uintptr) {
+		unix.InotifyRmWatch(int(fd), uint32(wd)) // an error: it is gone already
+	})
+}
+
+// addTree watches dir, a folder of tree i, and the folders below it. It
+// returns dir's watch and whether dir was watched already (it moved).
+func (w *Watcher) addTree(i int, dir string) (root *dirWatch, known bool) {
+	first := true
+	walkTree(w.trees[i], dir, func(p, rel string) bool {
+		d, k, ok := w.addWatch(i, p, rel)
+		if first {
+			root, known, first = d, k, false
+		}
+		return ok
+	})
+	return root, known
+}
+
+// addWatch watches folder p (rel in tree i). A folder watched already
+// keeps its descriptor and takes its new path. ok false: stop adding
+// (cap, system limit or closing).
+func (w *Watcher) addWatch(i int, p, rel string) (d *dirWatch, known, ok bool) {
+	if !w.reserve() {
+		return nil, false, false
+	}
+	wd, closed, err := w.b.add(p)
+	if err != nil {
+		w.release(1)
+		switch {
+		case closed:
+			return nil, false, false
+		case errors.Is(err, unix.ENOSPC): // the kernel's per-user watch limit
+			w.systemLimit()
+			return nil, false, false
+		}
+		w.opts.Logger.Debug("watch: add", "dir", p, "err", err) // vanished, or not readable
+		return nil, false, true
+	}
+	if d, known = w.b.dirs[wd]; known {
+		w.release(1)
+	} else {
+		d = &dirWatch{}
+		w.b.dirs[wd] = d
+	}
+	d.path, d.tree, d.excluded = p, i, excludedNames(w.trees[i], rel)
+	return d, known, true
+}
+
+// excludedNames are the entries of folder rel that tree t excludes.
+func excludedNames(t Tree, rel string) map[string]struct{} {
+	var names map[string]struct{}
+	for _, ex := range t.Exclude {
+		dir, name := splitRel(ex)
+		if dir == rel {
+			if names == nil {
+				names = map[string]struct{}{}
+			}
+			names[name] = struct{}{}
+		}
+	}
+	return names
+}
+
+// splitRel splits a relative path at its last slash ("." for none).
+func splitRel(rel string) (dir, name string) {
+	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
+		return rel[:i], rel[i+1:]
+	}
+	return ".", rel
+}
+
+// run reads events a buffer at a time and reports trees when due. It
+// sleeps in the read: with a deadline while a report is pending, with
+// none while idle, so an idle watcher never wakes.
+func (w *Watcher) run() {
+	defer w.wg.Done()
+	defer close(w.changes)
+	p := newPending(len(w.trees), w.opts.Quiet, w.opts.MaxDelay)
+	buf := make([]byte, readBuffer)
+	var deadline time.Time
+	for {
+		n, err := w.b.file.Read(buf)
+		now := time.Now()
+		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			if !errors.Is(err, os.ErrClosed) {
+				w.opts.Logger.Warn("watch: reading events failed; the sync's periodic rescan still runs", "err", err)
+			}
+			return
+		}
+		w.events(buf[:n], now, p)
+		next := p.flush(now, w.send)
+		if err := w.setDeadline(next, now, &deadline); err != nil {
+			if !w.isClosed() {
+				w.opts.Logger.Warn("watch: reading events failed; the sync's periodic rescan still runs", "err", err)
+			}
+			return
+		}
+		if n > 0 && next > 0 && batchDelay > 0 {
+			time.Sleep(min(batchDelay, next))
+		}
+	}
+}
+
+// setDeadline makes the next read return when the next report is due
+// (next > 0), or never on its own (next == 0).
+func (w *Watcher) setDeadline(next time.Duration, now time.Time, deadline *time.Time) error {
+	var d time.Time
+	if next > 0 {
+		d = now.Add(next)
+	}
+	if d.Equal(*deadline) {
+		return nil
+	}
+	*deadline = d
+	if err := w.b.file.SetReadDeadline(d); err != nil {
+		return fmt.Errorf("watch: set the report timer: %w", err)
+	}
+	return nil
+}
+
+// events handles a buffer of raw inotify events.
+func (w *Watcher) events(buf []byte, now time.Time, p *pending) {
+	for len(buf) >= unix.SizeofInotifyEvent {
+		wd := int32(binary.NativeEndian.Uint32(buf[0:4]))
+		mask := binary.NativeEndian.Uint32(buf[4:8])
+		end := unix.SizeofInotifyEvent + int(binary.NativeEndian.Uint32(buf[12:16]))
+		if end > len(buf) {
+			w.opts.Logger.Warn("watch: a truncated inotify event", "bytes", len(buf))
+			return
+		}
+		name := buf[unix.SizeofInotifyEvent:end]
+		if i := bytes.IndexByte(name, 0); i >= 0 {
+			name = name[:i] // the kernel pads names with NULs
+		}
+		w.event(wd, mask, name, now, p)
+		buf = buf[end:]
+	}
+}
+
+// event handles one raw event: name is the entry of the watched folder it
+// is about, empty when it is about the folder itself.
+func (w *Watcher) event(wd int32, mask uint32, name []byte, now time.Time, p *pending) {
+	if mask&unix.IN_Q_OVERFLOW != 0 {
+		w.overflow(now, p)
+		return
+	}
+	d := w.b.dirs[wd]
+	if d == nil {
+		return // a late event of a watch that was removed
+	}
+	if mask&unix.IN_IGNORED != 0 { // the folder is gone, or was unwatched
+		delete(w.b.dirs, wd)
+		w.release(1)
+		return
+	}
+	if _, ex := d.excluded[string(name)]; ex {
+		return // an excluded folder itself (made, removed, renamed)
+	}
+	p.mark(d.tree, now)
+	if mask&unix.IN_MOVE_SELF != 0 {
+		w.movedSelf(d)
+		return
+	}
+	if len(name) == 0 {
+		return
+	}
+	var path string
+	if mask&unix.IN_ISDIR != 0 && mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0 {
+		// Entries made in the new folder before its watch was added are
+		// covered by this event's report.
+		path = d.path + "/" + string(name)
+		if root, known := w.addTree(d.tree, path); known && mask&unix.IN_MOVED_TO != 0 {
+			root.moved = true
+		}
+	}
+	if w.opts.OnPath != nil {
+		w.onPath(d, mask, name, path)
+	}
+}
+
+// onPath passes a content change on to Options.OnPath.
+func (w *Watcher) onPath(d *dirWatch, mask uint32, name []byte, path string) {
+	op := Listing
+	switch {
+	case mask&unix.IN_CLOSE_WRITE != 0:
+		op = Changed
+	case mask&listingMask == 0:
+		return // attributes only: a touch from the guest must not echo back
+	}
+	if path == "" {
+		path = d.path + "/" + string(name)
+	}
+	w.opts.OnPath(w.trees[d.tree].ID, path, op)
+}
+
+// movedSelf handles a watched folder that was renamed. Moved inside its
+// tree, it was re-added at its new path just before (IN_MOVED_TO comes
+// first). Otherwise it left the tree or went into an excluded folder: it
+// and the folders below it are no longer the tree's.
+func (w *Watcher) movedSelf(d *dirWatch) {
+	if d.moved {
+		d.moved = false
+		return
+	}
+	prefix := d.path + "/"
+	n := 0
+	for wd, o := range w.b.dirs {
+		if o.path == d.path || strings.HasPrefix(o.path, prefix) {
+			w.b.remove(wd)
+			delete(w.b.dirs, wd) // the IN_IGNORED that follows finds nothing
+			n++
+		}
+	}
+	w.release(n)
+}
+
+// overflow handles a full event queue: events were lost, so every tree
+// is reported, and the trees are walked again for folders made meanwhile.
+func (w *Watcher) overflow(now time.Time, p *pending) {
+	w.opts.Logger.Debug("watch: the inotify queue overflowed; reporting every tree")
+	p.markAll(now)
+	for i, t := range w.trees {
+		w.addTree(i, t.Dir)
+	}
+}
