@@ -7,7 +7,7 @@ ARCHES    := amd64 arm64
 AGENTS    := $(foreach a,$(ARCHES),$(AGENT_DIR)/vmdock-agent-linux-$(a).zst)
 LDFLAGS   := -s -w -X main.Version=$(VERSION) -X github.com/vmdock/vmdock/agent.Version=$(VERSION)
 
-.PHONY: all build agents test lint darwin-check install image image-arm64 e2e e2e-containerd e2e-arm64 bench demo clean
+.PHONY: all build agents test lint darwin-check install image image-arm64 e2e e2e-containerd e2e-resume e2e-arm64 bench demo clean
 
 all: build
 
@@ -62,6 +62,10 @@ e2e: build image
 # nerdctl: its own boot, since the runtime is fixed per instance.
 e2e-containerd: build image
 	VMDOCK_E2E_CONTAINERD=1 $(GO) test -tags e2e -v -timeout 45m -run 'TestE2EContainerd$$' ./hack/e2e/
+
+# Fast start: save on stop, resume on start, and the cold fall backs.
+e2e-resume: build image
+	VMDOCK_E2E_RESUME=1 $(GO) test -tags e2e -v -timeout 45m -run 'TestE2EResume$$' ./hack/e2e/
 
 # The Apple Silicon guest (arm64 image, arm64 agent) booted under
 # qemu-system-aarch64: about 3 minutes to docker-ready under TCG on an x86

@@ -31,6 +31,7 @@ type StartOptions struct {
 // StopOptions tune `vmdock stop`.
 type StopOptions struct {
 	Force    bool      // kill the VM without a graceful power-off
+	NoSave   bool      // power off even when the instance saves on stop (resume)
 	Progress io.Writer // how the guest went down; nil discards
 }
 
@@ -265,7 +266,7 @@ func Stop(ctx context.Context, inst *store.Instance, opts StopOptions) error {
 	} else {
 		how <- ""
 	}
-	if err := client.Stop(ctx, opts.Force); err != nil {
+	if err := client.Stop(ctx, control.StopRequest{Force: opts.Force, NoSave: opts.NoSave}); err != nil {
 		return err
 	}
 	timeout := 3 * time.Minute
@@ -297,6 +298,7 @@ var stopPaths = map[string]string{
 	control.StopByForce:    "the VM was ended (forced)",
 	control.StopBySelf:     "the guest had powered itself off",
 	control.StopDuringBoot: "the boot was stopped and undone",
+	control.StopBySave:     "the VM was saved; the next start resumes it (`start --cold` boots afresh)",
 }
 
 // stopPath reads the host agent's events until its stop event, printing

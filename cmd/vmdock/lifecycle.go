@@ -11,7 +11,7 @@ import (
 )
 
 func newStopCmd(g *globals) *cobra.Command {
-	var force bool
+	var force, noSave bool
 	cmd := &cobra.Command{
 		Use:   "stop",
 		Short: "Stop the instance (the previous docker context comes back)",
@@ -26,14 +26,15 @@ func newStopCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer lock.Unlock()
-			if err := stopVM(cmd.Context(), inst, vm.StopOptions{Force: force, Progress: cmd.OutOrStdout()}); err != nil {
+			if err := stopVM(cmd.Context(), inst, vm.StopOptions{Force: force, NoSave: noSave, Progress: cmd.OutOrStdout()}); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "profile %q stopped\n", inst.Name)
 			return nil
 		},
 	}
-	cmd.Flags().BoolVarP(&force, "force", "f", false, "kill the VM without a graceful power-off")
+	cmd.Flags().BoolVarP(&force, "force", "f", false, "kill the VM without a graceful power-off (never saves)")
+	cmd.Flags().BoolVar(&noSave, "no-save", false, "power the guest off instead of saving it for a fast start (resume: true)")
 	return cmd
 }
 

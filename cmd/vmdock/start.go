@@ -16,6 +16,7 @@ import (
 	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/vm"
 	"github.com/vmdock/vmdock/vm/config"
+	"github.com/vmdock/vmdock/vm/resume"
 	"github.com/vmdock/vmdock/vm/store"
 )
 
@@ -41,6 +42,8 @@ type startFlags struct {
 	env             []string
 	image           string
 	activate        bool
+	resume          bool
+	cold            bool
 	foreground      bool
 }
 
@@ -76,6 +79,8 @@ func newStartCmd(g *globals) *cobra.Command {
 	fs.StringArrayVar(&f.env, "env", nil, "guest environment variable NAME=value (repeatable)")
 	fs.StringVar(&f.image, "image", d.Image, "guest image: catalog name, path or URL (default: the built-in image for --arch)")
 	fs.BoolVar(&f.activate, "activate", d.Activate, "switch the docker context to this instance")
+	fs.BoolVar(&f.resume, "resume", d.Resume, "stop saves the running VM and start resumes it where it was (qemu without 9p/virtiofs shares)")
+	fs.BoolVar(&f.cold, "cold", false, "boot cold this once: drop a saved VM state instead of resuming it")
 	fs.BoolVar(&f.foreground, "foreground", false, "run the host agent in this process until interrupted")
 	fs.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 		if name == "cpu" {
@@ -115,6 +120,14 @@ func runStart(ctx context.Context, g *globals, fs *pflag.FlagSet, f *startFlags,
 		return err
 	}
 	printWarnings(errOut, cfg.Warnings())
+	if f.cold && st.State != store.StateRunning && st.State != store.StateStarting {
+		if resume.Exists(inst.SavedStateDir()) {
+			fmt.Fprintln(out, "booting cold (--cold): the saved VM state is dropped")
+		}
+		if err := resume.Remove(inst.SavedStateDir()); err != nil {
+			return err
+		}
+	}
 	if f.foreground {
 		lock.Unlock() // the host agent must stay stoppable by `vmdock stop`
 		return runHostAgent(ctx, inst, g.host)
@@ -221,5 +234,6 @@ func applyFlags(cfg *config.Config, fs *pflag.FlagSet, f *startFlags, fresh bool
 	})
 	set("image", func() { cfg.Image = f.image })
 	set("activate", func() { cfg.Activate = f.activate })
+	set("resume", func() { cfg.Resume = f.resume })
 	return errs
 }

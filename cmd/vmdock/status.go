@@ -6,12 +6,14 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/control"
+	"github.com/vmdock/vmdock/vm/resume"
 	"github.com/vmdock/vmdock/vm/store"
 )
 
@@ -32,6 +34,27 @@ type statusJSON struct {
 	HostAgent        *control.Status `json:"hostAgent,omitempty"`
 	LastError        string          `json:"lastError,omitempty"`
 	Warnings         []string        `json:"warnings,omitempty"`
+	// Resumable is the saved VM a stopped instance's next start resumes.
+	Resumable *resumableJSON `json:"resumable,omitempty"`
+}
+
+// resumableJSON describes a saved VM state (documented in README.md).
+type resumableJSON struct {
+	SavedAt     time.Time `json:"savedAt"`
+	Bytes       int64     `json:"bytes"`
+	SaveSeconds float64   `json:"saveSeconds"`
+}
+
+// resumable reads the saved state of a stopped instance, if any.
+func resumable(inst *store.Instance, state string) *resumableJSON {
+	if state != store.StateStopped {
+		return nil
+	}
+	s, err := resume.Load(inst.SavedStateDir())
+	if err != nil {
+		return nil
+	}
+	return &resumableJSON{SavedAt: s.At, Bytes: s.State.Size, SaveSeconds: s.Took.Seconds()}
 }
 
 // listJSON is one element of `vmdock list --json` (documented in README.md).
@@ -61,7 +84,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 			}
 			st := inst.Status(cmd.Context())
 			s := statusJSON{Profile: inst.Name, Status: st.State, Reason: st.Reason, Dir: inst.Dir, PID: st.PID,
-				HostAgent: st.HostAgent, LastError: st.LastError}
+				HostAgent: st.HostAgent, LastError: st.LastError, Resumable: resumable(inst, st.State)}
 			if cfg, err := config.Load(inst.ConfigPath(), g.host); err != nil {
 				s.ConfigError = err.Error()
 				s.DockerSocket = inst.DockerSocketPath()
@@ -95,7 +118,11 @@ func newStatusCmd(g *globals) *cobra.Command {
 func writeStatusText(w io.Writer, s statusJSON, st store.InstanceStatus) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "profile:\t%s\n", s.Profile)
-	fmt.Fprintf(tw, "status:\t%s\n", st)
+	if r := s.Resumable; r != nil {
+		fmt.Fprintf(tw, "status:\t%s, resumable (saved %s, %.0f MiB)\n", st, r.SavedAt.Local().Format(time.DateTime), float64(r.Bytes)/(1<<20))
+	} else {
+		fmt.Fprintf(tw, "status:\t%s\n", st)
+	}
 	fmt.Fprintf(tw, "folder:\t%s\n", s.Dir)
 	if c := s.Config; c != nil {
 		fmt.Fprintf(tw, "vm:\t%s %s, %d CPUs, %g GiB memory, %d GiB disk\n", c.VMType, c.Arch, c.CPUs, c.MemoryGiB, c.DiskGiB)

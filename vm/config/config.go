@@ -22,6 +22,7 @@ type Config struct {
 	Env         map[string]string `yaml:"env" json:"env"`                 // guest environment
 	Image       string            `yaml:"image" json:"image"`             // catalog name, path or URL; empty: the default for Arch
 	Activate    bool              `yaml:"activate" json:"activate"`       // switch the docker context on start
+	Resume      bool              `yaml:"resume" json:"resume"`           // stop saves the running VM, start resumes it
 	PortForward PortForward       `yaml:"portForward" json:"portForward"` //
 }
 

@@ -54,6 +54,7 @@ func Default(h Host) Config {
 			HostAccessIP:    DefaultHostAccessIP,
 		},
 		Activate: true,
+		Resume:   true,
 	}
 	c.FillDefaults(h)
 	return c

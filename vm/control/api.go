@@ -20,6 +20,12 @@ import (
 	"github.com/vmdock/vmdock/vm/driver"
 )
 
+// StopRequest is how `vmdock stop` wants the instance down.
+type StopRequest struct {
+	Force  bool // kill the VM without a graceful power-off (never saves)
+	NoSave bool // power the guest off even when the instance saves on stop
+}
+
 // Routes of the API.
 const (
 	StatusPath = "/v1/status"
@@ -140,4 +146,5 @@ const (
 	StopByForce    = "forced" // the VM was killed
 	StopBySelf     = "guest"  // the guest powered itself off
 	StopDuringBoot = "boot"   // the stop came during the boot, which was undone
+	StopBySave     = "saved"  // the VM was saved for the next start to resume
 )

@@ -67,12 +67,15 @@ func (c *Client) Status(ctx context.Context) (*Status, error) {
 	return &st, nil
 }
 
-// Stop asks the host agent to shut the instance down (force: without the
-// graceful power-off) and returns once it took the request.
-func (c *Client) Stop(ctx context.Context, force bool) error {
+// Stop asks the host agent to shut the instance down and returns once it
+// took the request.
+func (c *Client) Stop(ctx context.Context, req StopRequest) error {
 	path := StopPath
-	if force {
+	switch {
+	case req.Force:
 		path += "?force=1"
+	case req.NoSave:
+		path += "?nosave=1"
 	}
 	resp, err := c.do(ctx, http.MethodPost, path)
 	if err != nil {

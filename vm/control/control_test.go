@@ -42,7 +42,7 @@ func serve(t *testing.T, a *fakeAgent) *Client {
 				Boot: &BootReport{Steps: []StepTime{{"vm", 1.5}, {"agent", 20}}, GuestUptime: 9.5}}
 		},
 		Events:     a.events,
-		Stop:       func(force bool) { a.stops <- force },
+		Stop:       func(req StopRequest) { a.stops <- req.Force },
 		OpenStream: a.stream,
 	})
 	if err != nil {
@@ -112,7 +112,7 @@ func TestStopCarriesForce(t *testing.T) {
 	a := &fakeAgent{}
 	c := serve(t, a)
 	for _, force := range []bool{false, true} {
-		if err := c.Stop(context.Background(), force); err != nil {
+		if err := c.Stop(context.Background(), StopRequest{Force: force}); err != nil {
 			t.Fatal(err)
 		}
 		select {
@@ -173,7 +173,7 @@ func TestListenRefusesAFileInTheWay(t *testing.T) {
 	if err := os.WriteFile(sock, []byte("user data"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Listen(sock, Handlers{Status: func() Status { return Status{} }, Events: NewEventLog(), Stop: func(bool) {}})
+	_, err := Listen(sock, Handlers{Status: func() Status { return Status{} }, Events: NewEventLog(), Stop: func(StopRequest) {}})
 	if err == nil {
 		t.Fatal("Listen replaced a regular file")
 	}
@@ -189,7 +189,7 @@ func TestSyncActions(t *testing.T) {
 	sock := shortSocket(t)
 	var got []string
 	srv, err := Listen(sock, Handlers{
-		Status: func() Status { return Status{} }, Events: NewEventLog(), Stop: func(bool) {},
+		Status: func() Status { return Status{} }, Events: NewEventLog(), Stop: func(StopRequest) {},
 		SyncFlush: func(_ context.Context, p string) error { got = append(got, "flush "+p); return nil },
 		SyncReset: func(_ context.Context, p string) error { return errors.New("/x is not in a sync mount") },
 		SyncPause: func(_ context.Context, p string) error { got = append(got, "pause"); return nil },

@@ -16,7 +16,7 @@ type Handlers struct {
 	Status func() Status
 	Events *EventLog
 	// Stop starts the shutdown; the request returns at once.
-	Stop func(force bool)
+	Stop func(StopRequest)
 	// OpenStream opens a raw stream to the guest agent; nil, or an error,
 	// while the guest agent is not connected.
 	OpenStream func(ctx context.Context) (net.Conn, error)
@@ -111,9 +111,9 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleStop(w http.ResponseWriter, r *http.Request) {
-	force := r.URL.Query().Get("force") == "1"
+	req := StopRequest{Force: r.URL.Query().Get("force") == "1", NoSave: r.URL.Query().Get("nosave") == "1"}
 	w.WriteHeader(http.StatusAccepted)
-	go s.h.Stop(force)
+	go s.h.Stop(req)
 }
 
 // syncAction answers a sync request with the action's error as text.

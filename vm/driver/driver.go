@@ -122,6 +122,38 @@ type Machine interface {
 	Info() MachineInfo
 }
 
+// Saver is a Machine that can write its running state to a file and exit,
+// for a Resumer to start again where it was (fast start).
+type Saver interface {
+	// Save pauses the guest, writes its state to path and ends the VM.
+	// When it fails the guest runs on as before, unharmed.
+	Save(ctx context.Context, path string) (SavedState, error)
+}
+
+// SavedState describes a state file Save wrote.
+type SavedState struct {
+	Format string `json:"format"` // how the file is encoded; Resume must know it
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"` // hex, of the file as written
+	// Hypervisor is the version that saved it (QEMU's, or macOS's) and
+	// Accel the accelerator it ran on: the state loads only on the same.
+	Hypervisor string `json:"hypervisor"`
+	Accel      string `json:"accel"`
+}
+
+// Resumer is a Driver that can start a VM from a Saver's state file
+// instead of booting it.
+type Resumer interface {
+	// SaveBlocker says why a VM of spec could not be saved on this host
+	// (e.g. a device the hypervisor cannot save), or nil.
+	SaveBlocker(spec Spec) error
+	// Resume starts spec's VM from the state file at path, on the
+	// accelerator it was saved on, and returns once the guest runs
+	// again. A state it cannot load is an error and leaves nothing
+	// running.
+	Resume(ctx context.Context, spec Spec, path string, saved SavedState, accel string) (Machine, error)
+}
+
 // MachineInfo is what a driver can tell about a running machine.
 type MachineInfo struct {
 	Driver string `json:"driver"`

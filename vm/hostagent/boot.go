@@ -42,6 +42,8 @@ func (ha *hostAgent) bootSteps() []step {
 	rt := runtimeFor(ha.cfg.Runtime)
 	return []step{
 		{name: "image", run: ha.stepImage},
+		{name: "saved-state", run: ha.stepSavedState},
+		{name: "disks", run: ha.stepDisks},
 		{name: "boot-disk", run: ha.stepBootDisk},
 		{name: "spec", run: ha.stepSpec},
 		{name: "vm", run: ha.stepVM, undo: ha.undoVM},
@@ -55,18 +57,19 @@ func (ha *hostAgent) bootSteps() []step {
 	}
 }
 
+// stepImage finds (or fetches) the image and builds the VM spec from it;
+// nothing on the instance's disks changes yet, so a saved state can still
+// be judged against them.
 func (ha *hostAgent) stepImage(ctx context.Context) error {
-	img, err := ha.prepareDisks(ctx)
-	ha.img = img
-	return err
-}
-
-func (ha *hostAgent) stepBootDisk(context.Context) error { return ha.writeBootDisk(ha.img) }
-
-// stepSpec turns config and image into the VM spec, checks it against the
-// driver once, and records it (spec.json) before anything runs.
-func (ha *hostAgent) stepSpec(context.Context) error {
-	spec, err := ha.buildSpec(ha.img)
+	img, err := images.Ensure(ctx, ha.cfg.Image, ha.cfg.Arch, images.Options{Progress: os.Stderr})
+	if err != nil {
+		return err
+	}
+	// `vmdock image prune` keeps what an instance recorded here.
+	if err := atomicfile.WriteFile(filepath.Join(ha.inst.Dir, images.DigestFileName), []byte(img.Digest+"\n"), 0o600); err != nil {
+		return fmt.Errorf("record image digest: %w", err)
+	}
+	spec, err := ha.buildSpec(img)
 	if err != nil {
 		return err
 	}
@@ -74,18 +77,48 @@ func (ha *hostAgent) stepSpec(context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := drv.Validate(spec); err != nil {
-		return err
-	}
-	if err := writeSpec(ha.inst.SpecPath(), spec); err != nil {
-		return err
-	}
-	ha.spec, ha.driver = spec, drv
+	ha.img, ha.spec, ha.driver = img, spec, drv
 	return nil
 }
 
-// stepVM starts the VM and watches its console from the first byte.
+// stepDisks creates or grows the disks; a resumed VM needs them exactly
+// as they were saved.
+func (ha *hostAgent) stepDisks(context.Context) error {
+	if ha.resumeFrom != nil {
+		return nil
+	}
+	return ha.prepareDisks(ha.img)
+}
+
+func (ha *hostAgent) stepBootDisk(context.Context) error {
+	if ha.resumeFrom != nil {
+		return nil // the resumed guest read it at its boot
+	}
+	return ha.writeBootDisk(ha.img)
+}
+
+// stepSpec checks the spec against the driver once and records it
+// (spec.json) before anything runs.
+func (ha *hostAgent) stepSpec(context.Context) error {
+	if err := ha.driver.Validate(ha.spec); err != nil {
+		return err
+	}
+	return writeSpec(ha.inst.SpecPath(), ha.spec)
+}
+
+// stepVM resumes the saved VM, or boots it.
 func (ha *hostAgent) stepVM(ctx context.Context) error {
+	if ha.resumeFrom == nil {
+		return ha.startVM(ctx)
+	}
+	if err := ha.resumeVM(ctx); err != nil {
+		return ha.bootColdInstead(ctx, err.Error())
+	}
+	return nil
+}
+
+// startVM boots the VM and watches its console from the first byte.
+func (ha *hostAgent) startVM(ctx context.Context) error {
 	console := newConsoleWatch(ha.spec.SerialLog, ha.opts.BootSilence)
 	m, err := ha.driver.Start(ctx, ha.spec)
 	if err != nil {
@@ -175,27 +208,16 @@ func (ha *hostAgent) stepRuntimePing(ctx context.Context) error {
 	return rt.ping(ctx, rt.hostSocket(ha.inst), 2*time.Minute)
 }
 
-func (ha *hostAgent) prepareDisks(ctx context.Context) (*images.Image, error) {
-	img, err := images.Ensure(ctx, ha.cfg.Image, ha.cfg.Arch, images.Options{Progress: os.Stderr})
-	if err != nil {
-		return nil, err
-	}
+func (ha *hostAgent) prepareDisks(img *images.Image) error {
 	fi, err := os.Stat(img.Disk)
 	if err != nil {
-		return nil, fmt.Errorf("image disk: %w", err)
+		return fmt.Errorf("image disk: %w", err)
 	}
 	rootSize := fi.Size() + rootDiskHeadroom
 	if err := images.PrepareDisk(img, ha.inst.DiskPath(), rootSize); err != nil {
-		return nil, err
+		return err
 	}
-	if err := images.EnsureDataDisk(ha.inst.DataDiskPath(), int64(ha.cfg.DiskGiB)<<30); err != nil {
-		return nil, err
-	}
-	// `vmdock image prune` keeps what an instance recorded here.
-	if err := atomicfile.WriteFile(filepath.Join(ha.inst.Dir, images.DigestFileName), []byte(img.Digest+"\n"), 0o600); err != nil {
-		return nil, fmt.Errorf("record image digest: %w", err)
-	}
-	return img, nil
+	return images.EnsureDataDisk(ha.inst.DataDiskPath(), int64(ha.cfg.DiskGiB)<<30)
 }
 
 func (ha *hostAgent) writeBootDisk(img *images.Image) error {
@@ -231,10 +253,26 @@ func (ha *hostAgent) watchConsole(w *consoleWatch, m driver.Machine) {
 	go w.run(stop)
 }
 
-// connectAgent retries until the guest agent answers the handshake; the
-// first minute of a TCG boot is kernel and systemd, nothing to talk to.
+// connectAgent waits for the guest agent's handshake. A resumed guest
+// that does not answer soon is given up for a cold boot.
 func (ha *hostAgent) connectAgent(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, ha.opts.AgentTimeout)
+	if ha.resumed {
+		err := ha.dialAgent(ctx, resumeAnswerTimeout)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		ha.endResumedVM(ctx)
+		if err := ha.bootColdInstead(ctx, fmt.Sprintf("the resumed guest's agent did not answer within %s (%v)", resumeAnswerTimeout, err)); err != nil {
+			return err
+		}
+	}
+	return ha.dialAgent(ctx, ha.opts.AgentTimeout)
+}
+
+// dialAgent retries until the guest agent answers the handshake; the
+// first minute of a TCG boot is kernel and systemd, nothing to talk to.
+func (ha *hostAgent) dialAgent(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	exited := make(chan error, 1)
 	go func() { exited <- ha.machine.Wait() }()
@@ -243,7 +281,7 @@ func (ha *hostAgent) connectAgent(ctx context.Context) error {
 		Prepare: ha.prepareClient,
 	})
 	if errors.Is(err, agent.ErrNotUp) {
-		return fmt.Errorf("the guest agent did not answer within %s: %w", ha.opts.AgentTimeout, err)
+		return fmt.Errorf("the guest agent did not answer within %s: %w", timeout, err)
 	}
 	if err != nil {
 		return err

@@ -26,6 +26,7 @@ import (
 	"github.com/vmdock/vmdock/vm/control"
 	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/logfile"
+	"github.com/vmdock/vmdock/vm/resume"
 	"github.com/vmdock/vmdock/vm/store"
 )
 
@@ -107,7 +108,12 @@ type hostAgent struct {
 	stopReconnecting func()
 
 	stopOnce sync.Once
-	stopCh   chan bool // carries force
+	stopCh   chan control.StopRequest
+
+	// resumeFrom is the saved state this start resumes (nil: a cold
+	// boot); resumed says the running VM came from it.
+	resumeFrom *resume.Saved
+	resumed    bool
 }
 
 // Run boots the instance and serves it until stopped. It returns nil after
@@ -118,7 +124,7 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 	if err != nil {
 		return err
 	}
-	ha := &hostAgent{inst: inst, cfg: cfg, opts: opts, events: control.NewEventLog(), phase: control.PhaseStarting, stopCh: make(chan bool, 1)}
+	ha := &hostAgent{inst: inst, cfg: cfg, opts: opts, events: control.NewEventLog(), phase: control.PhaseStarting, stopCh: make(chan control.StopRequest, 1)}
 	ha.seq = &sequence{events: ha.events}
 
 	if err := writePID(inst.PIDPath()); err != nil {
@@ -152,7 +158,7 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 		// A stop request during boot aborts the boot.
 		select {
 		case <-ha.stopCh:
-			ha.stopCh <- true
+			ha.stopCh <- forced
 			bootCancel()
 		case <-bootCtx.Done():
 		}
@@ -165,7 +171,7 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 			markBroken(inst, runErr.Error())
 		}
 		ha.setPhase(control.PhaseStopping)
-		ha.shutdown(true)
+		ha.shutdown(forced)
 		ha.events.Emit("boot", control.EventFailed, runErr.Error(), "")
 		if errors.Is(runErr, context.Canceled) {
 			ha.events.Emit("stop", control.EventStopped, "", control.StopDuringBoot)
@@ -182,19 +188,19 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 	go ha.keepClockInSync(ctx)
 
 	select {
-	case force := <-ha.stopCh:
+	case req := <-ha.stopCh:
 		ha.setPhase(control.PhaseStopping)
-		ha.events.Emit("stop", control.EventStopped, "", ha.shutdown(force))
+		ha.events.Emit("stop", control.EventStopped, "", ha.shutdown(req))
 		return nil
 	case <-ctx.Done():
 		ha.setPhase(control.PhaseStopping)
-		ha.events.Emit("stop", control.EventStopped, "", ha.shutdown(false))
+		ha.events.Emit("stop", control.EventStopped, "", ha.shutdown(control.StopRequest{}))
 		return nil
 	case err := <-ha.console.Failed():
 		reason := err.Error()
 		slog.Error(reason)
 		markBroken(inst, reason)
-		ha.shutdown(true)
+		ha.shutdown(forced)
 		ha.events.Emit("vm", control.EventFailed, reason, "")
 		return err
 	case err := <-vmExited:
@@ -209,7 +215,7 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 			// to put the docker context back.
 			slog.Info("the guest powered itself off; stopping the instance")
 			ha.setPhase(control.PhaseStopping)
-			ha.shutdown(true)
+			ha.shutdown(forced)
 			inst.DockerContext().Restore()
 			ha.events.Emit("stop", control.EventStopped, "", control.StopBySelf)
 			return nil
@@ -217,7 +223,7 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 		reason += ": " + err.Error()
 		slog.Error(reason)
 		markBroken(inst, reason)
-		ha.shutdown(true)
+		ha.shutdown(forced)
 		ha.events.Emit("vm", control.EventFailed, reason, "")
 		return errors.New(reason)
 	}
@@ -234,8 +240,11 @@ func (ha *hostAgent) currentMachine() any {
 	return ha.machine
 }
 
-func (ha *hostAgent) requestStop(force bool) {
-	ha.stopOnce.Do(func() { ha.stopCh <- force })
+// forced is the stop of a failed boot or a dead VM: nothing to save.
+var forced = control.StopRequest{Force: true}
+
+func (ha *hostAgent) requestStop(req control.StopRequest) {
+	ha.stopOnce.Do(func() { ha.stopCh <- req })
 }
 
 func (ha *hostAgent) setPhase(p string) {
@@ -275,9 +284,10 @@ func (ha *hostAgent) status() control.Status {
 	return st
 }
 
-// shutdown powers the guest off (gracefully unless force), then undoes
-// every boot step in reverse. It returns how the guest went down.
-func (ha *hostAgent) shutdown(force bool) string {
+// shutdown saves the VM for the next start or powers the guest off
+// (gracefully unless req.Force), then undoes every boot step in reverse.
+// It returns how the guest went down.
+func (ha *hostAgent) shutdown(req control.StopRequest) string {
 	ha.stopReconnect()
 	ha.stopShareWatch()
 	ctx, cancel := context.WithTimeout(context.Background(), ha.opts.StopTimeout+30*time.Second)
@@ -286,11 +296,15 @@ func (ha *hostAgent) shutdown(force bool) string {
 	m, c := ha.machine, ha.client
 	ha.mu.Unlock()
 	how := control.StopByForce
-	if m != nil && !force {
+	if m != nil && !req.Force {
 		if c != nil && ha.flushSync(ctx, c) {
 			c = nil // it did not answer: straight to the power button
 		}
-		how = ha.powerOff(ctx, m, c)
+		if c != nil && !req.NoSave && ha.saveVM(ctx, m, c) {
+			how = control.StopBySave
+		} else {
+			how = ha.powerOff(ctx, m, c)
+		}
 	}
 	for _, err := range ha.seq.unwind(ctx) {
 		slog.Warn("shutdown", "err", err)

@@ -117,6 +117,9 @@ type HostEnv struct {
 	// on q35) with no kernel: the process tests need a qemu that stays up
 	// without a guest image or UEFI firmware.
 	pausedBIOS bool
+	// incoming: the guest is resumed from a saved state on incomingFD
+	// instead of booting.
+	incoming bool
 }
 
 // qemuArch maps a GOARCH-style Spec.Arch to QEMU's target name.
@@ -188,7 +191,17 @@ func Args(spec driver.Spec, env HostEnv) ([]string, error) {
 	b.add(agentChannelArgs(spec.Dir))
 	b.add(shareArgs(spec, env.Virtiofsd.Path))
 	b.add(scratchPortArgs())
+	b.add(incomingArgs(env.incoming))
 	return b.result()
+}
+
+// incomingArgs load the guest's state from incomingFD (the same command
+// line as the saved VM's, plus this) instead of booting it.
+func incomingArgs(incoming bool) ([]string, error) {
+	if !incoming {
+		return nil, nil
+	}
+	return []string{"-incoming", fmt.Sprintf("fd:%d", incomingFD)}, nil
 }
 
 // argv collects the device groups' options and keeps the first error, so

@@ -242,7 +242,7 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec) (driver.Machine, e
 			return nil, err
 		}
 	}
-	m, err := d.launch(ctx, spec, env, bin, choice)
+	m, err := d.launch(ctx, spec, env, bin, choice, nil)
 	if errors.Is(err, errExitedDuringStart) && choice.Accel != AccelTCG && (spec.Accel == "" || spec.Accel == driver.AccelAuto) {
 		// The probe passed but the real boot died under the accelerator:
 		// trust what QEMU did, remember it, and boot emulated.
@@ -251,13 +251,14 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec) (driver.Machine, e
 		d.log.Warn("hardware acceleration failed at boot; retrying with tcg", "err", err)
 		choice = accelChoice{Accel: AccelTCG, Reason: reason}
 		env.Accel = AccelTCG
-		m, err = d.launch(ctx, spec, env, bin, choice)
+		m, err = d.launch(ctx, spec, env, bin, choice, nil)
 	}
 	return m, err
 }
 
-// launch starts virtiofsd and qemu for spec and waits for QMP.
-func (d *Driver) launch(ctx context.Context, spec driver.Spec, env HostEnv, bin string, choice accelChoice) (*Machine, error) {
+// launch starts virtiofsd and qemu for spec and waits for QMP. files are
+// passed to qemu from descriptor 3 on.
+func (d *Driver) launch(ctx context.Context, spec driver.Spec, env HostEnv, bin string, choice accelChoice, files []*os.File) (*Machine, error) {
 	args, err := Args(spec, env)
 	if err != nil {
 		return nil, err
@@ -301,6 +302,7 @@ func (d *Driver) launch(ctx context.Context, spec driver.Spec, env HostEnv, bin 
 	cmd.Stderr = io.MultiWriter(logFile, m.tail)
 	cmd.SysProcAttr = sysProcAttr()
 	cmd.WaitDelay = 2 * time.Second
+	cmd.ExtraFiles = files
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}

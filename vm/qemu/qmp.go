@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // qmp is a minimal synchronous QMP client: one command at a time,
@@ -104,6 +107,12 @@ func (q *qmp) execute(ctx context.Context, cmd string, args, out any) error {
 	if _, err := q.conn.Write(append(b, '\n')); err != nil {
 		return fmt.Errorf("send QMP %s: %w", cmd, err)
 	}
+	return q.readReply(ctx, cmd, out)
+}
+
+// readReply reads until cmd's reply, skipping events, and decodes its
+// "return" into out (if non-nil).
+func (q *qmp) readReply(ctx context.Context, cmd string, out any) error {
 	for {
 		var rep qmpReply
 		if err := q.read(&rep); err != nil {
@@ -135,4 +144,26 @@ func (q *qmp) Close() error { return q.conn.Close() }
 // means success rather than failure.
 func isEOF(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed)
+}
+
+// executeWithFile runs cmd (getfd, add-fd) with f's descriptor attached
+// to the command's bytes (SCM_RIGHTS), as QMP expects.
+func (q *qmp) executeWithFile(ctx context.Context, cmd string, args any, f *os.File) error {
+	uc, ok := q.conn.(*net.UnixConn)
+	if !ok {
+		return fmt.Errorf("QMP %s: passing a file needs a unix socket", cmd)
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.setDeadline(ctx)
+	stop := context.AfterFunc(ctx, func() { _ = q.conn.SetDeadline(time.Now()) })
+	defer stop()
+	b, err := json.Marshal(map[string]any{"execute": cmd, "arguments": args})
+	if err != nil {
+		return fmt.Errorf("encode QMP %s: %w", cmd, err)
+	}
+	if _, _, err := uc.WriteMsgUnix(append(b, '\n'), unix.UnixRights(int(f.Fd())), nil); err != nil {
+		return fmt.Errorf("send QMP %s: %w", cmd, err)
+	}
+	return q.readReply(ctx, cmd, nil)
 }

@@ -48,15 +48,22 @@ func (i *Instance) HostAgentLogPath() string  { return i.path("hostagent.log") }
 func (i *Instance) GuestAgentLogPath() string { return i.path("guestagent.log") }
 func (i *Instance) StatePath() string         { return i.path("state.json") }
 
+// SavedStateDir holds the VM state `stop` saved for the next start to
+// resume (package resume); a folder.
+func (i *Instance) SavedStateDir() string { return i.path(savedStateDir) }
+
 // SyncDataPath is the sync engine's folder (sessions and sync history of
 // the sync mounts); a folder, unlike the other paths.
 func (i *Instance) SyncDataPath() string { return i.path(syncDataDir) }
 
-const syncDataDir = "sync"
+const (
+	syncDataDir   = "sync"
+	savedStateDir = "state"
+)
 
 // IsInstanceDir reports whether name is a folder vmdock makes in an
 // instance folder; `delete` removes it with its contents.
-func IsInstanceDir(name string) bool { return name == syncDataDir }
+func IsInstanceDir(name string) bool { return name == syncDataDir || name == savedStateDir }
 
 // DockerContext is the instance's docker context, with the file that
 // remembers the context it replaced.
