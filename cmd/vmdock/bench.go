@@ -25,7 +25,7 @@ import (
 func newBenchCmd(g *globals) *cobra.Command {
 	var (
 		sections, jsonPath, svgPath, helper, appendPath string
-		quick, rawBoot                                  bool
+		quick, rawBoot, resumeCycle                     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -50,6 +50,9 @@ func newBenchCmd(g *globals) *cobra.Command {
 			ctx := cmd.Context()
 			if rawBoot {
 				return runRawBoot(cmd, inst, g.host, appendPath, jsonPath)
+			}
+			if resumeCycle {
+				return runResumeCycle(cmd, inst, g.host, appendPath, jsonPath)
 			}
 			if st := inst.Status(ctx); st.State != store.StateRunning {
 				return fmt.Errorf("profile %q is not running (%s); start it with `vmdock start -p %s`", inst.Name, st, inst.Name)
@@ -116,6 +119,7 @@ func newBenchCmd(g *globals) *cobra.Command {
 	f.StringVar(&appendPath, "append", "", "add this run's results to the JSON report in this file (created if missing)")
 	f.StringVar(&helper, "helper", "", "guest helper binary (linux, static); default: vmdock-bench-helper-linux-<arch> next to vmdock")
 	f.BoolVar(&quick, "quick", false, "smaller workloads (2000 files instead of 20000, 16 MB streams)")
+	f.BoolVar(&resumeCycle, "resume-cycle", false, "on a stopped instance that can be saved: time a cold start, a saving stop, a resuming start and a powering-off stop, side by side (fast start against cold boot)")
 	f.BoolVar(&rawBoot, "raw-boot", false, "on a stopped qemu instance: boot its last VM spec with the driver alone and record the time to the agent's hello (the boot section's baseline)")
 	return cmd
 }

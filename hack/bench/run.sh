@@ -93,6 +93,17 @@ else
 	stamp "containerd: start failed; its rows are missing"
 	"$vmdock" stop -p ctr --force >/dev/null 2>&1 || true
 fi
+# Fast start: a profile whose stop can save the VM (a sync mount, no share:
+# QEMU cannot save a VM with a mounted 9p or virtiofs share). Its first
+# boot makes the disks; then a cold start against a resume, side by side.
+stamp "resume: creating profile res"
+if "$vmdock" start -p res --network-mode isolated -V "$syncdir:sync" >/dev/null && "$vmdock" stop -p res --no-save >/dev/null; then
+	stamp "bench: resume cycle (cold start, save, resume, power off)"
+	"$vmdock" bench -p res --resume-cycle --append "$out/bench.json" || stamp "resume cycle failed; its rows are missing"
+else
+	stamp "resume: start failed; its rows are missing"
+fi
+"$vmdock" stop -p res --force >/dev/null 2>&1 || true
 # The boot baseline: the same VM spec booted by the QEMU driver alone, then
 # one more vmdock start whose steps up to the same agent hello compare.
 stamp "bench: boot baseline (qemu alone)"
