@@ -16,6 +16,7 @@ package watch
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"log/slog"
 	"path/filepath"
@@ -143,15 +144,9 @@ func (w *Watcher) Close() error {
 	}
 	w.closed = true
 	w.mu.Unlock()
-	err := w.b.close() // unblocks run's wait for events
+	err := w.b.stop()
 	w.wg.Wait()
-	return err
-}
-
-func (w *Watcher) isClosed() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.closed
+	return errors.Join(err, w.b.free())
 }
 
 // walkTree calls add for dir and every folder below it that tree t does

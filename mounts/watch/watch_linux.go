@@ -7,9 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -37,13 +35,13 @@ const readBuffer = 64 << 10
 // by at most this much.
 var batchDelay = 5 * time.Millisecond
 
-// backend is an inotify instance read through the runtime's poller:
-// closing the file ends a blocked read, and a read deadline is the
-// coalescing timer.
+// backend is an inotify instance read with poll(2), not through the
+// runtime's poller: that one wakes a thread for every event queued, even
+// while run waits on purpose to take a burst in one read. An eventfd ends
+// the wait on Close.
 type backend struct {
-	file *os.File
-	conn syscall.RawConn
-	dirs map[int32]*dirWatch // by watch descriptor; only run uses it after New
+	fd, wake int
+	dirs     map[int32]*dirWatch // by watch descriptor; only run uses it after New
 }
 
 // dirWatch is one watched folder.
@@ -63,34 +61,82 @@ func (b *backend) open() error {
 	if err != nil {
 		return fmt.Errorf("watch: inotify: %w", err)
 	}
-	b.file = os.NewFile(uintptr(fd), "inotify")
-	if b.conn, err = b.file.SyscallConn(); err != nil {
-		b.file.Close()
-		return fmt.Errorf("watch: inotify: %w", err)
+	wake, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		unix.Close(fd)
+		return fmt.Errorf("watch: eventfd: %w", err)
 	}
-	b.dirs = map[int32]*dirWatch{}
+	b.fd, b.wake, b.dirs = fd, wake, map[int32]*dirWatch{}
 	return nil
 }
 
-func (b *backend) close() error { return b.file.Close() }
-
-// add watches folder p. closed: the watcher is closing (the descriptor
-// is borrowed through the file, never used after its close).
-func (b *backend) add(p string) (wd int32, closed bool, err error) {
-	var w int
-	cerr := b.conn.Control(func(fd uintptr) {
-		w, err = unix.InotifyAddWatch(int(fd), p, watchMask)
-	})
-	if cerr != nil {
-		return -1, true, cerr
+// stop ends run's wait; the descriptors stay open until run has ended.
+func (b *backend) stop() error {
+	var one [8]byte
+	binary.NativeEndian.PutUint64(one[:], 1)
+	if _, err := unix.Write(b.wake, one[:]); err != nil {
+		return fmt.Errorf("watch: stop: %w", err)
 	}
-	return int32(w), false, err
+	return nil
+}
+
+func (b *backend) free() error {
+	return errors.Join(unix.Close(b.fd), unix.Close(b.wake))
+}
+
+func (b *backend) add(p string) (int32, error) {
+	wd, err := unix.InotifyAddWatch(b.fd, p, watchMask)
+	return int32(wd), err
 }
 
 func (b *backend) remove(wd int32) {
-	b.conn.Control(func(fd uintptr) {
-		unix.InotifyRmWatch(int(fd), uint32(wd)) // an error: it is gone already
-	})
+	unix.InotifyRmWatch(b.fd, uint32(wd)) // an error: it is gone already
+}
+
+// wait waits up to timeout (negative: no limit) for events or the stop.
+// stopped wins over events: Close need not wait for a burst to end.
+func (b *backend) wait(timeout time.Duration) (ready, stopped bool, err error) {
+	ms := -1
+	if timeout >= 0 {
+		ms = int((timeout + time.Millisecond - 1) / time.Millisecond) // round up: never spin before a deadline
+	}
+	fds := []unix.PollFd{{Fd: int32(b.wake), Events: unix.POLLIN}, {Fd: int32(b.fd), Events: unix.POLLIN}}
+	for {
+		_, err := unix.Poll(fds, ms)
+		if err == unix.EINTR {
+			continue // a signal (the runtime's preemption): the timeout restarts, which only delays a report
+		}
+		if err != nil {
+			return false, false, fmt.Errorf("watch: poll: %w", err)
+		}
+		return fds[1].Revents != 0, fds[0].Revents != 0, nil
+	}
+}
+
+// pause waits d unless stopped first: run's wait for a burst to queue up.
+func (b *backend) pause(d time.Duration) (stopped bool, err error) {
+	fds := []unix.PollFd{{Fd: int32(b.wake), Events: unix.POLLIN}}
+	ms := int((d + time.Millisecond - 1) / time.Millisecond)
+	if _, err := unix.Poll(fds, ms); err != nil && err != unix.EINTR {
+		return false, fmt.Errorf("watch: poll: %w", err)
+	}
+	return fds[0].Revents != 0, nil
+}
+
+// read reads the queued events into buf; 0 when there are none.
+func (b *backend) read(buf []byte) (int, error) {
+	for {
+		n, err := unix.Read(b.fd, buf)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return 0, nil
+		case err != nil:
+			return 0, fmt.Errorf("watch: read events: %w", err)
+		}
+		return n, nil
+	}
 }
 
 // addTree watches dir, a folder of tree i, and the folders below it. It
@@ -109,18 +155,15 @@ func (w *Watcher) addTree(i int, dir string) (root *dirWatch, known bool) {
 
 // addWatch watches folder p (rel in tree i). A folder watched already
 // keeps its descriptor and takes its new path. ok false: stop adding
-// (cap, system limit or closing).
+// (cap or system limit).
 func (w *Watcher) addWatch(i int, p, rel string) (d *dirWatch, known, ok bool) {
 	if !w.reserve() {
 		return nil, false, false
 	}
-	wd, closed, err := w.b.add(p)
+	wd, err := w.b.add(p)
 	if err != nil {
 		w.release(1)
-		switch {
-		case closed:
-			return nil, false, false
-		case errors.Is(err, unix.ENOSPC): // the kernel's per-user watch limit
+		if errors.Is(err, unix.ENOSPC) { // the kernel's per-user watch limit
 			w.systemLimit()
 			return nil, false, false
 		}
@@ -161,52 +204,43 @@ func splitRel(rel string) (dir, name string) {
 }
 
 // run reads events a buffer at a time and reports trees when due. It
-// sleeps in the read: with a deadline while a report is pending, with
-// none while idle, so an idle watcher never wakes.
+// waits in poll: until the next report is due while one is pending, with
+// no time limit while idle, so an idle watcher never wakes.
 func (w *Watcher) run() {
 	defer w.wg.Done()
 	defer close(w.changes)
 	p := newPending(len(w.trees), w.opts.Quiet, w.opts.MaxDelay)
 	buf := make([]byte, readBuffer)
-	var deadline time.Time
+	next := time.Duration(-1)
 	for {
-		n, err := w.b.file.Read(buf)
+		ready, stopped, err := w.b.wait(next)
+		if stopped {
+			return
+		}
+		if err != nil {
+			w.opts.Logger.Warn("watch: waiting for events failed; the sync's periodic rescan still runs", "err", err)
+			return
+		}
+		n := 0
+		if ready {
+			if n, err = w.b.read(buf); err != nil {
+				w.opts.Logger.Warn("watch: reading events failed; the sync's periodic rescan still runs", "err", err)
+				return
+			}
+		}
 		now := time.Now()
-		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
-			if !errors.Is(err, os.ErrClosed) {
-				w.opts.Logger.Warn("watch: reading events failed; the sync's periodic rescan still runs", "err", err)
-			}
-			return
-		}
 		w.events(buf[:n], now, p)
-		next := p.flush(now, w.send)
-		if err := w.setDeadline(next, now, &deadline); err != nil {
-			if !w.isClosed() {
-				w.opts.Logger.Warn("watch: reading events failed; the sync's periodic rescan still runs", "err", err)
+		next = p.flush(now, w.send)
+		if next == 0 {
+			next = -1 // nothing pending: no timeout
+			continue
+		}
+		if n > 0 && batchDelay > 0 {
+			if stopped, err := w.b.pause(min(batchDelay, next)); stopped || err != nil {
+				return
 			}
-			return
-		}
-		if n > 0 && next > 0 && batchDelay > 0 {
-			time.Sleep(min(batchDelay, next))
 		}
 	}
-}
-
-// setDeadline makes the next read return when the next report is due
-// (next > 0), or never on its own (next == 0).
-func (w *Watcher) setDeadline(next time.Duration, now time.Time, deadline *time.Time) error {
-	var d time.Time
-	if next > 0 {
-		d = now.Add(next)
-	}
-	if d.Equal(*deadline) {
-		return nil
-	}
-	*deadline = d
-	if err := w.b.file.SetReadDeadline(d); err != nil {
-		return fmt.Errorf("watch: set the report timer: %w", err)
-	}
-	return nil
 }
 
 // events handles a buffer of raw inotify events.

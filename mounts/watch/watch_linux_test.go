@@ -40,7 +40,7 @@ func newIdle(t *testing.T, trees []Tree, opts Options) *Watcher {
 	if err := w.b.open(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { w.b.close() })
+	t.Cleanup(func() { w.b.free() })
 	for i, tr := range trees {
 		w.addTree(i, tr.Dir)
 	}

@@ -26,7 +26,10 @@ func (b *backend) open() error {
 	return nil
 }
 
-func (b *backend) close() error { return b.fs.Close() }
+// stop closes fsnotify's channels, which ends run.
+func (b *backend) stop() error { return b.fs.Close() }
+
+func (b *backend) free() error { return nil }
 
 // addTree watches dir, a folder of tree i, and every folder below it that
 // is not excluded.
