@@ -106,6 +106,12 @@ func (ha *hostAgent) resumeVM(ctx context.Context) error {
 		return err
 	}
 	slog.Info("VM resumed from its saved state", "took", time.Since(start).Round(time.Millisecond), "saved", saved.At)
+	// The guest runs again and will write its disks: the state is stale
+	// from now on, whatever happens next (a crash of this host agent
+	// must not lead to a second resume of it).
+	if err := resume.Remove(ha.inst.SavedStateDir()); err != nil {
+		slog.Warn("drop the resumed state", "err", err)
+	}
 	ha.watchConsole(console, m)
 	ha.mu.Lock()
 	ha.machine = m
