@@ -26,6 +26,7 @@ import (
 type fakeVM struct {
 	starts []config.Config
 	stops  []bool
+	noSave []bool
 	execs  [][]string
 	dirs   []string // the working folder of each exec
 }
@@ -40,6 +41,7 @@ func installFake(t *testing.T) *fakeVM {
 	}
 	stopVM = func(_ context.Context, _ *store.Instance, opts vm.StopOptions) error {
 		f.stops = append(f.stops, opts.Force)
+		f.noSave = append(f.noSave, opts.NoSave)
 		return nil
 	}
 	deleteVM = func(_ context.Context, inst *store.Instance, _ vm.DeleteOptions) error { return os.RemoveAll(inst.Dir) }
