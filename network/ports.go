@@ -29,7 +29,31 @@ type ForwardedPort struct {
 	Proto     string `json:"proto"`
 	GuestPort int    `json:"guestPort"`
 	HostAddr  string `json:"hostAddr"`
-	Error     string `json:"error,omitempty"`
+	// Path is how new connections reach the guest: PathDirect or
+	// PathTunnel (tcp; udp always tunnels).
+	Path  string `json:"path,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// Paths a forwarded port's connections take to the guest.
+const (
+	// PathDirect: over the VM's own network (QEMU's hostfwd), the guest
+	// agent not in the data path.
+	PathDirect = "direct"
+	// PathTunnel: a stream through the guest agent, which dials the port
+	// inside the guest.
+	PathTunnel = "tunnel"
+)
+
+// DirectPath reaches guest TCP ports over the VM's own network, without
+// the guest agent in the data path. A driver's machine provides it when
+// its network can (QEMU user networking's hostfwd).
+type DirectPath interface {
+	// OpenPort makes guestPort, on the guest's network address, reachable
+	// at the host address it returns.
+	OpenPort(ctx context.Context, guestPort int) (string, error)
+	// ClosePort undoes OpenPort.
+	ClosePort(ctx context.Context, guestPort int) error
 }
 
 // DefaultUDPIdleTimeout ends a UDP peer's guest stream after this long
@@ -49,6 +73,7 @@ const maxGuestIPs = 16
 // PortForwarderConfig configures NewPortForwarder.
 type PortForwarderConfig struct {
 	Dial           DialFunc      // opens streams in the guest
+	Direct         DirectPath    // nil: every port tunnels through Dial
 	BindAddr       string        // host IP listeners bind to; default 127.0.0.1
 	Rules          *Rules        // nil forwards every port to the same number
 	UDPIdleTimeout time.Duration // default DefaultUDPIdleTimeout
@@ -98,6 +123,10 @@ type forward struct {
 	err      error
 	ln       net.Listener // tcp
 	udp      *udpRelay    // udp
+	// direct is the host address of the port's direct path once opened;
+	// directing says an open is under way or done.
+	direct    string
+	directing bool
 }
 
 // NewPortForwarder returns a forwarder with no ports open yet. A bad
@@ -166,6 +195,7 @@ func (f *PortForwarder) Apply(ev PortEvent) {
 		if _, ok := fw.guestIPs[ev.IP]; ok || len(fw.guestIPs) < maxGuestIPs {
 			fw.guestIPs[ev.IP] = f.gen
 		}
+		f.maybeDirect(fw)
 		return
 	}
 	if len(f.fwds) >= f.opts.MaxPorts {
@@ -185,6 +215,58 @@ func (f *PortForwarder) Apply(ev PortEvent) {
 		return
 	}
 	log.Info("forwarding", "host", fw.hostAddr)
+	f.maybeDirect(fw)
+}
+
+// reachableDirectly reports whether a guest listener bound on ips can be
+// reached from the VM's network: one bound only to the guest's loopback
+// cannot (QEMU's hostfwd connects to the guest's network address).
+func reachableDirectly(proto string, ips []string) bool {
+	if proto != "tcp" {
+		return false // UDP stays on the tunnel: it measures no faster
+	}
+	for _, s := range ips {
+		a, err := netip.ParseAddr(s)
+		if err == nil && !a.Unmap().IsLoopback() {
+			return true
+		}
+	}
+	return false
+}
+
+// maybeDirect opens fw's direct path in the background when the port can
+// use one; called with f.mu held. Connections that arrive meanwhile tunnel.
+func (f *PortForwarder) maybeDirect(fw *forward) {
+	if f.opts.Direct == nil || fw.directing || fw.err != nil || !reachableDirectly(fw.key.proto, ipsOf(fw)) {
+		return
+	}
+	fw.directing = true
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		ctx, cancel := context.WithTimeout(f.ctx, 10*time.Second)
+		defer cancel()
+		addr, err := f.opts.Direct.OpenPort(ctx, fw.key.port)
+		if err != nil {
+			f.opts.Log.Info("no direct path to the guest port; it tunnels", "guestPort", fw.key.port, "err", err)
+			return
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.closed || f.fwds[fw.key] != fw { // gone meanwhile
+			go f.opts.Direct.ClosePort(context.Background(), fw.key.port)
+			return
+		}
+		fw.direct = addr
+	}()
+}
+
+func ipsOf(fw *forward) []string {
+	ips := make([]string, 0, len(fw.guestIPs))
+	for ip := range fw.guestIPs {
+		ips = append(ips, ip)
+	}
+	return ips
 }
 
 // refuse drops a port beyond MaxPorts; called with f.mu held. Only the
@@ -212,6 +294,11 @@ func (f *PortForwarder) Refused() int {
 func (f *PortForwarder) remove(fw *forward, log *slog.Logger) {
 	delete(f.fwds, fw.key)
 	fw.stop()
+	if fw.direct != "" {
+		port := fw.key.port
+		go f.opts.Direct.ClosePort(context.Background(), port)
+		fw.direct = ""
+	}
 	log.Info("stopped forwarding", "host", fw.hostAddr)
 }
 
@@ -347,7 +434,18 @@ func (f *PortForwarder) tunnelTCP(fw *forward, c net.Conn) {
 	defer f.wg.Done()
 	defer f.conns.remove(c)
 	addr := f.guestAddr(fw)
+	f.mu.Lock()
+	direct := fw.direct
+	f.mu.Unlock()
 	err := dialAndPipe(f.ctx, c, f.conns, 30*time.Second, func(ctx context.Context) (net.Conn, error) {
+		if direct != "" {
+			var d net.Dialer
+			dc, err := d.DialContext(ctx, "tcp", direct)
+			if err == nil {
+				return dc, nil
+			}
+			f.opts.Log.Warn("direct path to the guest port failed; tunnelling", "guest", addr, "direct", direct, "err", err)
+		}
 		return f.opts.Dial(ctx, "tcp", addr)
 	})
 	if err != nil {
@@ -361,7 +459,10 @@ func (f *PortForwarder) Ports() []ForwardedPort {
 	defer f.mu.Unlock()
 	out := make([]ForwardedPort, 0, len(f.fwds))
 	for _, fw := range f.fwds {
-		p := ForwardedPort{Proto: fw.key.proto, GuestPort: fw.key.port, HostAddr: fw.hostAddr}
+		p := ForwardedPort{Proto: fw.key.proto, GuestPort: fw.key.port, HostAddr: fw.hostAddr, Path: PathTunnel}
+		if fw.direct != "" {
+			p.Path = PathDirect
+		}
 		if fw.err != nil {
 			p.Error = fw.err.Error()
 		}

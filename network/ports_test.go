@@ -60,7 +60,7 @@ func TestPortForwarderTCPHalfClose(t *testing.T) {
 	if d := g.dialLog(); len(d) != 1 || d[0] != "tcp "+portAddr(port) {
 		t.Errorf("guest dials = %q, want [tcp %s]", d, portAddr(port))
 	}
-	if p := f.Ports(); len(p) != 1 || p[0] != (ForwardedPort{Proto: "tcp", GuestPort: port, HostAddr: portAddr(port)}) {
+	if p := f.Ports(); len(p) != 1 || p[0] != (ForwardedPort{Proto: "tcp", GuestPort: port, HostAddr: portAddr(port), Path: PathTunnel}) {
 		t.Errorf("Ports() = %+v", p)
 	}
 	f.Close()

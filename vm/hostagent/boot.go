@@ -182,7 +182,10 @@ func (ha *hostAgent) stepRuntime(ctx context.Context) error {
 }
 
 func (ha *hostAgent) stepTunnels(ctx context.Context) error {
-	t, err := startTunnels(ctx, ha.inst, ha.cfg, &ha.link)
+	ha.mu.Lock()
+	direct, _ := ha.machine.(network.DirectPath)
+	ha.mu.Unlock()
+	t, err := startTunnels(ctx, ha.inst, ha.cfg, &ha.link, direct)
 	if err != nil {
 		return err
 	}

@@ -36,15 +36,18 @@ type tunnelSpec struct {
 	guestSocket string // the runtime's socket in the guest
 	portBind    string // host IP forwarded ports listen on
 	rules       *network.Rules
+	// direct reaches guest TCP ports over the VM's network (nil: the
+	// driver cannot, every port tunnels through the guest agent).
+	direct network.DirectPath
 }
 
-func startTunnels(ctx context.Context, inst *store.Instance, cfg config.Config, link *agentLink) (*tunnels, error) {
+func startTunnels(ctx context.Context, inst *store.Instance, cfg config.Config, link *agentLink, direct network.DirectPath) (*tunnels, error) {
 	rules, err := network.ParseRules(toNetworkRules(cfg.PortForward))
 	if err != nil {
 		return nil, err
 	}
 	rt := runtimeFor(cfg.Runtime)
-	spec := tunnelSpec{hostSocket: rt.hostSocket(inst), guestSocket: rt.guestSocket, portBind: cfg.Network.PortBind, rules: rules}
+	spec := tunnelSpec{hostSocket: rt.hostSocket(inst), guestSocket: rt.guestSocket, portBind: cfg.Network.PortBind, rules: rules, direct: direct}
 	return openTunnels(ctx, spec, link)
 }
 
@@ -54,7 +57,7 @@ func openTunnels(ctx context.Context, spec tunnelSpec, link *agentLink) (*tunnel
 	if err != nil {
 		return nil, err
 	}
-	ports := network.NewPortForwarder(network.PortForwarderConfig{BindAddr: spec.portBind, Dial: dial, Rules: spec.rules})
+	ports := network.NewPortForwarder(network.PortForwarderConfig{BindAddr: spec.portBind, Dial: dial, Direct: spec.direct, Rules: spec.rules})
 	wctx, cancel := context.WithCancel(context.Background())
 	fail := func(err error) (*tunnels, error) {
 		cancel()

@@ -396,7 +396,7 @@ func driveOption(i int, d driver.Disk, cache string) (string, error) {
 // everything but the host-side slirp services while the agent channel
 // keeps working.
 func networkArgs(network string) ([]string, error) {
-	netdev := "user,id=net0"
+	netdev := "user,id=" + netdevID
 	switch network {
 	case "", driver.NetworkUser:
 	case driver.NetworkIsolated:
@@ -404,7 +404,7 @@ func networkArgs(network string) ([]string, error) {
 	default:
 		return nil, fmt.Errorf("network %q: accepted values are %s and %s", network, driver.NetworkUser, driver.NetworkIsolated)
 	}
-	return []string{"-netdev", netdev, "-device", "virtio-net-pci,netdev=net0"}, nil
+	return []string{"-netdev", netdev, "-device", "virtio-net-pci,netdev=" + netdevID}, nil
 }
 
 // guestDeviceArgs are the entropy source and the panic device.

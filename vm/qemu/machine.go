@@ -38,6 +38,7 @@ type Machine struct {
 	stopping bool  // Stop asked for the exit, so Wait reports none
 	failure  error // why the run-state watch ended the VM
 	problems []string
+	hostfwds map[int]int // guest port -> host loopback port (OpenPort)
 }
 
 var _ driver.Machine = (*Machine)(nil)

@@ -1,0 +1,163 @@
+package network
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeDirect stands in for QEMU's hostfwd: OpenPort returns the address
+// of a real server, or fails.
+type fakeDirect struct {
+	mu     sync.Mutex
+	to     map[int]string // guest port -> host address; missing: fail
+	opened []int
+	closed []int
+}
+
+func (d *fakeDirect) OpenPort(_ context.Context, port int) (string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	addr, ok := d.to[port]
+	if !ok {
+		return "", errors.New("no hostfwd here")
+	}
+	d.opened = append(d.opened, port)
+	return addr, nil
+}
+
+func (d *fakeDirect) ClosePort(_ context.Context, port int) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.closed = append(d.closed, port)
+	return nil
+}
+
+func (d *fakeDirect) closedPorts() []int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]int(nil), d.closed...)
+}
+
+// taggedServer answers every connection with tag, so a test sees which
+// path a connection took.
+func taggedServer(t *testing.T, tag string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte(tag))
+			c.Close()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+func readVia(t *testing.T, port int) string {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", portAddr(port), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	b, _ := io.ReadAll(c)
+	return string(b)
+}
+
+func pathOf(f *PortForwarder, port int) string {
+	for _, p := range f.Ports() {
+		if p.GuestPort == port {
+			return p.Path
+		}
+	}
+	return ""
+}
+
+func TestReachableDirectly(t *testing.T) {
+	cases := []struct {
+		proto string
+		ips   []string
+		want  bool
+	}{
+		{"tcp", []string{"0.0.0.0"}, true},
+		{"tcp", []string{"::"}, true},
+		{"tcp", []string{"10.0.2.15"}, true},
+		{"tcp", []string{"127.0.0.1"}, false},
+		{"tcp", []string{"::1"}, false},
+		{"tcp", []string{"127.0.0.1", "0.0.0.0"}, true},
+		{"udp", []string{"0.0.0.0"}, false},
+		{"tcp", nil, false},
+	}
+	for _, c := range cases {
+		if got := reachableDirectly(c.proto, c.ips); got != c.want {
+			t.Errorf("reachableDirectly(%s, %v) = %v, want %v", c.proto, c.ips, got, c.want)
+		}
+	}
+}
+
+// A port bound on the guest's wildcard goes direct once the path is open;
+// one bound to the guest's loopback only tunnels (a direct path cannot
+// reach it); a port whose direct path cannot be opened tunnels.
+func TestPortForwarderChoosesThePathPerPort(t *testing.T) {
+	g := newFakeGuest(t)
+	wild, loop, nohostfwd := freePort(t), freePort(t), freePort(t)
+	for _, p := range []int{wild, loop, nohostfwd} {
+		g.route(p, taggedServer(t, "tunnel"))
+	}
+	d := &fakeDirect{to: map[int]string{wild: taggedServer(t, "direct"), loop: taggedServer(t, "direct")}}
+	f := newForwarder(t, g, PortForwarderConfig{Direct: d})
+	f.Apply(PortEvent{Added: true, Proto: "tcp", IP: "0.0.0.0", Port: wild})
+	f.Apply(PortEvent{Added: true, Proto: "tcp", IP: "127.0.0.1", Port: loop})
+	f.Apply(PortEvent{Added: true, Proto: "tcp", IP: "::", Port: nohostfwd})
+	if !eventually(2*time.Second, func() bool { return pathOf(f, wild) == PathDirect }) {
+		t.Fatalf("wildcard port path %q, want direct", pathOf(f, wild))
+	}
+	if got := readVia(t, wild); got != "direct" {
+		t.Errorf("wildcard port went %q, want direct", got)
+	}
+	for _, p := range []int{loop, nohostfwd} {
+		if path := pathOf(f, p); path != PathTunnel {
+			t.Errorf("port %d path %q, want tunnel", p, path)
+		}
+		if got := readVia(t, p); got != "tunnel" {
+			t.Errorf("port %d went %q, want tunnel", p, got)
+		}
+	}
+	// The port goes away: its hostfwd rule is removed.
+	f.Apply(PortEvent{Added: false, Proto: "tcp", IP: "0.0.0.0", Port: wild})
+	if !eventually(2*time.Second, func() bool { return len(d.closedPorts()) == 1 && d.closedPorts()[0] == wild }) {
+		t.Errorf("closed direct paths %v, want [%d]", d.closedPorts(), wild)
+	}
+}
+
+// A direct path that refuses the connection falls back to the tunnel for
+// that connection: the client never sees the failure.
+func TestPortForwarderFallsBackWhenTheDirectDialFails(t *testing.T) {
+	g := newFakeGuest(t)
+	port := freePort(t)
+	g.route(port, taggedServer(t, "tunnel"))
+	dead := freePort(t) // nothing listens there
+	d := &fakeDirect{to: map[int]string{port: net.JoinHostPort("127.0.0.1", strconv.Itoa(dead))}}
+	f := newForwarder(t, g, PortForwarderConfig{Direct: d})
+	f.Apply(PortEvent{Added: true, Proto: "tcp", IP: "0.0.0.0", Port: port})
+	if !eventually(2*time.Second, func() bool { return pathOf(f, port) == PathDirect }) {
+		t.Fatal("direct path never opened")
+	}
+	if got := readVia(t, port); got != "tunnel" {
+		t.Errorf("connection went %q, want the tunnel after the direct dial failed", got)
+	}
+}
