@@ -12,6 +12,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -450,8 +451,55 @@ func checkPorts(t *testing.T, e *env) {
 		}
 		t.Fatal("no UDP echo from the container through 127.0.0.1:18081")
 	})
+	e.timed("published TCP port takes the direct path, UDP the tunnel (status --json)", func(t *testing.T) {
+		e.waitPortPath(t, "tcp", 18080, "direct")
+		e.waitPortPath(t, "udp", 18081, "tunnel")
+		waitForTestServer(t, 18080, 30*time.Second)
+	})
+	e.timed("a listener on the guest's loopback only is forwarded through the tunnel", func(t *testing.T) {
+		e.docker(3*time.Minute, "run", "-d", "--name", "loopweb", "--network", "host", "vmdock-test:latest",
+			"/echo-server", "-http", "127.0.0.1:18097", "-udp", "127.0.0.1:18098", "-tcp", "127.0.0.1:18099")
+		defer e.docker(3*time.Minute, "rm", "-f", "loopweb")
+		waitForTestServer(t, 18097, 30*time.Second)
+		e.waitPortPath(t, "tcp", 18097, "tunnel")
+	})
 	e.docker(3*time.Minute, "rm", "-f", "web")
 	e.checkPortClosed("127.0.0.1:18080", "docker rm")
+}
+
+// waitPortPath waits until status --json shows the forwarded port on the
+// given path (the direct path opens just after the port appears).
+func (e *env) waitPortPath(t *testing.T, proto string, guestPort int, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var st struct {
+			HostAgent struct {
+				Ports []struct {
+					Proto     string `json:"proto"`
+					GuestPort int    `json:"guestPort"`
+					Path      string `json:"path"`
+				} `json:"ports"`
+			} `json:"hostAgent"`
+		}
+		out := e.run(time.Minute, e.vmdock, "status", "--json")
+		if err := json.Unmarshal([]byte(out), &st); err != nil {
+			t.Fatalf("status --json: %v", err)
+		}
+		got := "absent"
+		for _, p := range st.HostAgent.Ports {
+			if p.Proto == proto && p.GuestPort == guestPort {
+				got = p.Path
+			}
+		}
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s/%d path %q, want %q", proto, guestPort, got, want)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // checkPortClosed is a timed check that addr stops answering within 5 s

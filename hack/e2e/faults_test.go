@@ -291,8 +291,9 @@ func checkVirtiofsdKill(t *testing.T, e *env, shareVFS string) {
 func checkParallelStreams(t *testing.T, e *env) {
 	e.docker(3*time.Minute, "run", "-d", "--name", "echo", "-p", "18082:82", "vmdock-test:latest")
 	defer e.docker(3*time.Minute, "rm", "-f", "echo")
-	e.timed("100 parallel connections x 1 MiB through a forwarded port", func(t *testing.T) {
+	e.timed("100 parallel connections x 1 MiB through a forwarded port (direct path)", func(t *testing.T) {
 		waitTCPEcho(t, "127.0.0.1:18082", 30*time.Second)
+		e.waitPortPath(t, "tcp", 18082, "direct") // the path under test
 		const conns, size = 100, 1 << 20
 		start := time.Now()
 		var wg sync.WaitGroup
