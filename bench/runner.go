@@ -60,6 +60,9 @@ type Env struct {
 	HostAgentPID int
 	VMPID        int    // qemu; 0 when the VM runs in-process (vz)
 	HostAccessIP string // guest address that reaches the host's loopback
+	// PortPath says how the host agent forwards a guest port now
+	// ("direct", "tunnel", "" when not forwarded); nil when unknown.
+	PortPath func(ctx context.Context, proto string, guestPort int) string
 	// Scratch hot-plugs disks for the sync section; nil when the VM cannot
 	// take disks while it runs, and NoScratch says why.
 	Scratch   ScratchDisks
@@ -378,13 +381,13 @@ func (r *runner) install(ctx context.Context, n int) error {
 
 // guestServer runs the helper's echo server in the guest on port until
 // the returned stop is called.
-func (r *runner) guestServer(ctx context.Context, port int) (stop func(), err error) {
+func (r *runner) guestServer(ctx context.Context, bind string, port int) (stop func(), err error) {
 	pr, pw := io.Pipe()
 	outR, outW := io.Pipe()
 	var errb bytes.Buffer
 	done := make(chan error, 1)
 	go func() {
-		code, err := r.env.Exec(ctx, []string{r.helper, "serve", "-addr", fmt.Sprintf("0.0.0.0:%d", port), "-max", "15m"}, pr, outW, &errb)
+		code, err := r.env.Exec(ctx, []string{r.helper, "serve", "-addr", net.JoinHostPort(bind, strconv.Itoa(port)), "-max", "15m"}, pr, outW, &errb)
 		if err == nil && code != 0 {
 			err = fmt.Errorf("exited %d: %s", code, strings.TrimSpace(errb.String()))
 		}
@@ -455,24 +458,46 @@ func (r *runner) ports(ctx context.Context) error {
 		// docker run measures it); what differs is nerdctl's DNAT path.
 		return r.portsNerdctl(ctx, r.streamBytes())
 	}
+	// Two guest servers side by side: one on the guest's wildcard, which
+	// the host agent forwards on the direct path where the VM's network
+	// allows it, and one on the guest's loopback only, which always goes
+	// through the agent tunnel.
 	port, err := freePort()
 	if err != nil {
 		return fmt.Errorf("pick a port: %w", err)
 	}
-	stop, err := r.guestServer(ctx, port)
+	tport, err := freePort()
+	if err != nil {
+		return fmt.Errorf("pick a port: %w", err)
+	}
+	stop, err := r.guestServer(ctx, "0.0.0.0", port)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	hostAddr := fmt.Sprintf("127.0.0.1:%d", port)
-	if err := waitForwarded(ctx, hostAddr, 60*time.Second); err != nil {
+	tstop, err := r.guestServer(ctx, "127.0.0.1", tport)
+	if err != nil {
 		return err
 	}
+	defer tstop()
+	hostAddr := fmt.Sprintf("127.0.0.1:%d", port)
+	tunnelAddr := fmt.Sprintf("127.0.0.1:%d", tport)
+	for _, a := range []string{hostAddr, tunnelAddr} {
+		if err := waitForwarded(ctx, a, 60*time.Second); err != nil {
+			return err
+		}
+	}
+	hostVariant := r.waitPath(ctx, port)
 	guestAddr := hostAddr // the guest loopback has the same address
 
 	n := r.streamBytes()
 	metric := fmt.Sprintf("echo stream %dMB", n>>20)
-	if err := r.streamBothSides(ctx, hostAddr, n, metric, "guest loopback", "host->guest forward"); err != nil {
+	if err := r.streamBothSides(ctx, hostAddr, n, metric, "guest loopback", hostVariant); err != nil {
+		return err
+	}
+	if d, err := probe.EchoThroughput(ctx, probe.TCPDialer(tunnelAddr), n); err == nil {
+		r.rep.Add(Result{Section: "ports", Metric: metric, Variant: "agent tunnel", Value: float64(n) / 1e6 / d.Seconds(), Unit: "MB/s", Better: Higher})
+	} else {
 		return err
 	}
 	if err := r.guestToHost(ctx, metric, n); err != nil {
@@ -492,10 +517,15 @@ func (r *runner) ports(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		ht, err := probe.EchoLatency(ctx, probe.TCPDialer(tunnelAddr), c.conns, c.rounds, 64)
+		if err != nil {
+			return err
+		}
 		for _, p := range []float64{50, 99} {
 			m := fmt.Sprintf("connect+echo p%.0f, %d conn", p, c.conns)
 			r.rep.Add(Result{Section: "ports", Metric: m, Variant: "guest loopback", Value: ms(Percentile(micros(g.US), p)), Unit: "ms", Better: Lower})
-			r.rep.Add(Result{Section: "ports", Metric: m, Variant: "host->guest forward", Value: ms(Percentile(h, p)), Unit: "ms", Better: Lower})
+			r.rep.Add(Result{Section: "ports", Metric: m, Variant: hostVariant, Value: ms(Percentile(h, p)), Unit: "ms", Better: Lower})
+			r.rep.Add(Result{Section: "ports", Metric: m, Variant: "agent tunnel", Value: ms(Percentile(ht, p)), Unit: "ms", Better: Lower})
 		}
 	}
 	if err := r.portScan(ctx); err != nil {
@@ -525,6 +555,26 @@ func (r *runner) portsNerdctl(ctx context.Context, n int64) error {
 	}
 	metric := fmt.Sprintf("nerdctl -p echo stream %dMB (containerd)", n>>20)
 	return r.streamBothSides(ctx, addr, n, metric, "guest (through the DNAT rule)", "host->container forward")
+}
+
+// waitPath waits briefly for the direct path of a wildcard guest port
+// (it opens just after the port is forwarded) and names the row's variant
+// after the path the port ended up on.
+func (r *runner) waitPath(ctx context.Context, port int) string {
+	if r.env.PortPath == nil {
+		return "host->guest forward"
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		path := r.env.PortPath(ctx, "tcp", port)
+		if path == "direct" {
+			return "direct path"
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return "host->guest forward (" + path + ")"
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // streamBothSides echoes n bytes through addr from the guest (the helper;
@@ -760,7 +810,7 @@ func (r *runner) rssUnderLoad(ctx context.Context) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	stop, err := r.guestServer(ctx, port)
+	stop, err := r.guestServer(ctx, "0.0.0.0", port)
 	if err != nil {
 		return nil, err
 	}

@@ -138,6 +138,18 @@ func benchEnv(cmd *cobra.Command, inst *store.Instance, cfg config.Config) (benc
 		env.DockerSocket, env.ContainerdSocket = "", inst.ContainerdSocketPath()
 	}
 	env.Shares = benchShares(cfg)
+	env.PortPath = func(ctx context.Context, proto string, guestPort int) string {
+		st, err := vm.HostAgentState(ctx, inst)
+		if err != nil {
+			return ""
+		}
+		for _, p := range st.Ports {
+			if p.Proto == proto && p.GuestPort == guestPort {
+				return p.Path
+			}
+		}
+		return ""
+	}
 	if len(mounts.Syncs(cfg.Mounts)) > 0 {
 		c := control.NewClient(inst.ControlSocketPath())
 		env.SyncFlush = c.SyncFlush
