@@ -3,6 +3,7 @@ package resume
 import (
 	"fmt"
 	"os"
+	"time"
 )
 
 // Fingerprint is everything a saved state depends on. Two fingerprints
@@ -111,7 +112,7 @@ func (f Fingerprint) Differs(now Fingerprint) string {
 		case n.Size < 0:
 			return fmt.Sprintf("disk %s is gone", d.Path)
 		case d != n:
-			return fmt.Sprintf("disk %s was changed after the save (written, replaced or restored)", d.Path)
+			return fmt.Sprintf("disk %s was changed after the save (%s; written, replaced or restored)", d.Path, markChange(d, n))
 		}
 	}
 	return ""
@@ -123,4 +124,18 @@ func short(digest string) string {
 		return digest[:19]
 	}
 	return digest
+}
+
+// markChange names what differs between two marks of one disk.
+func markChange(saved, now DiskMark) string {
+	switch {
+	case saved.Size != now.Size:
+		return fmt.Sprintf("size %d, now %d", saved.Size, now.Size)
+	case saved.Inode != now.Inode || saved.Device != now.Device:
+		return "another file"
+	case saved.ModNs != now.ModNs:
+		return "modified " + time.Unix(0, now.ModNs).Format(time.RFC3339Nano) + ", saved " + time.Unix(0, saved.ModNs).Format(time.RFC3339Nano)
+	default:
+		return "changed " + time.Unix(0, now.ChangeNs).Format(time.RFC3339Nano) + ", saved " + time.Unix(0, saved.ChangeNs).Format(time.RFC3339Nano)
+	}
 }
