@@ -176,6 +176,9 @@ func writeStatusText(w io.Writer, s statusJSON, st store.InstanceStatus) error {
 		}
 		for _, p := range h.Ports {
 			line := fmt.Sprintf("%s/%d -> %s", p.Proto, p.GuestPort, p.HostAddr)
+			if p.Path != "" && p.Error == "" {
+				line += " (" + p.Path + ")"
+			}
 			if p.Error != "" {
 				line += " (" + p.Error + ")"
 			}
