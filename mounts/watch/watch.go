@@ -91,7 +91,7 @@ func New(trees []Tree, opts Options) (*Watcher, error) {
 		opts.Logger = slog.Default()
 	}
 	w := &Watcher{opts: opts, trees: trees, changes: make(chan string, len(trees)+1)}
-	if err := w.b.open(); err != nil {
+	if err := w.b.open(trees); err != nil {
 		return nil, err
 	}
 	for i, t := range trees {

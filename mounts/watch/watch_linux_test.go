@@ -4,6 +4,7 @@ package watch
 
 import (
 	"encoding/binary"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -37,7 +38,7 @@ func newIdle(t *testing.T, trees []Tree, opts Options) *Watcher {
 	if w.opts.Logger == nil {
 		w.opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if err := w.b.open(); err != nil {
+	if err := w.b.open(trees); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { w.b.free() })
@@ -240,12 +241,7 @@ func TestEventsDecodeABuffer(t *testing.T) {
 		rel, _ := filepath.Rel(dir, p)
 		seen = append(seen, rel+map[Op]string{Changed: " changed", Listing: " listing"}[op])
 	}})
-	var root int32 = -1
-	for wd, d := range w.b.dirs {
-		if d.path == dir {
-			root = wd
-		}
-	}
+	root := w.watchOf(t, dir)
 	var buf []byte
 	buf = append(buf, rawEvent(root, unix.IN_CREATE, "a.txt")...)
 	buf = append(buf, rawEvent(root, unix.IN_CLOSE_WRITE, "a.txt")...)
@@ -261,4 +257,73 @@ func TestEventsDecodeABuffer(t *testing.T) {
 	if p.n != 1 {
 		t.Fatalf("pending trees %d, want 1", p.n)
 	}
+}
+
+// A new folder that already holds subfolders when its event is handled
+// gets them all watched, whether the file system counts subfolders in the
+// link count (then an empty one is not read) or not (then it is walked).
+func TestNewFolderWithSubfolders(t *testing.T) {
+	for _, counted := range []bool{true, false} {
+		dir := mkTree(t)
+		w := newIdle(t, []Tree{{ID: "t", Dir: dir}}, Options{})
+		w.b.counted[0] = counted
+		root := w.watchOf(t, dir)
+		os.MkdirAll(filepath.Join(dir, "a/b/c"), 0o755)
+		os.MkdirAll(filepath.Join(dir, "e"), 0o755)
+		p := newPending(1, 50*time.Millisecond, 500*time.Millisecond)
+		w.events(append(rawEvent(root, unix.IN_CREATE|unix.IN_ISDIR, "a"), rawEvent(root, unix.IN_CREATE|unix.IN_ISDIR, "e")...), time.Now(), p)
+		got := w.watchedPaths()
+		for _, want := range []string{"a", "a/b", "a/b/c", "e"} {
+			if !slices.Contains(got, filepath.Join(dir, want)) {
+				t.Fatalf("counted %v: %s not watched; watched %v", counted, want, got)
+			}
+		}
+		if d := w.b.dirs[w.watchOf(t, filepath.Join(dir, "a/b/c"))]; d.rel != "a/b/c" {
+			t.Fatalf("rel %q, want a/b/c", d.rel)
+		}
+	}
+}
+
+// Close returns while the watcher is in the middle of a burst.
+func TestCloseDuringABurst(t *testing.T) {
+	dir := mkTree(t)
+	w, err := New([]Tree{{ID: "t", Dir: dir}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			os.WriteFile(filepath.Join(dir, "src/a", fmt.Sprint(i%100)), []byte("x"), 0o644)
+		}
+	}()
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("Close took %s in a burst", d)
+	}
+	close(stop)
+	<-done
+}
+
+// watchOf is the watch descriptor of folder p.
+func (w *Watcher) watchOf(t *testing.T, p string) int32 {
+	t.Helper()
+	for wd, d := range w.b.dirs {
+		if d.path == p {
+			return wd
+		}
+	}
+	t.Fatalf("%s is not watched", p)
+	return -1
 }

@@ -17,7 +17,7 @@ type backend struct {
 	fs *fsnotify.Watcher
 }
 
-func (b *backend) open() error {
+func (b *backend) open([]Tree) error {
 	fw, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("watch: %w", err)
