@@ -327,3 +327,26 @@ func (w *Watcher) watchOf(t *testing.T, p string) int32 {
 	t.Fatalf("%s is not watched", p)
 	return -1
 }
+
+// A mode change alone (the executable bit, which the sync engine syncs)
+// reports the tree, without an OnPath call.
+func TestAttributeChangeReportsTree(t *testing.T) {
+	dir := mkTree(t)
+	f := filepath.Join(dir, "src/a/run.sh")
+	os.WriteFile(f, []byte("#!/bin/sh"), 0o644)
+	called := make(chan string, 10)
+	w, err := New([]Tree{{ID: "t", Dir: dir}}, Options{OnPath: func(_, p string, _ Op) { called <- p }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := os.Chmod(f, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, w, "t", 2*time.Second)
+	select {
+	case p := <-called:
+		t.Fatalf("OnPath called for a mode change of %s", p)
+	default:
+	}
+}
