@@ -98,13 +98,15 @@ func TestSavedStateBootsColdOnAnyChange(t *testing.T) {
 		change func(t *testing.T, ha *hostAgent)
 		want   string
 	}{
-		"cpus":        {func(_ *testing.T, ha *hostAgent) { ha.spec.CPUs = 3 }, "cpus changed since the save (2, now 3)"},
-		"memory":      {func(_ *testing.T, ha *hostAgent) { ha.spec.MemoryMiB = 4096 }, "memory (MiB) changed"},
-		"disk size":   {func(_ *testing.T, ha *hostAgent) { ha.cfg.DiskGiB = 80 }, "disk (GiB) changed"},
-		"image":       {func(_ *testing.T, ha *hostAgent) { ha.img.Digest = "sha256:2222" }, "image changed"},
-		"guest agent": {func(t *testing.T, ha *hostAgent) { must(t, os.WriteFile(os.Getenv(agentbin.OverrideEnv), []byte("v2"), 0o600)) }, "guest agent changed"},
-		"runtime":     {func(_ *testing.T, ha *hostAgent) { ha.cfg.Runtime = "containerd" }, "runtime changed"},
-		"network":     {func(_ *testing.T, ha *hostAgent) { ha.spec.Network = "user" }, "network mode changed"},
+		"cpus":      {func(_ *testing.T, ha *hostAgent) { ha.spec.CPUs = 3 }, "cpus changed since the save (2, now 3)"},
+		"memory":    {func(_ *testing.T, ha *hostAgent) { ha.spec.MemoryMiB = 4096 }, "memory (MiB) changed"},
+		"disk size": {func(_ *testing.T, ha *hostAgent) { ha.cfg.DiskGiB = 80 }, "disk (GiB) changed"},
+		"image":     {func(_ *testing.T, ha *hostAgent) { ha.img.Digest = "sha256:2222" }, "image changed"},
+		"guest agent": {func(t *testing.T, ha *hostAgent) {
+			must(t, os.WriteFile(os.Getenv(agentbin.OverrideEnv), []byte("v2"), 0o600))
+		}, "guest agent changed"},
+		"runtime": {func(_ *testing.T, ha *hostAgent) { ha.cfg.Runtime = "containerd" }, "runtime changed"},
+		"network": {func(_ *testing.T, ha *hostAgent) { ha.spec.Network = "user" }, "network mode changed"},
 		"mounts": {func(_ *testing.T, ha *hostAgent) {
 			ha.cfg.Mounts = []config.Mount{{Location: "/tmp", Writable: true, Mode: "sync"}}
 		}, "mounts changed"},
