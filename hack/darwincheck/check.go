@@ -21,6 +21,7 @@ type Options struct {
 	ModuleDir string   // root of the module (holds go.mod)
 	Arches    []string // GOARCH values, e.g. arm64 and amd64
 	Only      []string // package dirs relative to ModuleDir; empty means all
+	Constants []Constant
 }
 
 // Checked is one package type-checked for one arch.
@@ -75,6 +76,7 @@ func Check(opts Options) (*Result, error) {
 				return nil, err
 			}
 		}
+		out.Problems = append(out.Problems, im.checkConstants(moduleDir, opts.Constants)...)
 	}
 	return out, nil
 }

@@ -242,3 +242,58 @@ func TestResolve(t *testing.T) {
 		}
 	}
 }
+
+// A table entry whose value parts from vz's constant (the swap a reviewer
+// misses) is a problem on every arch; matching ones are not.
+func TestCheckConstants(t *testing.T) {
+	dir := writeModule(t, map[string]string{
+		"ok/ok_darwin.go": "//go:build darwin\n\npackage ok\n\nimport vz \"github.com/Code-Hex/vz/v3\"\n\nvar M = vz.DiskImageSynchronizationModeFull\n",
+		"ok/ok.go":        "package ok\n",
+	})
+	const vzPkg = "github.com/Code-Hex/vz/v3"
+	res, err := Check(Options{ModuleDir: dir, Arches: []string{"arm64", "amd64"}, Constants: []Constant{
+		{Pkg: vzPkg, Name: "DiskImageSynchronizationModeFull", Value: 1},
+		{Pkg: vzPkg, Name: "DiskImageSynchronizationModeNone", Value: 1}, // swapped: None is 3
+		{Pkg: vzPkg, Name: "DiskImageSynchronizationModeSometimes", Value: 4},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, p := range res.Problems {
+		got[p.Arch+" "+p.Pos] = true
+		t.Log(p)
+	}
+	for _, arch := range []string{"arm64", "amd64"} {
+		for _, name := range []string{"DiskImageSynchronizationModeNone", "DiskImageSynchronizationModeSometimes"} {
+			if !got[arch+" "+vzPkg+"."+name] {
+				t.Errorf("%s: no problem for %s", arch, name)
+			}
+		}
+		if got[arch+" "+vzPkg+".DiskImageSynchronizationModeFull"] {
+			t.Errorf("%s: the correct Full entry was reported", arch)
+		}
+	}
+	if len(res.Problems) != 4 {
+		t.Errorf("got %d problems, want 4", len(res.Problems))
+	}
+}
+
+func TestOurConstantsCoverVZTables(t *testing.T) {
+	consts, err := ourConstants("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, c := range consts {
+		names[c.Name] = true
+	}
+	for _, want := range []string{"DiskImageSynchronizationModeFull", "DiskImageSynchronizationModeFsync", "DiskImageSynchronizationModeNone", "DiskImageCachingModeCached"} {
+		if !names[want] {
+			t.Errorf("ourConstants lacks %s", want)
+		}
+	}
+	if other, err := ourConstants(writeModule(t, map[string]string{"x/x.go": "package x\n"})); err != nil || other != nil {
+		t.Errorf("another module got constants %v (err %v)", other, err)
+	}
+}

@@ -86,6 +86,10 @@ type Spec struct {
 	Rosetta  bool   // vz on arm64 only
 	Accel    string // AccelAuto (or empty), AccelKVM, AccelHVF, AccelTCG; qemu only
 
+	// NestedVirtualization lets the guest use KVM itself (vz on macOS 15+
+	// with an M3 or newer chip).
+	NestedVirtualization bool
+
 	SerialLog string // serial console output file
 }
 

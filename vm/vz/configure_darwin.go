@@ -68,18 +68,15 @@ func blockDevice(d DiskPlan) (*vz.VirtioBlockDeviceConfiguration, error) {
 	return blk, nil
 }
 
-func vzCachingMode(CachingMode) vz.DiskImageCachingMode {
-	return vz.DiskImageCachingModeCached // the only mode Plan produces
+// vzCachingMode and vzSyncMode only convert: which vz case a mode means is
+// the pure table in vzmodes.go, tested on Linux and checked against vz's
+// source by hack/darwincheck.
+func vzCachingMode(c CachingMode) vz.DiskImageCachingMode {
+	return vz.DiskImageCachingMode(cachingModes[c].Value)
 }
 
 func vzSyncMode(s SyncMode) vz.DiskImageSynchronizationMode {
-	switch s {
-	case SyncFull:
-		return vz.DiskImageSynchronizationModeFull
-	case SyncNone:
-		return vz.DiskImageSynchronizationModeNone
-	}
-	return vz.DiskImageSynchronizationModeFsync
+	return vz.DiskImageSynchronizationMode(syncModes[s].Value)
 }
 
 // attachNetwork adds one NAT NIC with a random locally administered MAC
@@ -127,8 +124,8 @@ func attachShares(cfg *vz.VirtualMachineConfiguration, p *VMPlan) error {
 		}
 		shares = append(shares, dev)
 	}
-	if p.RosettaTag != "" {
-		dev, err := rosettaShare(p.RosettaTag)
+	if p.Rosetta.Tag != "" {
+		dev, err := rosettaShare(p.Rosetta)
 		if err != nil {
 			return err
 		}
@@ -167,6 +164,8 @@ func attachEntropy(cfg *vz.VirtualMachineConfiguration, p *VMPlan) error {
 	return nil
 }
 
+// attachBalloon adds the balloon device VMPlan.Balloon explains; nothing
+// sets its target size yet.
 func attachBalloon(cfg *vz.VirtualMachineConfiguration, p *VMPlan) error {
 	if !p.Balloon {
 		return nil
@@ -182,12 +181,12 @@ func attachBalloon(cfg *vz.VirtualMachineConfiguration, p *VMPlan) error {
 // attachConsole writes the guest's virtio console (hvc0) to the serial log
 // when the plan has one.
 func attachConsole(cfg *vz.VirtualMachineConfiguration, p *VMPlan) error {
-	if p.SerialLog == "" {
+	if p.Console.Log == "" {
 		return nil
 	}
-	att, err := vz.NewFileSerialPortAttachment(p.SerialLog, false)
+	att, err := vz.NewFileSerialPortAttachment(p.Console.Log, p.Console.Append)
 	if err != nil {
-		return fmt.Errorf("vz: serial log %s: %w", p.SerialLog, err)
+		return fmt.Errorf("vz: serial log %s: %w", p.Console.Log, err)
 	}
 	console, err := vz.NewVirtioConsoleDeviceSerialPortConfiguration(att)
 	if err != nil {

@@ -13,12 +13,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/vm/driver"
+	"github.com/vmdock/vmdock/vm/macos"
 )
 
 // DriverName is what Driver.Name and MachineInfo report.
@@ -52,6 +51,10 @@ type HostInfo struct {
 	MacOSVersion string // "14.5"
 	Rosetta      RosettaAvailability
 
+	// NestedVirtualization is vz.IsNestedVirtualizationSupported(): macOS
+	// 15 or later on an M3 or newer chip.
+	NestedVirtualization bool
+
 	// Limits reported by Virtualization.framework; zero means unknown and
 	// the documented defaults below apply.
 	MinCPUs, MaxCPUs           int
@@ -63,13 +66,6 @@ const (
 	defaultMinCPUs      = 1
 	defaultMaxCPUs      = 64
 	defaultMinMemoryMiB = 128 // vz allows less, but our guest does not boot below this
-)
-
-// Minimum macOS versions for the features we use.
-var (
-	minMacOS        = macOSVersion{12, 0} // virtiofs, VM.Stop, disk caching/sync modes
-	minMacOSEFI     = macOSVersion{13, 0} // VZEFIBootLoader
-	minMacOSRosetta = macOSVersion{13, 0} // VZLinuxRosettaDirectoryShare
 )
 
 // BootKind selects the boot loader.
@@ -92,12 +88,14 @@ type BootPlan struct {
 	EFIVarStore string
 }
 
-// CachingMode mirrors vz.DiskImageCachingMode.
+// CachingMode is how vz caches a disk image; vzmodes.go maps it onto
+// vz.DiskImageCachingMode.
 type CachingMode string
 
 const CachingCached CachingMode = "cached"
 
-// SyncMode mirrors vz.DiskImageSynchronizationMode.
+// SyncMode is how guest flushes reach the host disk; vzmodes.go maps it
+// onto vz.DiskImageSynchronizationMode.
 type SyncMode string
 
 const (
@@ -138,29 +136,53 @@ type VMPlan struct {
 
 	VsockPort uint32 // the guest agent listens here
 
-	// RosettaTag is non-empty when the Rosetta share is attached.
-	RosettaTag string
+	// Rosetta is the Rosetta share; its Tag is empty when none is attached.
+	Rosetta RosettaPlan
 
 	Entropy bool // virtio-rng: the guest would otherwise wait for entropy at boot
-	Balloon bool // lets macOS reclaim memory the guest freed
 
-	// SerialLog receives the virtio console (hvc0); empty means none.
-	SerialLog string
+	// Balloon attaches a virtio traditional memory balloon. Nothing drives
+	// it yet, so it returns no memory to macOS: a guest keeps the host
+	// memory it once touched until it stops. It is attached anyway because
+	// vz fixes the device list when the machine is created: a later memory
+	// policy can then drive it on running and restored machines alike (a
+	// saved state restores only into the same devices).
+	Balloon bool
+
+	// Console is the guest's virtio console (hvc0); its Log is empty when
+	// there is none.
+	Console ConsolePlan
+
+	// NestedVirtualization lets the guest run KVM (macOS 15+, M3 or newer).
+	NestedVirtualization bool
 
 	// StopTimeout is the grace period between RequestStop and Stop.
 	StopTimeout time.Duration
+
+	// Warnings are conditions that may still work; the driver logs them
+	// and does not refuse.
+	Warnings []string
+}
+
+// ConsolePlan is where the guest's virtio console goes.
+type ConsolePlan struct {
+	Log string
+	// Append keeps the log's earlier boots: the host agent starts reading
+	// the console at the file's size before the machine starts, so a
+	// truncated file would hide this boot's panic and look like a hang.
+	Append bool
 }
 
 // Plan decides how spec runs under vz on host. It reads only the first bytes
 // of the kernel file (to refuse compressed arm64 kernels) and has no side
 // effects.
 func Plan(spec driver.Spec, host HostInfo) (*VMPlan, error) {
-	ver, err := parseMacOSVersion(host.MacOSVersion)
+	ver, err := macos.Parse(host.MacOSVersion)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("vz: %w", err)
 	}
-	if ver.less(minMacOS) {
-		return nil, fmt.Errorf("vz needs macOS %s or newer, this host runs %s", minMacOS, host.MacOSVersion)
+	if ver.Less(macos.MinVZ) {
+		return nil, fmt.Errorf("vz needs macOS %s or newer, this host runs %s", macos.MinVZ, host.MacOSVersion)
 	}
 	if host.Arch != driver.ArchARM64 && host.Arch != driver.ArchAMD64 {
 		return nil, fmt.Errorf("vz: unknown host arch %q (accepted: arm64, amd64)", host.Arch)
@@ -174,13 +196,13 @@ func Plan(spec driver.Spec, host HostInfo) (*VMPlan, error) {
 		VsockPort:   driver.AgentVsockPort,
 		Entropy:     true,
 		Balloon:     true,
-		SerialLog:   spec.SerialLog,
+		Console:     ConsolePlan{Log: spec.SerialLog, Append: true},
 		StopTimeout: StopTimeout,
 	}
 	if err := planResources(p, spec, host); err != nil {
 		return nil, err
 	}
-	if p.Boot, err = planBoot(spec, ver); err != nil {
+	if p.Boot, err = planBoot(spec); err != nil {
 		return nil, err
 	}
 	if p.Disks, err = planDisks(spec); err != nil {
@@ -197,11 +219,17 @@ func Plan(spec driver.Spec, host HostInfo) (*VMPlan, error) {
 		return nil, fmt.Errorf("vz: unknown network mode %q (accepted: user, isolated)", spec.Network)
 	}
 	if spec.Rosetta {
-		if err := checkRosetta(host, ver); err != nil {
+		if p.Rosetta, err = planRosetta(host, ver); err != nil {
 			return nil, err
 		}
-		p.RosettaTag = agent.RosettaTag
 	}
+	if spec.NestedVirtualization {
+		if err := checkNestedVirtualization(host, ver); err != nil {
+			return nil, err
+		}
+		p.NestedVirtualization = true
+	}
+	planIntelKernel(p, host, ver)
 	return p, nil
 }
 
@@ -230,13 +258,10 @@ func orDefault(v, def int) int {
 	return def
 }
 
-func planBoot(spec driver.Spec, ver macOSVersion) (BootPlan, error) {
+func planBoot(spec driver.Spec) (BootPlan, error) {
 	if spec.Kernel == "" {
 		if spec.Initrd != "" {
 			return BootPlan{}, fmt.Errorf("vz: initrd %s given without a kernel", spec.Initrd)
-		}
-		if ver.less(minMacOSEFI) {
-			return BootPlan{}, fmt.Errorf("vz: EFI boot (images without a kernel) needs macOS %s or newer", minMacOSEFI)
 		}
 		if spec.Dir == "" {
 			return BootPlan{}, errors.New("vz: EFI boot needs the instance folder for its variable store")
@@ -378,47 +403,4 @@ func planShares(spec driver.Spec) ([]SharePlan, error) {
 		shares = append(shares, SharePlan{Tag: s.Tag, HostPath: s.HostPath, ReadOnly: s.ReadOnly})
 	}
 	return shares, nil
-}
-
-func checkRosetta(host HostInfo, ver macOSVersion) error {
-	if host.Arch != driver.ArchARM64 {
-		return fmt.Errorf("vz: Rosetta needs an Apple silicon (arm64) host, this host is %s", host.Arch)
-	}
-	if ver.less(minMacOSRosetta) {
-		return fmt.Errorf("vz: Rosetta for Linux needs macOS %s or newer, this host runs %s", minMacOSRosetta, host.MacOSVersion)
-	}
-	switch host.Rosetta {
-	case RosettaInstalled:
-		return nil
-	case RosettaNotInstalled:
-		return errors.New("vz: Rosetta is not installed: run `softwareupdate --install-rosetta --agree-to-license`, or start without --vz-rosetta")
-	default:
-		return errors.New("vz: Rosetta for Linux is not supported on this host; start without --vz-rosetta")
-	}
-}
-
-type macOSVersion struct{ major, minor int }
-
-func (v macOSVersion) String() string { return fmt.Sprintf("%d.%d", v.major, v.minor) }
-func (v macOSVersion) less(o macOSVersion) bool {
-	return v.major < o.major || v.major == o.major && v.minor < o.minor
-}
-
-func parseMacOSVersion(s string) (macOSVersion, error) {
-	parts := strings.Split(strings.TrimSpace(s), ".")
-	bad := fmt.Errorf("vz: macOS version %q not understood (expected major[.minor[.patch]], e.g. 14.5)", s)
-	if len(parts) > 3 {
-		return macOSVersion{}, bad
-	}
-	var nums [2]int
-	for i, part := range parts {
-		n, err := strconv.Atoi(part)
-		if err != nil || n < 0 {
-			return macOSVersion{}, bad
-		}
-		if i < 2 {
-			nums[i] = n
-		}
-	}
-	return macOSVersion{nums[0], nums[1]}, nil
 }

@@ -74,7 +74,7 @@ func TestPlanFull(t *testing.T) {
 		VsockPort:   driver.AgentVsockPort,
 		Entropy:     true,
 		Balloon:     true,
-		SerialLog:   "/inst/serial.log",
+		Console:     ConsolePlan{Log: "/inst/serial.log", Append: true},
 		StopTimeout: StopTimeout,
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -126,16 +126,45 @@ func TestPlanDecisions(t *testing.T) {
 					t.Errorf("cmdline = %q", p.Boot.Cmdline)
 				}
 			}},
-		{"rosetta share on arm64", armHost, func(s *driver.Spec) { s.Rosetta = true },
+		{"rosetta share with caching on macOS 14", armHost, func(s *driver.Spec) { s.Rosetta = true },
 			func(t *testing.T, p *VMPlan) {
-				if p.RosettaTag != agent.RosettaTag {
-					t.Errorf("rosetta tag = %q", p.RosettaTag)
+				want := RosettaPlan{Tag: agent.RosettaTag, CachingSocket: rosettaCachingSocket}
+				if p.Rosetta != want {
+					t.Errorf("rosetta = %+v, want %+v", p.Rosetta, want)
+				}
+			}},
+		{"rosetta share without caching on macOS 13", HostInfo{Arch: driver.ArchARM64, MacOSVersion: "13.6", Rosetta: RosettaInstalled},
+			func(s *driver.Spec) { s.Rosetta = true },
+			func(t *testing.T, p *VMPlan) {
+				want := RosettaPlan{Tag: agent.RosettaTag}
+				if p.Rosetta != want {
+					t.Errorf("rosetta = %+v, want %+v", p.Rosetta, want)
 				}
 			}},
 		{"no rosetta unless asked", armHost, func(s *driver.Spec) {},
 			func(t *testing.T, p *VMPlan) {
-				if p.RosettaTag != "" {
-					t.Errorf("rosetta tag = %q", p.RosettaTag)
+				if p.Rosetta != (RosettaPlan{}) {
+					t.Errorf("rosetta = %+v", p.Rosetta)
+				}
+			}},
+		{"nested virtualization on an M3 with macOS 15", HostInfo{Arch: driver.ArchARM64, MacOSVersion: "15.1", NestedVirtualization: true},
+			func(s *driver.Spec) { s.NestedVirtualization = true },
+			func(t *testing.T, p *VMPlan) {
+				if !p.NestedVirtualization {
+					t.Error("nested virtualization not planned")
+				}
+			}},
+		{"nested virtualization off by default", HostInfo{Arch: driver.ArchARM64, MacOSVersion: "15.1", NestedVirtualization: true},
+			func(s *driver.Spec) {},
+			func(t *testing.T, p *VMPlan) {
+				if p.NestedVirtualization {
+					t.Error("nested virtualization planned unasked")
+				}
+			}},
+		{"no warnings on Apple silicon", armHost, func(s *driver.Spec) {},
+			func(t *testing.T, p *VMPlan) {
+				if len(p.Warnings) > 0 {
+					t.Errorf("warnings = %q", p.Warnings)
 				}
 			}},
 		{"amd64 bzImage accepted", x86Host, func(s *driver.Spec) {
@@ -148,8 +177,8 @@ func TestPlanDecisions(t *testing.T) {
 		}},
 		{"no serial log", armHost, func(s *driver.Spec) { s.SerialLog = "" },
 			func(t *testing.T, p *VMPlan) {
-				if p.SerialLog != "" {
-					t.Errorf("serial = %q", p.SerialLog)
+				if p.Console.Log != "" {
+					t.Errorf("console = %+v", p.Console)
 				}
 			}},
 		{"vz memory limits from host", HostInfo{Arch: driver.ArchARM64, MacOSVersion: "15", MaxCPUs: 8, MaxMemoryMiB: 4096},
@@ -197,7 +226,6 @@ func TestPlanErrors(t *testing.T) {
 		{"missing kernel", armHost, func(s *driver.Spec) { s.Kernel = "/nonexistent/vmlinux" }, "read kernel /nonexistent/vmlinux"},
 		{"initrd without kernel", armHost, func(s *driver.Spec) { s.Kernel = "" }, "without a kernel"},
 		{"efi without dir", armHost, func(s *driver.Spec) { s.Kernel, s.Initrd, s.Dir = "", "", "" }, "instance folder"},
-		{"efi on macOS 12", HostInfo{Arch: driver.ArchARM64, MacOSVersion: "12.6"}, func(s *driver.Spec) { s.Kernel, s.Initrd = "", "" }, "EFI boot"},
 		{"qcow2 disk", armHost, func(s *driver.Spec) { s.Disks[0].Format = "qcow2" }, "qcow2; vz reads raw disks only: convert"},
 		{"vmdk disk", armHost, func(s *driver.Spec) { s.Disks[0].Format = "vmdk" }, `format "vmdk" (accepted: raw)`},
 		{"bad sync", armHost, func(s *driver.Spec) { s.DiskSync = "sometimes" }, `disk sync "sometimes" unknown (accepted: full, fsync, none)`},
@@ -213,17 +241,21 @@ func TestPlanErrors(t *testing.T) {
 		{"too little memory", armHost, func(s *driver.Spec) { s.MemoryMiB = 64 }, "memory 64 MiB out of range (accepted: at least 128 MiB)"},
 		{"too much memory", HostInfo{Arch: driver.ArchARM64, MacOSVersion: "14", MaxMemoryMiB: 8192}, func(s *driver.Spec) { s.MemoryMiB = 9000 }, "accepted: 128..8192 MiB"},
 		{"foreign arch", armHost, func(s *driver.Spec) { s.Arch = driver.ArchAMD64 }, `arch "amd64" requested on a arm64 host`},
-		{"old macOS", HostInfo{Arch: driver.ArchARM64, MacOSVersion: "11.7"}, func(s *driver.Spec) {}, "needs macOS 12.0 or newer"},
+		{"macOS 12", HostInfo{Arch: driver.ArchARM64, MacOSVersion: "12.7.6"}, func(s *driver.Spec) {}, "vz needs macOS 13.0 or newer, this host runs 12.7.6"},
 		{"bad macOS version", HostInfo{Arch: driver.ArchARM64, MacOSVersion: "fourteen"}, func(s *driver.Spec) {}, `macOS version "fourteen"`},
 		{"empty macOS version", HostInfo{Arch: driver.ArchARM64}, func(s *driver.Spec) {}, `macOS version ""`},
 		{"unknown host arch", HostInfo{Arch: "ppc64", MacOSVersion: "14"}, func(s *driver.Spec) {}, `host arch "ppc64"`},
 		{"rosetta not installed", HostInfo{Arch: driver.ArchARM64, MacOSVersion: "14", Rosetta: RosettaNotInstalled},
-			func(s *driver.Spec) { s.Rosetta = true }, "softwareupdate --install-rosetta"},
+			func(s *driver.Spec) { s.Rosetta = true }, "Rosetta is not installed; run `softwareupdate --install-rosetta` or start from a terminal to be asked"},
 		{"rosetta unsupported", HostInfo{Arch: driver.ArchARM64, MacOSVersion: "14", Rosetta: RosettaUnsupported},
-			func(s *driver.Spec) { s.Rosetta = true }, "not supported on this host"},
-		{"rosetta on macOS 12", HostInfo{Arch: driver.ArchARM64, MacOSVersion: "12.7", Rosetta: RosettaInstalled},
-			func(s *driver.Spec) { s.Rosetta = true }, "needs macOS 13.0"},
+			func(s *driver.Spec) { s.Rosetta = true }, "not supported on this Mac"},
 		{"rosetta on intel", x86Host, func(s *driver.Spec) { s.Arch = driver.ArchAMD64; s.Rosetta = true }, "Apple silicon (arm64) host, this host is amd64"},
+		{"nested virtualization on macOS 14", HostInfo{Arch: driver.ArchARM64, MacOSVersion: "14.6", NestedVirtualization: true},
+			func(s *driver.Spec) { s.NestedVirtualization = true }, "nested virtualization needs macOS 15.0 or newer, this host runs 14.6"},
+		{"nested virtualization before M3", HostInfo{Arch: driver.ArchARM64, MacOSVersion: "15.2"},
+			func(s *driver.Spec) { s.NestedVirtualization = true }, "needs an M3 or newer chip"},
+		{"nested virtualization on intel", HostInfo{Arch: driver.ArchAMD64, MacOSVersion: "15.2"},
+			func(s *driver.Spec) { s.Arch = driver.ArchAMD64; s.NestedVirtualization = true }, "this host is amd64"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -240,28 +272,5 @@ func TestPlanErrors(t *testing.T) {
 				t.Errorf("error spans lines: %q", err)
 			}
 		})
-	}
-}
-
-func TestParseMacOSVersion(t *testing.T) {
-	tests := []struct {
-		in   string
-		want macOSVersion
-		ok   bool
-	}{
-		{"14.5", macOSVersion{14, 5}, true},
-		{"13.6.1", macOSVersion{13, 6}, true},
-		{"15", macOSVersion{15, 0}, true},
-		{" 26.0\n", macOSVersion{26, 0}, true},
-		{"", macOSVersion{}, false},
-		{"14.x", macOSVersion{}, false},
-		{"1.2.3.4", macOSVersion{}, false},
-		{"-1", macOSVersion{}, false},
-	}
-	for _, tt := range tests {
-		got, err := parseMacOSVersion(tt.in)
-		if (err == nil) != tt.ok || got != tt.want {
-			t.Errorf("parseMacOSVersion(%q) = %v, %v; want %v ok=%v", tt.in, got, err, tt.want, tt.ok)
-		}
 	}
 }

@@ -14,6 +14,8 @@ const hostArch = "amd64"
 // Intel hosts before rosettaShare could be reached.
 func rosettaAvailability() RosettaAvailability { return RosettaUnsupported }
 
-func rosettaShare(string) (vz.DirectorySharingDeviceConfiguration, error) {
+func currentRosettaHost() rosettaHost { return rosettaHost{availability: rosettaAvailability} }
+
+func rosettaShare(RosettaPlan) (vz.DirectorySharingDeviceConfiguration, error) {
 	return nil, errors.New("vz: Rosetta needs an Apple silicon (arm64) host")
 }

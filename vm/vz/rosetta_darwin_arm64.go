@@ -20,14 +20,28 @@ func rosettaAvailability() RosettaAvailability {
 	return RosettaUnsupported
 }
 
-func rosettaShare(tag string) (vz.DirectorySharingDeviceConfiguration, error) {
+func currentRosettaHost() rosettaHost {
+	return rosettaHost{availability: rosettaAvailability, install: vz.LinuxRosettaDirectoryShareInstallRosetta}
+}
+
+// rosettaShare is the Rosetta virtiofs device, with the translation cache
+// when the plan asks for it (Plan only does from macOS 14 on, where
+// SetOptions does something).
+func rosettaShare(r RosettaPlan) (vz.DirectorySharingDeviceConfiguration, error) {
 	share, err := vz.NewLinuxRosettaDirectoryShare()
 	if err != nil {
 		return nil, fmt.Errorf("vz: rosetta share: %w", err)
 	}
-	dev, err := vz.NewVirtioFileSystemDeviceConfiguration(tag)
+	if r.CachingSocket != "" {
+		opts, err := vz.NewLinuxRosettaAbstractSocketCachingOptions(r.CachingSocket)
+		if err != nil {
+			return nil, fmt.Errorf("vz: rosetta caching socket %q: %w", r.CachingSocket, err)
+		}
+		share.SetOptions(opts)
+	}
+	dev, err := vz.NewVirtioFileSystemDeviceConfiguration(r.Tag)
 	if err != nil {
-		return nil, fmt.Errorf("vz: virtiofs tag %q: %w", tag, err)
+		return nil, fmt.Errorf("vz: virtiofs tag %q: %w", r.Tag, err)
 	}
 	dev.SetDirectoryShare(share)
 	return dev, nil

@@ -1,0 +1,7 @@
+//go:build !darwin || !cgo
+
+package vz
+
+// Without vz there is nothing to install Rosetta for; Validate and Start
+// say why vz is unavailable.
+func currentRosettaHost() rosettaHost { return rosettaHost{} }
