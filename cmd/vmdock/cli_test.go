@@ -139,6 +139,7 @@ func TestStartRejectsBadInput(t *testing.T) {
 		{name: "unknown vm-type", args: []string{"--vm-type", "kvm"}, want: []string{`vmType: "kvm"`, "vz or qemu"}},
 		{name: "vz on linux", args: []string{"--vm-type", "vz"}, want: []string{`vmType: "vz"`, "macOS 13"}},
 		{name: "rosetta on this host", args: []string{"--vz-rosetta"}, want: []string{"vzRosetta"}},
+		{name: "nested virtualization on this host", args: []string{"--vz-nested-virtualization"}, want: []string{"vzNestedVirtualization: true is not accepted; accepted: false unless vmType is vz"}},
 		{name: "mount type", args: []string{"--mount-type", "nfs"}, want: []string{`mountType: "nfs"`}},
 		{name: "runtime podman", args: []string{"--runtime", "podman"}, want: []string{`runtime: "podman"`, "accepted: docker, containerd"}},
 		{name: "disk-sync", args: []string{"--disk-sync", "sometimes"}, want: []string{`diskSync: "sometimes"`}},

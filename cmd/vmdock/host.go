@@ -2,10 +2,9 @@ package main
 
 import (
 	"runtime"
-	"strconv"
-	"strings"
 
 	"github.com/vmdock/vmdock/vm/config"
+	"github.com/vmdock/vmdock/vm/macos"
 	"github.com/vmdock/vmdock/vm/qemu"
 )
 
@@ -23,14 +22,6 @@ func detectHost() config.Host {
 		Accel:        q.Accel,
 		Virtiofsd:    q.UsableVirtiofsd(),
 	}
-	h.VZ = vzUsable(h.MacOSVersion)
+	h.VZ = macos.VZSupported(h.MacOSVersion)
 	return h
-}
-
-// vzUsable: vz needs macOS 13 (Ventura) or later for the features vmdock
-// uses (virtiofs, Rosetta, EFI). An empty version is no macOS at all.
-func vzUsable(macOSVersion string) bool {
-	major, _, _ := strings.Cut(macOSVersion, ".")
-	n, err := strconv.Atoi(major)
-	return err == nil && n >= 13
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/vmdock/vmdock/vm/config"
+	"github.com/vmdock/vmdock/vm/macos"
 	"github.com/vmdock/vmdock/vm/store"
 )
 
@@ -16,20 +17,12 @@ import (
 // a virtiofsd, whatever the machine running the tests has.
 var testHost = config.Host{OS: "linux", Arch: runtime.GOARCH, CPUs: 4, Accel: "kvm"}
 
-func TestVZUsable(t *testing.T) {
-	for v, want := range map[string]bool{"": false, "12.7.4": false, "13.0": true, "14.5": true, "26.1": true, "x": false} {
-		if got := vzUsable(v); got != want {
-			t.Errorf("vzUsable(%q) = %v, want %v", v, got, want)
-		}
-	}
-}
-
 func TestDetectHost(t *testing.T) {
 	h := detectHost()
 	if h.OS != runtime.GOOS || h.Arch != runtime.GOARCH || h.CPUs != runtime.NumCPU() || h.CPUs < 1 {
 		t.Errorf("detectHost = %+v", h)
 	}
-	if h.VZ != vzUsable(h.MacOSVersion) {
+	if h.VZ != macos.VZSupported(h.MacOSVersion) {
 		t.Errorf("VZ %v but macOS %q", h.VZ, h.MacOSVersion)
 	}
 }

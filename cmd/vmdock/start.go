@@ -16,6 +16,7 @@ import (
 	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/vm"
 	"github.com/vmdock/vmdock/vm/config"
+	"github.com/vmdock/vmdock/vm/macos"
 	"github.com/vmdock/vmdock/vm/resume"
 	"github.com/vmdock/vmdock/vm/store"
 )
@@ -31,6 +32,7 @@ type startFlags struct {
 	mountType       string
 	mounts          []string
 	rosetta         bool
+	nested          bool
 	binfmt          bool
 	runtime         string
 	diskSync        string
@@ -54,7 +56,7 @@ func newStartCmd(g *globals) *cobra.Command {
 		Short: "Create or start the instance; flags given are saved to its config",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runStart(cmd.Context(), g, cmd.Flags(), &f, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runStart(cmd.Context(), g, cmd.Flags(), &f, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	d := config.Default(g.host)
@@ -63,11 +65,12 @@ func newStartCmd(g *globals) *cobra.Command {
 	fs.Float64VarP(&f.memory, "memory", "m", d.MemoryGiB, "memory in GiB")
 	fs.IntVarP(&f.disk, "disk", "d", d.DiskGiB, "disk size in GiB (can only grow)")
 	fs.StringVar(&f.arch, "arch", d.Arch, "guest architecture: amd64 or arm64")
-	fs.StringVar(&f.vmType, "vm-type", d.VMType, "hypervisor: vz (macOS 13+) or qemu")
+	fs.StringVar(&f.vmType, "vm-type", d.VMType, "hypervisor: vz (macOS "+macos.MinVZ.String()+"+) or qemu")
 	fs.StringVar(&f.accel, "accel", d.Accel, "qemu accelerator: auto (hardware when it really runs a guest, else tcg), kvm, hvf or tcg")
 	fs.StringVar(&f.mountType, "mount-type", d.MountType, "folder sharing: virtiofs or 9p")
 	fs.StringArrayVarP(&f.mounts, "mount", "V", nil, "share a host folder: path[:guestpath][:ro|rw] (repeatable; default: your home folder, writable)")
 	fs.BoolVar(&f.rosetta, "vz-rosetta", d.VZRosetta, "run amd64 binaries with Rosetta (vz on Apple silicon)")
+	fs.BoolVar(&f.nested, "vz-nested-virtualization", d.VZNested, "let the guest run KVM itself (vz on macOS 15+ with an M3 or newer)")
 	fs.BoolVar(&f.binfmt, "binfmt", d.Binfmt, "run foreign-arch containers through qemu-user")
 	fs.StringVar(&f.runtime, "runtime", d.Runtime, "container runtime: docker, or containerd (with `vmdock nerdctl`)")
 	fs.StringVar(&f.diskSync, "disk-sync", d.DiskSync, "how guest flushes reach the host disk: full, fsync or none")
@@ -91,7 +94,7 @@ func newStartCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func runStart(ctx context.Context, g *globals, fs *pflag.FlagSet, f *startFlags, out, errOut io.Writer) error {
+func runStart(ctx context.Context, g *globals, fs *pflag.FlagSet, f *startFlags, in io.Reader, out, errOut io.Writer) error {
 	inst, err := g.instance()
 	if err != nil {
 		return err
@@ -103,6 +106,11 @@ func runStart(ctx context.Context, g *globals, fs *pflag.FlagSet, f *startFlags,
 	st := inst.Status(ctx)
 	if (st.State == store.StateRunning || st.State == store.StateStarting) && old != nil && !reflect.DeepEqual(*old, cfg) {
 		return fmt.Errorf("profile %q is running; its settings change only when stopped: run `vmdock stop -p %s` first", inst.Name, inst.Name)
+	}
+	if st.State != store.StateRunning && st.State != store.StateStarting {
+		if err := offerRosetta(cfg, in, errOut); err != nil {
+			return err
+		}
 	}
 	// Everything is checked: only now may the instance folder change.
 	if err := inst.Create(); err != nil {
@@ -213,6 +221,7 @@ func applyFlags(cfg *config.Config, fs *pflag.FlagSet, f *startFlags, fresh bool
 		}
 	})
 	set("vz-rosetta", func() { cfg.VZRosetta = f.rosetta })
+	set("vz-nested-virtualization", func() { cfg.VZNested = f.nested })
 	set("binfmt", func() { cfg.Binfmt = f.binfmt })
 	set("runtime", func() { cfg.Runtime = f.runtime })
 	set("disk-sync", func() { cfg.DiskSync = f.diskSync })

@@ -24,6 +24,10 @@ type Config struct {
 	Activate    bool              `yaml:"activate" json:"activate"`       // switch the docker context on start
 	Resume      bool              `yaml:"resume" json:"resume"`           // stop saves the running VM, start resumes it
 	PortForward PortForward       `yaml:"portForward" json:"portForward"` //
+
+	// VZNested lets the guest run KVM itself (nested virtualization): vz on
+	// macOS 15+ with an M3 or newer chip; off by default.
+	VZNested bool `yaml:"vzNestedVirtualization" json:"vzNestedVirtualization"`
 }
 
 // Mount is one host folder shared into the guest (see package mounts).

@@ -11,6 +11,7 @@ import (
 
 var linuxHost = Host{OS: "linux", Arch: "amd64", CPUs: 4, Accel: "kvm", Virtiofsd: "/usr/lib/qemu/virtiofsd"}
 var macHost = Host{OS: "darwin", Arch: "arm64", MacOSVersion: "14.5", CPUs: 8, VZ: true, Accel: "hvf"}
+var mac15Host = Host{OS: "darwin", Arch: "arm64", MacOSVersion: "15.2", CPUs: 8, VZ: true, Accel: "hvf"}
 
 func validConfig(t *testing.T, h Host) Config {
 	t.Helper()
@@ -45,6 +46,17 @@ func TestValidateOn(t *testing.T) {
 		{name: "qemu virtiofs without daemon", host: Host{OS: "linux", Arch: "amd64", CPUs: 2}, edit: func(c *Config) { c.MountType = "virtiofs" }, want: []string{"no virtiofsd"}},
 		{name: "rosetta on linux", host: linuxHost, edit: func(c *Config) { c.VZRosetta = true }, want: []string{"vzRosetta", "vmType is vz"}},
 		{name: "rosetta on intel mac", host: Host{OS: "darwin", Arch: "amd64", CPUs: 4, VZ: true}, edit: func(c *Config) { c.VZRosetta = true }, want: []string{"host amd64"}},
+		{name: "vz on macOS 12", host: Host{OS: "darwin", Arch: "arm64", MacOSVersion: "12.7.6", CPUs: 8, Accel: "hvf"}, edit: func(c *Config) { c.VMType = "vz" },
+			want: []string{`vmType: "vz" is not accepted; accepted: qemu (vz needs macOS 13.0 or later; this host is darwin 12.7.6)`}},
+		{name: "nested virtualization on macOS 15", host: mac15Host, edit: func(c *Config) { c.VZNested = true }},
+		{name: "nested virtualization on macOS 14", host: macHost, edit: func(c *Config) { c.VZNested = true },
+			want: []string{`vzNestedVirtualization: true is not accepted; accepted: false before macOS 15.0 (this host runs "14.5")`}},
+		{name: "nested virtualization with qemu", host: mac15Host, edit: func(c *Config) { c.VMType, c.MountType, c.VZNested = "qemu", "9p", true },
+			want: []string{`vzNestedVirtualization: true is not accepted; accepted: false unless vmType is vz (it is "qemu")`}},
+		{name: "nested virtualization on intel mac", host: Host{OS: "darwin", Arch: "amd64", MacOSVersion: "15.5", CPUs: 4, VZ: true}, edit: func(c *Config) { c.VZNested = true },
+			want: []string{"vzNestedVirtualization: true is not accepted; accepted: false unless the host is Apple silicon (this one is amd64)"}},
+		{name: "nested virtualization on linux", host: linuxHost, edit: func(c *Config) { c.VZNested = true },
+			want: []string{"vzNestedVirtualization: true is not accepted", "unless vmType is vz"}},
 		{name: "accel kvm on linux qemu", host: linuxHost, edit: func(c *Config) { c.Accel = "kvm" }},
 		{name: "accel tcg on linux", host: linuxHost, edit: func(c *Config) { c.Accel = "tcg" }},
 		{name: "accel hvf on mac qemu", host: macHost, edit: func(c *Config) { c.VMType, c.MountType, c.Accel = "qemu", "9p", "hvf" }},
@@ -159,6 +171,9 @@ func TestParseConfig(t *testing.T) {
 		{name: "empty file is the defaults", yaml: "", check: func(c Config) bool { return c.CPUs == Default(linuxHost).CPUs }},
 		{name: "override", yaml: "cpus: 1\nmemory: 1.5\n", check: func(c Config) bool { return c.CPUs == 1 && c.MemoryGiB == 1.5 }},
 		{name: "qemu mount default follows vmType", yaml: "vmType: vz\n", check: func(c Config) bool { return c.MountType == "virtiofs" }},
+		{name: "nested virtualization off by default", yaml: "", check: func(c Config) bool { return !c.VZNested }},
+		{name: "nested virtualization from YAML", yaml: "vzNestedVirtualization: true\n", check: func(c Config) bool { return c.VZNested }},
+		{name: "nested virtualization not a bool", yaml: "vzNestedVirtualization: maybe\n", want: "invalid YAML"},
 		{name: "unknown key", yaml: "cpu: 2\n", want: "field cpu not found"},
 		{name: "bad yaml", yaml: "cpus: [\n", want: "invalid YAML"},
 		{name: "wrong type", yaml: "cpus: many\n", want: "invalid YAML"},

@@ -11,7 +11,7 @@ type Host struct {
 	Arch         string // GOARCH
 	MacOSVersion string // "14.5"; empty off macOS
 	CPUs         int
-	VZ           bool   // Apple Virtualization.framework is usable (macOS 13+)
+	VZ           bool   // Apple Virtualization.framework is usable (macos.VZSupported)
 	Accel        string // QEMU's hardware accelerator on this OS (kvm, hvf); empty: none
 	Virtiofsd    string // a virtiofsd QEMU can use; empty: none found
 }

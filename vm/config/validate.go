@@ -16,6 +16,7 @@ import (
 	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/network/loopback"
 	"github.com/vmdock/vmdock/vm/driver"
+	"github.com/vmdock/vmdock/vm/macos"
 )
 
 // Limits enforced by Validate.
@@ -45,7 +46,7 @@ func (c Config) ValidateOn(h Host) error {
 	case driver.TypeQEMU:
 	case driver.TypeVZ:
 		if !h.VZ {
-			bad("vmType", c.VMType, "qemu (vz needs macOS 13 or later; this host is %s)", h.OS)
+			bad("vmType", c.VMType, "qemu (vz needs macOS %s or later; this host is %s%s)", macos.MinVZ, h.OS, prefixSpace(h.MacOSVersion))
 		} else if c.Arch != h.Arch {
 			bad("vmType", c.VMType, "qemu when arch (%s) differs from the host's (%s): vz cannot emulate", c.Arch, h.Arch)
 		}
@@ -110,6 +111,9 @@ func (c Config) ValidateOn(h Host) error {
 		case h.Arch != driver.ArchARM64 || c.Arch != driver.ArchARM64:
 			bad("vzRosetta", true, "false unless host and guest are arm64 (host %s, guest %s)", h.Arch, c.Arch)
 		}
+	}
+	if c.VZNested {
+		errs = append(errs, c.validateNestedVirtualization(h)...)
 	}
 	switch c.Accel {
 	case driver.AccelAuto, driver.AccelTCG:
@@ -275,6 +279,31 @@ func CheckChange(old, new Config) error {
 		errs = append(errs, fmt.Errorf("disk: cannot shrink from %d to %d GiB; accepted: %d GiB or more", old.DiskGiB, new.DiskGiB, old.DiskGiB))
 	}
 	return errors.Join(errs...)
+}
+
+// validateNestedVirtualization refuses what the host cannot do for sure;
+// the chip (M3 or newer) only vz can tell, when the machine is planned.
+func (c Config) validateNestedVirtualization(h Host) []error {
+	const field = "vzNestedVirtualization"
+	refuse := func(why string, args ...any) []error {
+		return []error{fmt.Errorf("%s: true is not accepted; accepted: false %s", field, fmt.Sprintf(why, args...))}
+	}
+	switch v, err := macos.Parse(h.MacOSVersion); {
+	case c.VMType != driver.TypeVZ:
+		return refuse("unless vmType is vz (it is %q)", c.VMType)
+	case h.Arch != driver.ArchARM64:
+		return refuse("unless the host is Apple silicon (this one is %s)", h.Arch)
+	case err != nil || v.Less(macos.MinNestedVirtualization):
+		return refuse("before macOS %s (this host runs %q)", macos.MinNestedVirtualization, h.MacOSVersion)
+	}
+	return nil
+}
+
+func prefixSpace(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " " + s
 }
 
 func prefixComma(s string) string {

@@ -389,6 +389,8 @@ func (ha *hostAgent) buildSpec(img *images.Image) (driver.Spec, error) {
 		Rosetta:   ha.cfg.VZRosetta,
 		Accel:     ha.cfg.Accel,
 		SerialLog: ha.inst.SerialLogPath(),
+
+		NestedVirtualization: ha.cfg.VZNested,
 	}
 	s.Shares = mounts.Shares(ha.cfg.Mounts, ha.cfg.MountType)
 	if s.CPUs <= 0 || s.MemoryMiB <= 0 {
