@@ -19,7 +19,6 @@ import (
 const (
 	dataMount   = "/var/lib/vmdock-data"
 	dataLabel   = "vmdock-data"
-	rosettaDir  = "/mnt/rosetta"
 	binfmtMisc  = "/proc/sys/fs/binfmt_misc"
 	leasesDir   = "/run/systemd/netif/leases"
 	hostsMarker = "# vmdock host access"
@@ -270,27 +269,6 @@ func (s *Server) binfmt(ctx context.Context) error {
 	}
 	if _, err2 := s.OS.Run(ctx, "systemctl", "restart", "systemd-binfmt"); err2 != nil {
 		return errors.Join(err, err2)
-	}
-	return nil
-}
-
-// rosettaRegistration registers x86_64 ELF executables with Rosetta; the
-// magic/mask pair is the one Apple documents for Linux VMs. F makes the
-// kernel open the interpreter now, so it works inside containers too.
-const rosettaRegistration = `:rosetta:M::\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x02\x00\x3e\x00:\xff\xff\xff\xff\xff\xfe\xfe\x00\xff\xff\xff\xff\xff\xff\xff\xff\xfe\xff\xff\xff:` + rosettaDir + `/rosetta:OCF`
-
-func (s *Server) rosetta(ctx context.Context) error {
-	if err := s.mountOnce(ctx, rosettaDir, "-t", "virtiofs", agent.RosettaTag, rosettaDir); err != nil {
-		return err
-	}
-	if err := s.mountOnce(ctx, binfmtMisc, "-t", "binfmt_misc", "binfmt_misc", binfmtMisc); err != nil {
-		return err
-	}
-	if _, err := os.Stat(s.path(binfmtMisc + "/rosetta")); err == nil {
-		return nil
-	}
-	if err := os.WriteFile(s.path(binfmtMisc+"/register"), []byte(rosettaRegistration), 0o200); err != nil {
-		return fmt.Errorf("register rosetta: %w", err)
 	}
 	return nil
 }

@@ -1,0 +1,120 @@
+package guest
+
+import (
+	"bytes"
+	"encoding/hex"
+	"fmt"
+	"strings"
+)
+
+// binfmtRule is one binfmt_misc registration of the magic type: files whose
+// first len(Magic) bytes, ANDed with Mask, equal Magic run through
+// Interpreter.
+type binfmtRule struct {
+	Name        string
+	Magic       []byte
+	Mask        []byte
+	Interpreter string
+	Flags       string
+}
+
+// line is the registration as /proc/sys/fs/binfmt_misc/register and
+// binfmt.d(5) both take it, bytes written as \xHH.
+func (r binfmtRule) line() string {
+	return ":" + r.Name + ":M::" + escapeBinfmt(r.Magic) + ":" + escapeBinfmt(r.Mask) + ":" + r.Interpreter + ":" + r.Flags
+}
+
+// confFile is the rule as a binfmt.d(5) file.
+func (r binfmtRule) confFile() []byte {
+	return []byte("# Written by the vmdock guest agent at every boot: " + r.Name + " runs x86_64 binaries.\n" + r.line() + "\n")
+}
+
+// matches reports whether the kernel would hand a file starting with head
+// to this rule.
+func (r binfmtRule) matches(head []byte) bool {
+	if len(head) < len(r.Magic) || len(r.Mask) != len(r.Magic) {
+		return false
+	}
+	for i := range r.Magic {
+		if (head[i]^r.Magic[i])&r.Mask[i] != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// escapeBinfmt writes letters and digits as themselves (so "\x7fELF"
+// reads as it always did) and every other byte as \xHH: the kernel reads
+// exactly two hex digits after \x, and ':' would end the field.
+func escapeBinfmt(b []byte) string {
+	var sb strings.Builder
+	for _, c := range b {
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' {
+			sb.WriteByte(c)
+			continue
+		}
+		fmt.Fprintf(&sb, `\x%02x`, c)
+	}
+	return sb.String()
+}
+
+// x86_64 ELF executables and shared objects: the magic/mask pair Apple
+// documents for Rosetta, the same qemu-user uses for qemu-x86_64.
+var (
+	x8664ELFMagic = []byte{0x7f, 'E', 'L', 'F', 0x02, 0x01, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x02, 0x00, 0x3e, 0x00}
+	x8664ELFMask  = []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xfe, 0xfe, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe, 0xff, 0xff, 0xff}
+)
+
+// rosettaRule registers x86_64 ELF with Rosetta. O and C let setuid
+// binaries keep their credentials; F makes the kernel open the interpreter
+// now, so it also works inside containers that do not see rosettaDir.
+func rosettaRule() binfmtRule {
+	return binfmtRule{Name: "rosetta", Magic: x8664ELFMagic, Mask: x8664ELFMask, Interpreter: rosettaDir + "/rosetta", Flags: "OCF"}
+}
+
+// binfmtEntry is a registration as the kernel shows it in
+// /proc/sys/fs/binfmt_misc/<name>.
+type binfmtEntry struct {
+	Enabled bool
+	Offset  int
+	Magic   []byte
+	Mask    []byte // nil: every bit counts
+}
+
+// parseBinfmtEntry reads an entry file ("enabled", "interpreter ...",
+// "flags: OCF", "offset 0", "magic 7f45...", "mask ffff..."). Extension
+// entries have no magic line and match nothing here.
+func parseBinfmtEntry(text string) (binfmtEntry, error) {
+	var e binfmtEntry
+	for _, l := range strings.Split(text, "\n") {
+		key, val, _ := strings.Cut(strings.TrimSpace(l), " ")
+		var err error
+		switch key {
+		case "enabled":
+			e.Enabled = true
+		case "offset":
+			_, err = fmt.Sscanf(val, "%d", &e.Offset)
+		case "magic":
+			e.Magic, err = hex.DecodeString(val)
+		case "mask":
+			e.Mask, err = hex.DecodeString(val)
+		}
+		if err != nil {
+			return binfmtEntry{}, fmt.Errorf("binfmt_misc entry line %q: %w", l, err)
+		}
+	}
+	return e, nil
+}
+
+// claims reports whether the entry, when enabled, takes a file starting
+// with head.
+func (e binfmtEntry) claims(head []byte) bool {
+	if !e.Enabled || len(e.Magic) == 0 || len(head) < e.Offset+len(e.Magic) {
+		return false
+	}
+	mask := e.Mask
+	if mask == nil {
+		mask = bytes.Repeat([]byte{0xff}, len(e.Magic))
+	}
+	return binfmtRule{Magic: e.Magic, Mask: mask}.matches(head[e.Offset:])
+}
