@@ -1,8 +1,11 @@
 // Command darwincheck type-checks the macOS-only code of this module on any
 // OS: every package with darwin-only files is checked with go/types for
 // GOOS=darwin and each GOARCH, against the real Go source of its
-// dependencies (notably github.com/Code-Hex/vz/v3), with cgo faked. It then
-// runs `GOOS=darwin CGO_ENABLED=0 go build ./...` for the no-cgo fallback.
+// dependencies (notably github.com/Code-Hex/vz/v3), with cgo faked. In this
+// repository it also holds vm/vz's mode tables (vz enum name and value) to
+// the constants in vz's source, which catches a swapped mapping the type
+// checker cannot. It then runs `GOOS=darwin CGO_ENABLED=0 go build ./...`
+// for the no-cgo fallback.
 //
 // Usage: go run ./hack/darwincheck [-C dir] [-arch arm64,amd64] [-pkg vm/vz,...] [-skip-build]
 package main

@@ -15,6 +15,11 @@ const (
 	QEMULogFile   = "qemu.log"
 	EFIVarsFile   = "efi-vars.fd" // qemu's and vz's EFI variable store
 
+	// vz's identity of the VM: its NIC's MAC address and its
+	// VZGenericMachineIdentifier, made at the first start and kept.
+	VZMACFile       = "vz-mac"
+	VZMachineIDFile = "vz-machine-id"
+
 	// One per virtiofs share, numbered by the share's index.
 	VirtiofsSocketFiles = "virtiofs-*.sock"
 	VirtiofsdPIDFiles   = "virtiofsd-*.pid"

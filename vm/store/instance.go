@@ -121,6 +121,7 @@ var instanceFiles = func() map[string]bool {
 		i.ContainerdSocketPath(), i.SerialLogPath(), i.HostAgentLogPath(), i.GuestAgentLogPath(), i.StatePath(),
 		i.SpecPath(), i.BrokenPath(), i.DataRuntimePath(),
 		driver.QMPSocketFile, driver.QEMUPIDFile, driver.QEMULogFile, driver.EFIVarsFile,
+		driver.VZMACFile, driver.VZMachineIDFile,
 	} {
 		m[filepath.Base(p)] = true
 	}

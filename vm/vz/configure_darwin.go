@@ -10,10 +10,10 @@ import (
 	vz "github.com/Code-Hex/vz/v3"
 )
 
-// configure maps a plan onto vz objects; it decides nothing itself. Each
-// device group has its own function below, so a change to one kind of
-// device stays in one place.
-func configure(p *VMPlan) (*vz.VirtualMachineConfiguration, error) {
+// configure maps a plan and the instance's identity onto vz objects; it
+// decides nothing itself. Each device group has its own function below, so
+// a change to one kind of device stays in one place.
+func configure(p *VMPlan, id vmIdentity) (*vz.VirtualMachineConfiguration, error) {
 	boot, err := bootLoader(p.Boot)
 	if err != nil {
 		return nil, err
@@ -22,9 +22,14 @@ func configure(p *VMPlan) (*vz.VirtualMachineConfiguration, error) {
 	if err != nil {
 		return nil, fmt.Errorf("vz: machine configuration: %w", err)
 	}
+	if err := attachPlatform(cfg, p, id); err != nil {
+		return nil, err
+	}
+	if err := attachNetwork(cfg, p, id.MAC); err != nil {
+		return nil, err
+	}
 	for _, attach := range []func(*vz.VirtualMachineConfiguration, *VMPlan) error{
 		attachStorage,
-		attachNetwork,
 		attachVsock,
 		attachShares,
 		attachEntropy,
@@ -79,9 +84,9 @@ func vzSyncMode(s SyncMode) vz.DiskImageSynchronizationMode {
 	return vz.DiskImageSynchronizationMode(syncModes[s].Value)
 }
 
-// attachNetwork adds one NAT NIC with a random locally administered MAC
-// when the plan asks for a network at all.
-func attachNetwork(cfg *vz.VirtualMachineConfiguration, p *VMPlan) error {
+// attachNetwork adds one NAT NIC with the instance's MAC address (so the
+// guest keeps its DHCP lease) when the plan asks for a network at all.
+func attachNetwork(cfg *vz.VirtualMachineConfiguration, p *VMPlan, mac *vz.MACAddress) error {
 	if !p.NAT {
 		return nil
 	}
@@ -92,10 +97,6 @@ func attachNetwork(cfg *vz.VirtualMachineConfiguration, p *VMPlan) error {
 	nic, err := vz.NewVirtioNetworkDeviceConfiguration(nat)
 	if err != nil {
 		return fmt.Errorf("vz: virtio-net: %w", err)
-	}
-	mac, err := vz.NewRandomLocallyAdministeredMACAddress()
-	if err != nil {
-		return fmt.Errorf("vz: MAC address: %w", err)
 	}
 	nic.SetMACAddress(mac)
 	cfg.SetNetworkDevicesVirtualMachineConfiguration([]*vz.VirtioNetworkDeviceConfiguration{nic})

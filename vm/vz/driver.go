@@ -10,13 +10,16 @@ import (
 // methods are the same on every OS, so callers list it without build tags;
 // what a build can do lives in the per-OS validate and start (macOS with
 // cgo: the real driver; macOS without cgo and other systems: an error
-// saying why vz is unavailable).
+// saying why vz is unavailable), and likewise for save and resume.
 type Driver struct{}
 
 // New returns the vz driver.
 func New() driver.Driver { return Driver{} }
 
-var _ driver.Driver = Driver{}
+var (
+	_ driver.Driver  = Driver{}
+	_ driver.Resumer = Driver{}
+)
 
 func (Driver) Name() string { return DriverName }
 
@@ -26,4 +29,13 @@ func (Driver) Validate(spec driver.Spec) error { return validate(spec) }
 // Start boots spec and returns once the VM runs.
 func (Driver) Start(ctx context.Context, spec driver.Spec) (driver.Machine, error) {
 	return start(ctx, spec)
+}
+
+// SaveBlocker says why a VM of spec cannot be saved on this host, or nil.
+func (Driver) SaveBlocker(spec driver.Spec) error { return saveBlockerFor(spec) }
+
+// Resume starts spec's VM from the state Save wrote at path. The
+// accelerator is always vz's own, so accel is not needed.
+func (Driver) Resume(ctx context.Context, spec driver.Spec, path string, saved driver.SavedState, _ string) (driver.Machine, error) {
+	return resume(ctx, spec, path, saved)
 }

@@ -4,14 +4,9 @@ package vz
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"os"
-	"sync"
 	"syscall"
-	"time"
 
 	vz "github.com/Code-Hex/vz/v3"
 
@@ -27,29 +22,107 @@ func validate(spec driver.Spec) error {
 	return err
 }
 
-func start(ctx context.Context, spec driver.Spec) (driver.Machine, error) {
-	host, err := hostInfo()
+func start(_ context.Context, spec driver.Spec) (driver.Machine, error) {
+	_, plan, err := planFor(spec)
 	if err != nil {
 		return nil, err
 	}
-	plan, err := Plan(spec, host)
+	version, err := hostVersion()
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := configure(plan)
+	vm, err := newVM(spec, plan)
 	if err != nil {
 		return nil, err
 	}
-	vm, err := vz.NewVirtualMachine(cfg)
+	m, err := bootMachine(vm, machineConfigFor(spec, plan, version))
 	if err != nil {
-		return nil, fmt.Errorf("vz: create machine %s: %w", spec.Name, err)
-	}
-	m := newMachine(spec.Name, plan, vm)
-	if err := vm.Start(); err != nil {
-		return nil, fmt.Errorf("vz: start machine %s: %w", spec.Name, err)
+		return nil, err
 	}
 	slog.Info("vz machine started", "name", spec.Name, "cpus", plan.CPUs, "memory", plan.MemoryBytes)
 	return m, nil
+}
+
+// resume builds spec's VM exactly as start does (same devices, MAC address
+// and machine identifier: vz restores only into those) and loads the
+// state at path into it instead of booting.
+func resume(_ context.Context, spec driver.Spec, path string, saved driver.SavedState) (driver.Machine, error) {
+	version, err := hostVersion()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkSavedState(saved, version); err != nil {
+		return nil, err
+	}
+	host, plan, err := planFor(spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := saveBlocker(spec, host, canSave); err != nil {
+		return nil, err
+	}
+	vm, err := newVM(spec, plan)
+	if err != nil {
+		return nil, err
+	}
+	m, err := resumeMachine(vm, machineConfigFor(spec, plan, version), path)
+	if err != nil {
+		return nil, err
+	}
+	slog.Info("vz machine resumed", "name", spec.Name)
+	return m, nil
+}
+
+func saveBlockerFor(spec driver.Spec) error {
+	host, err := hostInfo()
+	if err != nil {
+		return err
+	}
+	return saveBlocker(spec, host, canSave)
+}
+
+func planFor(spec driver.Spec) (HostInfo, *VMPlan, error) {
+	host, err := hostInfo()
+	if err != nil {
+		return HostInfo{}, nil, err
+	}
+	plan, err := Plan(spec, host)
+	if err != nil {
+		return HostInfo{}, nil, err
+	}
+	return host, plan, nil
+}
+
+// newVM creates, without starting it, the VM plan describes, with the
+// identity kept in the instance folder.
+func newVM(spec driver.Spec, plan *VMPlan) (*vzVirtualMachine, error) {
+	id, err := loadIdentity(spec.Dir)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := configure(plan, id)
+	if err != nil {
+		return nil, err
+	}
+	return newVZVirtualMachine(spec.Name, cfg)
+}
+
+func machineConfigFor(spec driver.Spec, plan *VMPlan, version string) machineConfig {
+	return machineConfig{Name: spec.Name, VsockPort: plan.VsockPort, StopTimeout: plan.StopTimeout, HostVersion: version}
+}
+
+// hostVersion names the macOS release and build: a saved state loads only
+// on the one that wrote it, and a security update changes the build.
+func hostVersion() (string, error) {
+	ver, err := syscall.Sysctl("kern.osproductversion")
+	if err != nil {
+		return "", fmt.Errorf("vz: read macOS version: %w", err)
+	}
+	build, err := syscall.Sysctl("kern.osversion")
+	if err != nil {
+		return "", fmt.Errorf("vz: read macOS build: %w", err)
+	}
+	return fmt.Sprintf("macOS %s (%s)", ver, build), nil
 }
 
 // hostInfo asks macOS and vz for the facts Plan decides on.
@@ -62,126 +135,12 @@ func hostInfo() (HostInfo, error) {
 		Arch:         hostArch,
 		MacOSVersion: ver,
 		Rosetta:      rosettaAvailability(),
-		MinCPUs:      int(vz.VirtualMachineConfigurationMinimumAllowedCPUCount()),
-		MaxCPUs:      int(vz.VirtualMachineConfigurationMaximumAllowedCPUCount()),
-		MinMemoryMiB: max(defaultMinMemoryMiB, int(vz.VirtualMachineConfigurationMinimumAllowedMemorySize()>>20)),
-		MaxMemoryMiB: int(vz.VirtualMachineConfigurationMaximumAllowedMemorySize() >> 20),
+		// attachPlatform enables it on the platform that carries the
+		// machine identifier.
+		NestedVirtualization: vz.IsNestedVirtualizationSupported(),
+		MinCPUs:              int(vz.VirtualMachineConfigurationMinimumAllowedCPUCount()),
+		MaxCPUs:              int(vz.VirtualMachineConfigurationMaximumAllowedCPUCount()),
+		MinMemoryMiB:         max(defaultMinMemoryMiB, int(vz.VirtualMachineConfigurationMinimumAllowedMemorySize()>>20)),
+		MaxMemoryMiB:         int(vz.VirtualMachineConfigurationMaximumAllowedMemorySize() >> 20),
 	}, nil
-}
-
-// machine is one running vz VM. A single goroutine drains the state channel
-// (vz delivers every change once) and closes done when the VM has stopped.
-type machine struct {
-	name string
-	plan *VMPlan
-	vm   *vz.VirtualMachine
-
-	done    chan struct{}
-	mu      sync.Mutex
-	exitErr error
-}
-
-func newMachine(name string, plan *VMPlan, vm *vz.VirtualMachine) *machine {
-	m := &machine{name: name, plan: plan, vm: vm, done: make(chan struct{})}
-	go m.watch()
-	return m
-}
-
-func (m *machine) watch() {
-	for state := range m.vm.StateChangedNotify() {
-		slog.Debug("vz state changed", "name", m.name, "state", state.String())
-		switch state {
-		case vz.VirtualMachineStateStopped:
-			close(m.done)
-			return
-		case vz.VirtualMachineStateError:
-			m.mu.Lock()
-			m.exitErr = fmt.Errorf("vz: machine %s entered the error state", m.name)
-			m.mu.Unlock()
-			close(m.done)
-			return
-		}
-	}
-}
-
-func (m *machine) DialAgent(ctx context.Context) (net.Conn, error) {
-	devs := m.vm.SocketDevices()
-	if len(devs) == 0 {
-		return nil, errors.New("vz: machine has no vsock device")
-	}
-	type result struct {
-		conn *vz.VirtioSocketConnection
-		err  error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		c, err := devs[0].Connect(m.plan.VsockPort)
-		ch <- result{c, err}
-	}()
-	select {
-	case r := <-ch:
-		if r.err != nil {
-			return nil, fmt.Errorf("vz: connect vsock port %d: %w", m.plan.VsockPort, r.err)
-		}
-		return r.conn, nil
-	case <-ctx.Done():
-		go func() {
-			if r := <-ch; r.conn != nil {
-				r.conn.Close()
-			}
-		}()
-		return nil, fmt.Errorf("vz: connect vsock port %d: %w", m.plan.VsockPort, ctx.Err())
-	}
-}
-
-// Stop asks the guest to power off and waits up to the plan's StopTimeout
-// (or ctx) before forcing; force skips the request.
-func (m *machine) Stop(ctx context.Context, force bool) error {
-	select {
-	case <-m.done:
-		return nil
-	default:
-	}
-	if !force && m.vm.CanRequestStop() {
-		if _, err := m.vm.RequestStop(); err != nil {
-			slog.Warn("vz request stop failed, forcing", "name", m.name, "err", err)
-		} else {
-			t := time.NewTimer(m.plan.StopTimeout)
-			defer t.Stop()
-			select {
-			case <-m.done:
-				return nil
-			case <-t.C:
-				slog.Warn("guest did not power off in time, forcing", "name", m.name, "timeout", m.plan.StopTimeout)
-			case <-ctx.Done():
-				slog.Warn("stop cancelled, forcing", "name", m.name, "err", ctx.Err())
-			}
-		}
-	}
-	if m.vm.CanStop() {
-		if err := m.vm.Stop(); err != nil {
-			return fmt.Errorf("vz: force stop %s: %w", m.name, err)
-		}
-	}
-	// The state change arrives asynchronously after Stop returns; bound the
-	// wait so a machine stuck in a transitional state cannot hang vmdock.
-	select {
-	case <-m.done:
-		return nil
-	case <-time.After(forceStopWait):
-		return fmt.Errorf("vz: machine %s still in state %s %s after a forced stop", m.name, m.vm.State(), forceStopWait)
-	}
-}
-
-const forceStopWait = 10 * time.Second
-
-func (m *machine) Wait() error {
-	<-m.done
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.exitErr
-}
-
-func (m *machine) Info() driver.MachineInfo {
-	return driver.MachineInfo{Driver: DriverName, Accel: "vz", PID: os.Getpid()}
 }

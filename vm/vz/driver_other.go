@@ -16,3 +16,9 @@ func validate(driver.Spec) error {
 func start(context.Context, driver.Spec) (driver.Machine, error) {
 	return nil, validate(driver.Spec{})
 }
+
+func resume(context.Context, driver.Spec, string, driver.SavedState) (driver.Machine, error) {
+	return nil, validate(driver.Spec{})
+}
+
+func saveBlockerFor(driver.Spec) error { return validate(driver.Spec{}) }

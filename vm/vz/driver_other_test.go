@@ -22,4 +22,11 @@ func TestNewOutsideDarwin(t *testing.T) {
 	if _, err := d.Start(t.Context(), driver.Spec{}); !errors.Is(err, driver.ErrUnavailable) {
 		t.Errorf("Start = %v, want ErrUnavailable", err)
 	}
+	r := d.(driver.Resumer)
+	if err := r.SaveBlocker(driver.Spec{}); !errors.Is(err, driver.ErrUnavailable) {
+		t.Errorf("SaveBlocker = %v, want ErrUnavailable", err)
+	}
+	if _, err := r.Resume(t.Context(), driver.Spec{}, "vm.state", driver.SavedState{Format: stateFormat}, "vz"); !errors.Is(err, driver.ErrUnavailable) {
+		t.Errorf("Resume = %v, want ErrUnavailable", err)
+	}
 }
