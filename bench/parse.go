@@ -8,21 +8,26 @@ import (
 )
 
 // parseVmRSS finds VmRSS in a /proc/<pid>/status text and returns MiB.
-func parseVmRSS(status string) (float64, error) {
+func parseVmRSS(status string) (float64, error) { return parseStatusMiB(status, "VmRSS") }
+
+// parseStatusMiB finds a "<field>: <n> kB" line of /proc/<pid>/status and
+// returns it in MiB. RssAnon beside VmRSS splits what a Go agent costs
+// privately from its binary's pages, which the kernel can drop and re-read.
+func parseStatusMiB(status, field string) (float64, error) {
 	for _, line := range strings.Split(status, "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
 			f := strings.Fields(rest)
 			if len(f) != 2 || f[1] != "kB" {
-				return 0, fmt.Errorf("VmRSS line %q: want \"VmRSS: <n> kB\"", line)
+				return 0, fmt.Errorf("%s line %q: want \"%s: <n> kB\"", field, line, field)
 			}
 			kb, err := strconv.ParseFloat(f[0], 64)
 			if err != nil {
-				return 0, fmt.Errorf("VmRSS line %q: %w", line, err)
+				return 0, fmt.Errorf("%s line %q: %w", field, line, err)
 			}
 			return kb / 1024, nil
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS line in process status")
+	return 0, fmt.Errorf("no %s line in process status", field)
 }
 
 var (

@@ -197,4 +197,8 @@ func TestParseVmRSS(t *testing.T) {
 			t.Errorf("%q accepted", bad)
 		}
 	}
+	anon, err := parseStatusMiB("VmRSS:\t 20480 kB\nRssAnon:\t  5120 kB\n", "RssAnon")
+	if err != nil || anon != 5 {
+		t.Errorf("RssAnon: got %v %v", anon, err)
+	}
 }

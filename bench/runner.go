@@ -750,6 +750,8 @@ func (r *runner) rssRows(ctx context.Context, variant string) []Result {
 	if err == nil {
 		v, perr := parseVmRSS(st)
 		add("guest agent", v, perr)
+		anon, aerr := parseStatusMiB(st, "RssAnon")
+		add("guest agent, private (RssAnon)", anon, aerr)
 	} else {
 		add("guest agent", 0, err)
 	}
