@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -159,5 +160,69 @@ func TestPortForwarderFallsBackWhenTheDirectDialFails(t *testing.T) {
 	}
 	if got := readVia(t, port); got != "tunnel" {
 		t.Errorf("connection went %q, want the tunnel after the direct dial failed", got)
+	}
+}
+
+// Direct dials run one at a time (QEMU's backlog of 1 turns parallel
+// handshakes into SYN cookies that reset busy connections), and every
+// connection of a burst still goes direct.
+func TestPortForwarderDialsTheDirectPathOneAtATime(t *testing.T) {
+	g := newFakeGuest(t)
+	port := freePort(t)
+	g.route(port, taggedServer(t, "tunnel"))
+	d := &fakeDirect{to: map[int]string{port: taggedServer(t, "direct")}}
+	f := newForwarder(t, g, PortForwarderConfig{Direct: d})
+	var inFlight, most atomic.Int32
+	f.directDial = func(ctx context.Context, addr string) (net.Conn, error) {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for {
+			m := most.Load()
+			if n <= m || most.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		time.Sleep(5 * time.Millisecond) // a handshake QEMU has not accepted yet
+		var dl net.Dialer
+		return dl.DialContext(ctx, "tcp", addr)
+	}
+	f.Apply(PortEvent{Added: true, Proto: "tcp", IP: "0.0.0.0", Port: port})
+	if !eventually(2*time.Second, func() bool { return pathOf(f, port) == PathDirect }) {
+		t.Fatal("direct path never opened")
+	}
+	const conns = 20
+	got := make(chan string, conns)
+	for range conns {
+		go func() { got <- readVia(t, port) }()
+	}
+	for range conns {
+		if path := <-got; path != "direct" {
+			t.Errorf("a connection of the burst went %q, want direct", path)
+		}
+	}
+	if m := most.Load(); m != 1 {
+		t.Errorf("%d direct dials ran at once, want 1", m)
+	}
+}
+
+// A direct dial that cannot get its turn in time takes the tunnel.
+func TestPortForwarderTunnelsWhenTheDirectTurnTimesOut(t *testing.T) {
+	g := newFakeGuest(t)
+	port := freePort(t)
+	g.route(port, taggedServer(t, "tunnel"))
+	d := &fakeDirect{to: map[int]string{port: taggedServer(t, "direct")}}
+	f := newForwarder(t, g, PortForwarderConfig{Direct: d})
+	f.Apply(PortEvent{Added: true, Proto: "tcp", IP: "0.0.0.0", Port: port})
+	if !eventually(2*time.Second, func() bool { return pathOf(f, port) == PathDirect }) {
+		t.Fatal("direct path never opened")
+	}
+	f.directTurn <- struct{}{} // a handshake that never finishes holds the turn
+	defer func() { <-f.directTurn }()
+	start := time.Now()
+	if got := readVia(t, port); got != "tunnel" {
+		t.Errorf("connection went %q, want the tunnel after waiting for a turn", got)
+	}
+	if took := time.Since(start); took < directDialTimeout {
+		t.Errorf("fell back after %v, before the %v turn timeout", took, directDialTimeout)
 	}
 }
