@@ -165,7 +165,7 @@ func TestPortForwarderFallsBackWhenTheDirectDialFails(t *testing.T) {
 
 // Direct dials run one at a time (QEMU's backlog of 1 turns parallel
 // handshakes into SYN cookies that reset busy connections), and every
-// connection of a burst still goes direct.
+// connection of a burst is answered, direct or, past its turn, tunnelled.
 func TestPortForwarderDialsTheDirectPathOneAtATime(t *testing.T) {
 	g := newFakeGuest(t)
 	port := freePort(t)
@@ -182,7 +182,7 @@ func TestPortForwarderDialsTheDirectPathOneAtATime(t *testing.T) {
 				break
 			}
 		}
-		time.Sleep(5 * time.Millisecond) // a handshake QEMU has not accepted yet
+		time.Sleep(2 * time.Millisecond) // a handshake QEMU has not accepted yet
 		var dl net.Dialer
 		return dl.DialContext(ctx, "tcp", addr)
 	}
@@ -195,10 +195,18 @@ func TestPortForwarderDialsTheDirectPathOneAtATime(t *testing.T) {
 	for range conns {
 		go func() { got <- readVia(t, port) }()
 	}
+	direct := 0
 	for range conns {
-		if path := <-got; path != "direct" {
-			t.Errorf("a connection of the burst went %q, want direct", path)
+		switch path := <-got; path {
+		case "direct":
+			direct++
+		case "tunnel": // outwaited its turn: allowed, never lost
+		default:
+			t.Errorf("a connection of the burst got %q, want an answer", path)
 		}
+	}
+	if direct == 0 {
+		t.Error("no connection of the burst went direct")
 	}
 	if m := most.Load(); m != 1 {
 		t.Errorf("%d direct dials ran at once, want 1", m)
@@ -222,7 +230,7 @@ func TestPortForwarderTunnelsWhenTheDirectTurnTimesOut(t *testing.T) {
 	if got := readVia(t, port); got != "tunnel" {
 		t.Errorf("connection went %q, want the tunnel after waiting for a turn", got)
 	}
-	if took := time.Since(start); took < directDialTimeout {
-		t.Errorf("fell back after %v, before the %v turn timeout", took, directDialTimeout)
+	if took := time.Since(start); took < directTurnWait {
+		t.Errorf("fell back after %v, before the %v turn wait", took, directTurnWait)
 	}
 }

@@ -45,6 +45,9 @@ type Server struct {
 	// hostActivity has a token when the host opened a stream since the
 	// port watch last looked.
 	hostActivity chan struct{}
+	// trimMemory runs once each time the host goes quiet; default
+	// debug.FreeOSMemory. Tests count the calls.
+	trimMemory func()
 
 	mu           sync.Mutex
 	sess         *yamux.Session

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -485,4 +486,39 @@ func TestPollTimes(t *testing.T) {
 	if q := (pollTimes{fast: 2 * time.Second, idle: time.Second}).withDefaults(); q.idle != 2*time.Second {
 		t.Errorf("idle shorter than fast: %+v", q)
 	}
+}
+
+// TestWatchPortsTrimsMemoryOnceWhenTheHostGoesQuiet: the agent returns the
+// memory a burst left behind when the host goes quiet, once per quiet spell,
+// not on every idle scan.
+func TestWatchPortsTrimsMemoryOnceWhenTheHostGoesQuiet(t *testing.T) {
+	s, _ := newTestServer(t)
+	s.PortPoll, s.PortPollBusy, s.PortPollIdle = 20*time.Millisecond, 100*time.Millisecond, 20*time.Millisecond
+	var trims atomic.Int32
+	s.trimMemory = func() { trims.Add(1) }
+	c, _ := connect(t, s)
+	wctx, cancel := context.WithCancel(ctx(t))
+	defer cancel()
+	if _, err := c.WatchPorts(wctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor := func(n int32) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for trims.Load() < n && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if got := trims.Load(); got != n {
+			t.Fatalf("%d trims, want %d", got, n)
+		}
+	}
+	waitFor(1)
+	time.Sleep(300 * time.Millisecond) // many idle scans
+	if got := trims.Load(); got != 1 {
+		t.Fatalf("%d trims while idle, want 1", got)
+	}
+	if _, err := c.Info(ctx(t)); err != nil { // the host is busy again
+		t.Fatal(err)
+	}
+	waitFor(2)
 }
