@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"runtime"
 	"runtime/debug"
 	"sort"
 	"time"
@@ -209,6 +210,9 @@ func (s *Server) trimWhenQuiet() {
 		return
 	}
 	debug.FreeOSMemory()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	s.log().Debug("host quiet: returned free memory", "heapInuseMiB", m.HeapInuse>>20, "stackInuseMiB", m.StackInuse>>20, "sysMiB", m.Sys>>20, "releasedMiB", m.HeapReleased>>20, "goroutines", runtime.NumGoroutine())
 }
 
 // pollTimes are the port watch's periods; see Server.PortPoll.
