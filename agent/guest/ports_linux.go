@@ -203,13 +203,17 @@ func (s *Server) watchPorts(ctx context.Context, st net.Conn) {
 // idle; one collection at the edge costs a few milliseconds and leaves the
 // idle agent near its floor. A memory limit was not set instead: the sync
 // engine's heap grows with the synced tree, and a limit below it would make
-// the collector run non-stop on an emulated CPU.
+// the collector run non-stop on an emulated CPU. It also pages out the
+// binary's code the burst used (see dropColdCode).
 func (s *Server) trimWhenQuiet() {
 	if s.trimMemory != nil {
 		s.trimMemory()
 		return
 	}
 	debug.FreeOSMemory()
+	if err := dropColdCode(); err != nil {
+		s.log().Debug("page out the agent's cold code", "err", err)
+	}
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	s.log().Debug("host quiet: returned free memory", "heapInuseMiB", m.HeapInuse>>20, "stackInuseMiB", m.StackInuse>>20, "sysMiB", m.Sys>>20, "releasedMiB", m.HeapReleased>>20, "goroutines", runtime.NumGoroutine())
