@@ -6,12 +6,12 @@ import (
 	"io"
 	"net"
 	"runtime"
-	"runtime/debug"
 	"sort"
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/agent/portlist"
+	"github.com/vmdock/vmdock/memtrim"
 )
 
 type portKey struct {
@@ -204,14 +204,13 @@ func (s *Server) watchPorts(ctx context.Context, st net.Conn) {
 // idle agent near its floor. A memory limit was not set instead: the sync
 // engine's heap grows with the synced tree, and a limit below it would make
 // the collector run non-stop on an emulated CPU. It also pages out the
-// binary's code the burst used (see dropColdCode).
+// binary's code the burst used (see memtrim).
 func (s *Server) trimWhenQuiet() {
 	if s.trimMemory != nil {
 		s.trimMemory()
 		return
 	}
-	debug.FreeOSMemory()
-	if err := dropColdCode(); err != nil {
+	if err := memtrim.Trim(); err != nil {
 		s.log().Debug("page out the agent's cold code", "err", err)
 	}
 	var m runtime.MemStats

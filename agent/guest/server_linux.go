@@ -46,7 +46,7 @@ type Server struct {
 	// port watch last looked.
 	hostActivity chan struct{}
 	// trimMemory runs once each time the host goes quiet; default
-	// debug.FreeOSMemory. Tests count the calls.
+	// memtrim.Trim. Tests count the calls.
 	trimMemory func()
 
 	mu           sync.Mutex

@@ -170,10 +170,17 @@ func walkTree(t Tree, dir string, add func(p, rel string) bool) {
 	})
 }
 
-// relTo is p relative to dir ("." for dir itself), if p is in dir.
+// relTo is p relative to dir ("." for dir itself), if p is in dir. Where
+// it can, it is the tail of p itself: a watch keeps both, one each per
+// folder, and a home folder has tens of thousands of them.
 func relTo(dir, p string) (string, bool) {
 	if p == dir {
 		return ".", true
+	}
+	if len(p) > len(dir)+1 && p[len(dir)] == filepath.Separator && strings.HasPrefix(p, dir) {
+		if rel := p[len(dir)+1:]; filepath.IsLocal(rel) && filepath.Clean(rel) == rel {
+			return rel, true
+		}
 	}
 	rel, err := filepath.Rel(dir, p)
 	return rel, err == nil && filepath.IsLocal(rel)

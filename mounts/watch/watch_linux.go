@@ -209,6 +209,9 @@ func (w *Watcher) addFolder(parent *dirWatch, p, name string) (*dirWatch, bool) 
 	if parent.rel != "." {
 		rel = parent.rel + "/" + name
 	}
+	if len(p) > len(rel) && p[len(p)-len(rel)-1] == '/' && p[len(p)-len(rel):] == rel {
+		rel = p[len(p)-len(rel):] // share p's bytes, as relTo does
+	}
 	d, known, ok := w.addWatch(parent.tree, p, rel)
 	if !ok || d == nil {
 		return d, known

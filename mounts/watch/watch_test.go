@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 func mkTree(t *testing.T) string {
@@ -210,5 +211,28 @@ func TestCloseLeavesNoGoroutine(t *testing.T) {
 	}
 	if n := runtime.NumGoroutine(); n > before {
 		t.Fatalf("%d goroutines after Close, %d before", n, before)
+	}
+}
+
+// A folder's relative path is the tail of its path, not a second copy.
+func TestRelToSharesThePathsBytes(t *testing.T) {
+	p := strings.Clone("/home/dev/src/app/node_modules/left-pad")
+	rel, ok := relTo("/home/dev/src", p)
+	if !ok || rel != "app/node_modules/left-pad" {
+		t.Fatalf("relTo = %q, %v", rel, ok)
+	}
+	if unsafe.StringData(rel) != unsafe.StringData(p[len("/home/dev/src/"):]) {
+		t.Error("rel is a copy of the path's tail")
+	}
+	for _, c := range []struct{ dir, p, want string }{
+		{"/home/dev/src", "/home/dev/src", "."},
+		{"/home/dev/src", "/home/dev/srcx/a", ""},
+		{"/home/dev/src", "/home/dev/other", ""},
+		{"/", "/etc/hosts", "etc/hosts"},
+	} {
+		got, ok := relTo(c.dir, c.p)
+		if (c.want == "") == ok || (ok && got != c.want) {
+			t.Errorf("relTo(%q, %q) = %q, %v; want %q", c.dir, c.p, got, ok, c.want)
+		}
 	}
 }

@@ -40,6 +40,11 @@ const (
 	SyncResetPath  = "/v1/sync/reset"
 	SyncPausePath  = "/v1/sync/pause"
 	SyncResumePath = "/v1/sync/resume"
+
+	// HeapProfilePath serves the host agent's heap profile (pprof's
+	// format), so its memory can be read on a user's machine without a
+	// debug build.
+	HeapProfilePath = "/v1/debug/heap"
 )
 
 // ExecUpgrade is the Upgrade header value of an exec request.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -214,5 +215,26 @@ func TestSyncActions(t *testing.T) {
 	}
 	if err := c.SyncResume(ctx); err == nil || !strings.Contains(err.Error(), "no sync mounts") {
 		t.Fatalf("resume without a handler: %v", err)
+	}
+}
+
+// The heap profile route serves pprof's gzipped protobuf, and its text
+// form with the runtime's memory statistics.
+func TestHeapProfile(t *testing.T) {
+	c := serve(t, &fakeAgent{})
+	ctx := context.Background()
+	for _, q := range []struct{ query, want string }{{"", "\x1f\x8b"}, {"?debug=1", "# runtime.MemStats"}} {
+		resp, err := c.do(ctx, http.MethodGet, HeapProfilePath+q.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: status %d, %v", q.query, resp.StatusCode, err)
+		}
+		if !strings.Contains(string(body), q.want) || (q.query == "" && !strings.HasPrefix(string(body), q.want)) {
+			t.Errorf("heap profile%s: %d bytes without %q", q.query, len(body), q.want)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"runtime/pprof"
 	"time"
 
 	"github.com/vmdock/vmdock/network"
@@ -55,6 +56,7 @@ func Listen(path string, h Handlers) (*Server, error) {
 	s.mux.HandleFunc("POST "+SyncResetPath, s.syncAction(h.SyncReset))
 	s.mux.HandleFunc("POST "+SyncPausePath, s.syncAction(h.SyncPause))
 	s.mux.HandleFunc("POST "+SyncResumePath, s.syncAction(h.SyncResume))
+	s.mux.HandleFunc("GET "+HeapProfilePath, handleHeapProfile)
 	s.srv = &http.Server{Handler: s.mux, ReadHeaderTimeout: 5 * time.Second}
 	go s.srv.Serve(ln)
 	return s, nil
@@ -71,6 +73,20 @@ func (s *Server) Close() {
 	defer cancel()
 	s.srv.Shutdown(ctx)
 	s.srv.Close()
+}
+
+func handleHeapProfile(w http.ResponseWriter, r *http.Request) {
+	// ?debug=1 is pprof's text form, which ends with runtime.MemStats.
+	debug := 0
+	if r.URL.Query().Get("debug") == "1" {
+		debug = 1
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	} else {
+		w.Header().Set("Content-Type", "application/octet-stream")
+	}
+	if err := pprof.Lookup("heap").WriteTo(w, debug); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+	}
 }
 
 func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {

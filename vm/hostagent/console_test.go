@@ -3,6 +3,7 @@ package hostagent
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -87,5 +88,28 @@ func TestConsoleWatchReportsOnceAndSurvivesRotation(t *testing.T) {
 	case err := <-w.Failed():
 		t.Fatalf("reported twice: %v", err)
 	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+// A silent console costs a stat per poll, not a read buffer: the watch
+// used to allocate 256 KiB every 250 ms for the life of the VM.
+func TestConsoleWatchOfASilentLogAllocatesAlmostNothing(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "serial.log")
+	appendTo(t, log, "[    0.5] Linux version 6.12\n")
+	w := newConsoleWatch(log, 0)
+	appendTo(t, log, "[    1.0] systemd started\n")
+	w.scan()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 100 {
+		w.scan()
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > 64<<10 {
+		t.Fatalf("100 polls of a silent console allocated %d bytes", got)
+	}
+	appendTo(t, log, "[    9.0] Kernel panic - not syncing: late\n")
+	if err := w.panicked(); err == nil {
+		t.Fatal("output after the silent polls was not read")
 	}
 }

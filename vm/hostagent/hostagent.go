@@ -21,6 +21,7 @@ import (
 	"github.com/vmdock/vmdock/atomicfile"
 	"github.com/vmdock/vmdock/bench/scratch"
 	"github.com/vmdock/vmdock/images"
+	"github.com/vmdock/vmdock/memtrim"
 	"github.com/vmdock/vmdock/mounts/syncmount"
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/control"
@@ -186,6 +187,9 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 	vmExited := make(chan error, 1)
 	go func() { vmExited <- ha.machine.Wait() }()
 	go ha.keepClockInSync(ctx)
+	// The boot's work (share walks, image checks, the first sync) leaves
+	// heap and touched code behind that an idle agent does not need.
+	go memtrim.WhenQuiet(ctx, memtrim.QuietOptions{})
 
 	select {
 	case req := <-ha.stopCh:
