@@ -20,3 +20,6 @@ func hostRSS(pid int) (float64, error) {
 	}
 	return kb / 1024, nil
 }
+
+// hostPrivateRSS: ps has no private figure on macOS.
+func hostPrivateRSS(int) (float64, bool, error) { return 0, false, nil }

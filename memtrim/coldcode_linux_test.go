@@ -72,3 +72,9 @@ func codeRSSKiB(t *testing.T, exe string) int {
 	}
 	return total
 }
+
+func TestResidentBytesOfThisProcess(t *testing.T) {
+	if r := residentBytes(); r < 1<<20 || r > 1<<40 {
+		t.Fatalf("resident size %d bytes", r)
+	}
+}

@@ -23,18 +23,22 @@ func Trim() error {
 
 // QuietOptions say when a process counts as quiet; see WhenQuiet.
 type QuietOptions struct {
-	// Period is how often the allocation count is read (default 30 s).
+	// Period is how often the process is looked at (default 30 s).
 	Period time.Duration
 	// QuietBytes: a period that allocated fewer bytes is quiet (default
 	// 1 MiB; an idle host agent allocates a few KiB a minute for its
-	// keepalives and clock checks).
+	// keepalives and clock checks). It is also how much the resident set
+	// must have grown since the last trim for a quiet period to trim again.
 	QuietBytes uint64
 	Logger     *slog.Logger
 }
 
-// WhenQuiet trims once each time the process goes quiet: on the first quiet
-// period after a busy one. The process counts as busy when WhenQuiet starts
-// (it runs after a boot's work), so the first quiet period trims too. It
+// WhenQuiet trims on the first quiet period after the process grew: after
+// a busy period, or once its resident set grew by QuietBytes since the last
+// trim. The latter catches a burst that allocates little but pages the
+// binary's code back in (an exec, a status call), which a count of page
+// faults misses: the kernel maps up to 16 pages per fault. The process
+// counts as grown when WhenQuiet starts (it runs after a boot's work). It
 // returns when ctx ends.
 func WhenQuiet(ctx context.Context, opts QuietOptions) {
 	if opts.Period <= 0 {
@@ -48,53 +52,53 @@ func WhenQuiet(ctx context.Context, opts QuietOptions) {
 	}
 	t := time.NewTicker(opts.Period)
 	defer t.Stop()
-	trimWhenQuiet(ctx, t.C, allocatedBytes, opts.QuietBytes, func() {
-		if err := Trim(); err != nil {
-			opts.Logger.Debug("memtrim: page out cold code", "err", err)
-		}
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		opts.Logger.Debug("memtrim: quiet, returned free memory", "heapInuseMiB", m.HeapInuse>>20, "sysMiB", m.Sys>>20, "releasedMiB", m.HeapReleased>>20)
-	})
-}
-
-// trimWhenQuiet is WhenQuiet's loop: allocated is the process's running
-// total of allocated bytes, read once per tick.
-func trimWhenQuiet(ctx context.Context, ticks <-chan time.Time, allocated func() uint64, quietBytes uint64, trim func()) {
-	q := quietness{last: allocated(), quietBytes: quietBytes}
+	q := quietness{lastAlloc: allocatedBytes(), quietBytes: opts.QuietBytes, grown: true}
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-ticks:
-			if q.trimNow(allocated()) {
-				trim()
-			}
+		case <-t.C:
 		}
+		if !q.trimNow(allocatedBytes(), residentBytes()) {
+			continue
+		}
+		if err := Trim(); err != nil {
+			opts.Logger.Debug("memtrim: page out cold code", "err", err)
+		}
+		q.trimmed(residentBytes())
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		opts.Logger.Debug("memtrim: quiet, returned free memory", "heapInuseMiB", m.HeapInuse>>20, "sysMiB", m.Sys>>20, "releasedMiB", m.HeapReleased>>20, "residentMiB", q.residentAfterTrim>>20)
 	}
 }
 
-// quietness follows the allocation total from period to period.
+// quietness follows a process from period to period.
 type quietness struct {
-	last       uint64
-	quietBytes uint64
-	trimmed    bool // since the last busy period
+	quietBytes        uint64
+	lastAlloc         uint64 // allocation total at the last look
+	residentAfterTrim uint64 // 0: unknown (not measured here, or no trim yet)
+	grown             bool   // busy, or grown, since the last trim
 }
 
-// trimNow takes the total at the end of a period and says whether this
-// period starts a quiet spell.
-func (q *quietness) trimNow(total uint64) bool {
-	busy := total-q.last >= q.quietBytes
-	q.last = total
+// trimNow takes the allocation total and the resident size (0 where not
+// known) at the end of a period, and says whether to trim now.
+func (q *quietness) trimNow(alloc, resident uint64) bool {
+	busy := alloc-q.lastAlloc >= q.quietBytes
+	q.lastAlloc = alloc
 	if busy {
-		q.trimmed = false
+		q.grown = true
 		return false
 	}
-	if q.trimmed {
-		return false
+	if q.residentAfterTrim > 0 && resident >= q.residentAfterTrim+q.quietBytes {
+		q.grown = true
 	}
-	q.trimmed = true
-	return true
+	return q.grown
+}
+
+// trimmed records a trim and the resident size right after it.
+func (q *quietness) trimmed(resident uint64) {
+	q.grown = false
+	q.residentAfterTrim = resident
 }
 
 // allocatedBytes reads the runtime's allocation counter without stopping

@@ -1,60 +1,52 @@
 package memtrim
 
 import (
-	"context"
 	"testing"
-	"time"
 )
 
-// The trim runs once per quiet spell: on the first quiet period after busy
-// ones, never twice in a row, and again after the next busy period.
+// The trim runs once per quiet spell: on the first quiet period after
+// busy ones, never twice in a row, and again after the next busy period or
+// once the resident set grew by the threshold since the last trim.
 func TestTrimNowOncePerQuietSpell(t *testing.T) {
-	q := quietness{last: 0, quietBytes: 1 << 20}
+	const mib = 1 << 20
+	q := quietness{quietBytes: mib, grown: true}
 	steps := []struct {
-		total uint64
-		trim  bool
+		alloc, resident uint64
+		trim            bool
 	}{
-		{5 << 20, false},           // busy
-		{5<<20 + 100, true},        // quiet: trim
-		{5<<20 + 200, false},       // still quiet
-		{5<<20 + 300, false},       // still quiet
-		{9 << 20, false},           // busy again
-		{9<<20 + 1, true},          // quiet: trim again
-		{9<<20 + 1 + 1<<20, false}, // exactly the threshold counts as busy
-		{9<<20 + 1 + 1<<20, true},
+		{5 * mib, 30 * mib, false},             // busy (the boot)
+		{5*mib + 100, 30 * mib, true},          // quiet: trim, down to 20 MiB
+		{5*mib + 200, 20 * mib, false},         // still quiet, nothing grew
+		{5*mib + 300, 20*mib + 900<<10, false}, // grew less than the threshold
+		{9 * mib, 22 * mib, false},             // busy again
+		{9*mib + 1, 22 * mib, true},            // quiet: trim, down to 20 MiB
+		{9*mib + 2, 22 * mib, true},            // quiet, but code paged back in: 2 MiB more than after the trim
+		{9*mib + 3, 20 * mib, false},
+		{10*mib + 3, 20 * mib, false}, // exactly the threshold allocated is busy
+		{10*mib + 4, 20 * mib, true},
 	}
+	after := []uint64{1: 20 * mib, 5: 20 * mib, 6: 20 * mib, 9: 20 * mib}
 	for i, s := range steps {
-		if got := q.trimNow(s.total); got != s.trim {
-			t.Fatalf("period %d (total %d): trim %v, want %v", i, s.total, got, s.trim)
+		got := q.trimNow(s.alloc, s.resident)
+		if got != s.trim {
+			t.Fatalf("period %d (alloc %d, resident %d): trim %v, want %v", i, s.alloc, s.resident, got, s.trim)
+		}
+		if got {
+			q.trimmed(after[i])
 		}
 	}
 }
 
-// The loop reads the total once at the start and once per tick, trims on
-// a quiet tick, and ends with its context.
-func TestTrimWhenQuietFollowsTicks(t *testing.T) {
-	totals := make(chan uint64, 4)
-	totals <- 0 // start
-	totals <- 0 // first tick: quiet
-	ticks := make(chan time.Time, 1)
-	trimmed := make(chan struct{}, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		trimWhenQuiet(ctx, ticks, func() uint64 { return <-totals }, 1<<20, func() { trimmed <- struct{}{} })
-		close(done)
-	}()
-	ticks <- time.Time{}
-	select {
-	case <-trimmed:
-	case <-time.After(5 * time.Second):
-		t.Fatal("no trim after a quiet period")
-	}
-	cancel()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the loop did not end with its context")
+// Where the resident size is unknown (0), allocations alone decide.
+func TestTrimNowWithoutResidentSize(t *testing.T) {
+	q := quietness{quietBytes: 1 << 20, grown: true}
+	for i, want := range []bool{true, false, false} {
+		if got := q.trimNow(uint64(i), 0); got != want {
+			t.Fatalf("period %d: trim %v, want %v", i, got, want)
+		}
+		if want {
+			q.trimmed(0)
+		}
 	}
 }
 

@@ -189,7 +189,7 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 	go ha.keepClockInSync(ctx)
 	// The boot's work (share walks, image checks, the first sync) leaves
 	// heap and touched code behind that an idle agent does not need.
-	go memtrim.WhenQuiet(ctx, memtrim.QuietOptions{})
+	go memtrim.WhenQuiet(ctx, memtrim.QuietOptions{Period: 10 * time.Second})
 
 	select {
 	case req := <-ha.stopCh:
