@@ -6,6 +6,7 @@ require (
 	github.com/Code-Hex/vz/v3 v3.7.1
 	github.com/cheggaaa/pb/v3 v3.3.0
 	github.com/creack/pty v1.1.24
+	github.com/fsnotify/fsevents v0.2.0
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/hashicorp/yamux v0.1.2
 	github.com/kdomanski/iso9660 v0.4.0

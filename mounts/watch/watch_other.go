@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !(darwin && cgo)
 
 package watch
 
@@ -12,7 +12,8 @@ import (
 	"github.com/fsnotify/fsnotify"
 )
 
-// backend is fsnotify (kqueue on macOS): a folder watch only.
+// backend is fsnotify (kqueue on BSDs, and on macOS built without cgo): a
+// folder watch only.
 type backend struct {
 	fs *fsnotify.Watcher
 }

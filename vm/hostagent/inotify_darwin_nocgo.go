@@ -1,0 +1,8 @@
+//go:build darwin && !cgo
+
+package hostagent
+
+// watchShareFolders: without cgo the watch package falls back to kqueue,
+// which needs a descriptor per file and would exhaust them on a shared
+// home folder; shares raise no inotify events in such a build.
+const watchShareFolders = false
