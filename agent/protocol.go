@@ -79,6 +79,10 @@ type Info struct {
 	Kernel   string  `json:"kernel"`
 	Uptime   float64 `json:"uptimeSeconds"`
 	Hostname string  `json:"hostname"`
+	// Addrs are the IPv4 addresses of the interface holding the guest's
+	// default route (none in an isolated VM, or before DHCP): where a host
+	// that routes to the VM network reaches the guest's ports.
+	Addrs []string `json:"addrs,omitempty"`
 }
 
 // Setup prepares the guest system once per boot, before mounts and dockerd.

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,11 +17,14 @@ import (
 // fakeDirect stands in for QEMU's hostfwd: OpenPort returns the address
 // of a real server, or fails.
 type fakeDirect struct {
-	mu     sync.Mutex
-	to     map[int]string // guest port -> host address; missing: fail
-	opened []int
-	closed []int
+	mu         sync.Mutex
+	to         map[int]string // guest port -> host address; missing: fail
+	opened     []int
+	closed     []int
+	handshakes int // 0: one, like QEMU's hostfwd
 }
+
+func (d *fakeDirect) Handshakes() int { return d.handshakes }
 
 func (d *fakeDirect) OpenPort(_ context.Context, port int) (string, error) {
 	d.mu.Lock()
@@ -167,22 +172,44 @@ func TestPortForwarderFallsBackWhenTheDirectDialFails(t *testing.T) {
 // handshakes into SYN cookies that reset busy connections), and every
 // connection of a burst is answered, direct or, past its turn, tunnelled.
 func TestPortForwarderDialsTheDirectPathOneAtATime(t *testing.T) {
+	if most, _ := directBurst(t, 0, 2*time.Millisecond); most != 1 {
+		t.Errorf("%d direct dials ran at once, want 1", most)
+	}
+}
+
+// A path that takes many handshakes (a routed guest, vz's NAT) gets them
+// at once, up to its limit.
+func TestPortForwarderDialsAParallelDirectPathUpToItsLimit(t *testing.T) {
+	most, direct := directBurst(t, 4, 20*time.Millisecond)
+	if most < 2 || most > 4 {
+		t.Errorf("%d direct dials ran at once, want 2 to 4", most)
+	}
+	if direct < 15 {
+		t.Errorf("%d of 20 connections went direct, want nearly all with 4 handshakes at once", direct)
+	}
+}
+
+// directBurst opens 20 connections at once through a port on the direct
+// path, whose dials take handshake each; it returns the most dials in
+// flight at once and how many connections went direct. None may be lost.
+func directBurst(t *testing.T, handshakes int, handshake time.Duration) (most int32, direct int) {
+	t.Helper()
 	g := newFakeGuest(t)
 	port := freePort(t)
 	g.route(port, taggedServer(t, "tunnel"))
-	d := &fakeDirect{to: map[int]string{port: taggedServer(t, "direct")}}
+	d := &fakeDirect{to: map[int]string{port: taggedServer(t, "direct")}, handshakes: handshakes}
 	f := newForwarder(t, g, PortForwarderConfig{Direct: d})
-	var inFlight, most atomic.Int32
+	var inFlight, peak atomic.Int32
 	f.directDial = func(ctx context.Context, addr string) (net.Conn, error) {
 		n := inFlight.Add(1)
 		defer inFlight.Add(-1)
 		for {
-			m := most.Load()
-			if n <= m || most.CompareAndSwap(m, n) {
+			m := peak.Load()
+			if n <= m || peak.CompareAndSwap(m, n) {
 				break
 			}
 		}
-		time.Sleep(2 * time.Millisecond) // a handshake QEMU has not accepted yet
+		time.Sleep(handshake) // a handshake not accepted yet
 		var dl net.Dialer
 		return dl.DialContext(ctx, "tcp", addr)
 	}
@@ -195,7 +222,6 @@ func TestPortForwarderDialsTheDirectPathOneAtATime(t *testing.T) {
 	for range conns {
 		go func() { got <- readVia(t, port) }()
 	}
-	direct := 0
 	for range conns {
 		switch path := <-got; path {
 		case "direct":
@@ -208,8 +234,21 @@ func TestPortForwarderDialsTheDirectPathOneAtATime(t *testing.T) {
 	if direct == 0 {
 		t.Error("no connection of the burst went direct")
 	}
-	if m := most.Load(); m != 1 {
-		t.Errorf("%d direct dials ran at once, want 1", m)
+	return peak.Load(), direct
+}
+
+func TestAddrPathOpensTheGuestsOwnAddress(t *testing.T) {
+	p := AddrPath{Addr: func(context.Context) (netip.Addr, error) { return netip.MustParseAddr("192.168.64.7"), nil }}
+	addr, err := p.OpenPort(context.Background(), 8080)
+	if err != nil || addr != "192.168.64.7:8080" {
+		t.Fatalf("OpenPort = %q, %v; want 192.168.64.7:8080", addr, err)
+	}
+	if p.Handshakes() < 2 {
+		t.Errorf("Handshakes = %d, want many", p.Handshakes())
+	}
+	fail := AddrPath{Addr: func(context.Context) (netip.Addr, error) { return netip.Addr{}, errors.New("no address yet") }}
+	if _, err := fail.OpenPort(context.Background(), 8080); err == nil || !strings.Contains(err.Error(), "no address yet") {
+		t.Errorf("OpenPort without an address = %v, want the cause", err)
 	}
 }
 

@@ -47,14 +47,40 @@ const (
 
 // DirectPath reaches guest TCP ports over the VM's own network, without
 // the guest agent in the data path. A driver's machine provides it when
-// its network can (QEMU user networking's hostfwd).
+// its network can (QEMU user networking's hostfwd), or the host agent
+// makes an AddrPath for a guest the host routes to (vz's NAT network).
 type DirectPath interface {
 	// OpenPort makes guestPort, on the guest's network address, reachable
 	// at the host address it returns.
 	OpenPort(ctx context.Context, guestPort int) (string, error)
 	// ClosePort undoes OpenPort.
 	ClosePort(ctx context.Context, guestPort int) error
+	// Handshakes is how many connections may be opening through the path
+	// at once; more wait up to directTurnWait, then take the tunnel.
+	Handshakes() int
 }
+
+// AddrPath is the DirectPath to a guest whose own address the host routes
+// to: a port needs no rule, its address is the guest's address and port.
+// It takes many handshakes at once (the guest's kernel accepts them).
+type AddrPath struct {
+	// Addr is the guest's address on the VM network; an error leaves the
+	// port on the tunnel.
+	Addr func(ctx context.Context) (netip.Addr, error)
+}
+
+func (p AddrPath) OpenPort(ctx context.Context, guestPort int) (string, error) {
+	a, err := p.Addr(ctx)
+	if err != nil {
+		return "", fmt.Errorf("guest address: %w", err)
+	}
+	return netip.AddrPortFrom(a, uint16(guestPort)).String(), nil
+}
+
+func (AddrPath) ClosePort(context.Context, int) error { return nil }
+
+// Handshakes: a guest's listen backlog, not a one-slot queue in between.
+func (AddrPath) Handshakes() int { return 64 }
 
 // DefaultUDPIdleTimeout ends a UDP peer's guest stream after this long
 // without a datagram in either direction.
@@ -104,14 +130,22 @@ type PortForwarder struct {
 	refusing bool
 	refused  int
 
-	// directTurn lets one direct-path handshake run at a time; see
-	// dialDirect.
+	// directTurn lets Direct.Handshakes() direct-path handshakes run at
+	// a time; see dialDirect.
 	directTurn chan struct{}
 
 	// Swapped by tests to simulate bind failures and watch direct dials.
 	listenTCP  func(addr string) (net.Listener, error)
 	listenUDP  func(addr string) (net.PacketConn, error)
 	directDial func(ctx context.Context, addr string) (net.Conn, error)
+}
+
+// directHandshakes is the direct path's own limit, at least one.
+func directHandshakes(p DirectPath) int {
+	if p == nil {
+		return 1
+	}
+	return max(1, p.Handshakes())
 }
 
 // A direct dial waits at most directTurnWait for its turn and
@@ -171,7 +205,7 @@ func NewPortForwarder(opts PortForwarderConfig) *PortForwarder {
 	return &PortForwarder{
 		opts: opts, ctx: ctx, cancel: cancel, conns: newConnSet(),
 		fwds:       map[fwdKey]*forward{},
-		directTurn: make(chan struct{}, 1),
+		directTurn: make(chan struct{}, directHandshakes(opts.Direct)),
 		listenTCP:  func(addr string) (net.Listener, error) { return net.Listen("tcp", addr) },
 		listenUDP:  func(addr string) (net.PacketConn, error) { return net.ListenPacket("udp", addr) },
 		directDial: func(ctx context.Context, addr string) (net.Conn, error) {
@@ -485,14 +519,9 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// dialDirect connects to a direct path's host address, one handshake at a
-// time. QEMU's user networking listens with a backlog of 1: when several
-// handshakes are pending, the host kernel answers the rest with SYN cookies,
-// and a client that sends more than one segment before QEMU accepts gets
-// its later segments refused by the cookie check and the connection reset
-// (measured here: 15 of 100 parallel 1 MiB streams reset, the host's
-// SyncookiesFailed counter 15). One handshake in flight keeps the queue at
-// one entry; a dial that would wait takes the tunnel instead.
+// dialDirect connects to a direct path's host address, with at most the
+// path's Handshakes in flight (one for QEMU's hostfwd; see vm/qemu); a dial
+// that would wait longer than directTurnWait takes the tunnel instead.
 func (f *PortForwarder) dialDirect(ctx context.Context, addr string) (net.Conn, error) {
 	turn := time.NewTimer(directTurnWait)
 	defer turn.Stop()

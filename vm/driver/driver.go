@@ -126,6 +126,14 @@ type Machine interface {
 	Info() MachineInfo
 }
 
+// RoutedGuest is a Machine whose guest has an address on a network the
+// host routes to (vz's NAT network), so the host can dial the guest's
+// published ports at that address with the guest agent out of the data
+// path. GuestRoutable is false when the VM has no such network (isolated).
+type RoutedGuest interface {
+	GuestRoutable() bool
+}
+
 // Saver is a Machine that can write its running state to a file and exit,
 // for a Resumer to start again where it was (fast start).
 type Saver interface {

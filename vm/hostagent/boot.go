@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -183,7 +184,7 @@ func (ha *hostAgent) stepRuntime(ctx context.Context) error {
 
 func (ha *hostAgent) stepTunnels(ctx context.Context) error {
 	ha.mu.Lock()
-	direct, _ := ha.machine.(network.DirectPath)
+	direct := directPathFor(ha.machine, ha.link.guestAddr)
 	ha.mu.Unlock()
 	t, err := startTunnels(ctx, ha.inst, ha.cfg, &ha.link, direct)
 	if err != nil {
@@ -192,6 +193,19 @@ func (ha *hostAgent) stepTunnels(ctx context.Context) error {
 	ha.mu.Lock()
 	ha.tunnels = t
 	ha.mu.Unlock()
+	return nil
+}
+
+// directPathFor is how published TCP ports skip the guest agent on m: its
+// own DirectPath (QEMU's hostfwd), or the guest's address where the host
+// routes to the VM network (vz's NAT); nil: every port tunnels.
+func directPathFor(m driver.Machine, guestAddr func(context.Context) (netip.Addr, error)) network.DirectPath {
+	if d, ok := m.(network.DirectPath); ok {
+		return d
+	}
+	if r, ok := m.(driver.RoutedGuest); ok && r.GuestRoutable() {
+		return network.AddrPath{Addr: guestAddr}
+	}
 	return nil
 }
 

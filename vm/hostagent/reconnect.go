@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -58,6 +59,26 @@ func (l *agentLink) set(c *agent.Client) {
 
 // live returns the current session once it is up, waiting for a reconnect
 // while the last one is gone.
+// guestAddr asks the guest agent for the guest's IPv4 address on the VM
+// network. It is asked per port opened, not kept: a resumed guest may have
+// taken a new lease.
+func (l *agentLink) guestAddr(ctx context.Context) (netip.Addr, error) {
+	c, err := l.live(ctx)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	info, err := c.Info(ctx)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	for _, s := range info.Addrs {
+		if a, err := netip.ParseAddr(s); err == nil && a.Is4() && !a.IsLoopback() {
+			return a, nil
+		}
+	}
+	return netip.Addr{}, errors.New("the guest has no address on the VM network")
+}
+
 func (l *agentLink) live(ctx context.Context) (*agent.Client, error) {
 	for {
 		c, changed := l.state()

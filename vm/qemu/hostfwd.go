@@ -53,6 +53,15 @@ func (m *Machine) OpenPort(ctx context.Context, guestPort int) (string, error) {
 	return "", fmt.Errorf("hostfwd for guest port %d: %w", guestPort, lastErr)
 }
 
+// Handshakes is one. QEMU's user networking listens with a backlog of 1:
+// when several handshakes are pending, the host kernel answers the rest
+// with SYN cookies, and a client that sends more than one segment before
+// QEMU accepts gets its later segments refused by the cookie check and the
+// connection reset (measured here: 15 of 100 parallel 1 MiB streams reset,
+// the host's SyncookiesFailed counter 15). One handshake in flight keeps
+// the queue at one entry.
+func (m *Machine) Handshakes() int { return 1 }
+
 // ClosePort removes the hostfwd rule OpenPort added for guestPort.
 func (m *Machine) ClosePort(ctx context.Context, guestPort int) error {
 	m.mu.Lock()

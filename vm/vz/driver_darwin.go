@@ -107,10 +107,6 @@ func newVM(spec driver.Spec, plan *VMPlan) (*vzVirtualMachine, error) {
 	return newVZVirtualMachine(spec.Name, cfg)
 }
 
-func machineConfigFor(spec driver.Spec, plan *VMPlan, version string) machineConfig {
-	return machineConfig{Name: spec.Name, VsockPort: plan.VsockPort, StopTimeout: plan.StopTimeout, HostVersion: version}
-}
-
 // hostVersion names the macOS release and build: a saved state loads only
 // on the one that wrote it, and a security update changes the build.
 func hostVersion() (string, error) {

@@ -3,6 +3,7 @@ package vz
 import (
 	"context"
 	"errors"
+	"github.com/vmdock/vmdock/vm/driver"
 	"net"
 	"os"
 	"slices"
@@ -311,5 +312,26 @@ func TestDialAgentHonoursContext(t *testing.T) {
 	defer cancel()
 	if _, err := m.DialAgent(ctx); err == nil {
 		t.Error("DialAgent succeeded")
+	}
+}
+
+// The NAT network's guest is routable from the Mac, so its ports take the
+// direct path; an isolated VM has no network device and tunnels.
+func TestMachineRoutableOnlyBehindNAT(t *testing.T) {
+	for _, c := range []struct {
+		network string
+		want    bool
+	}{{driver.NetworkUser, true}, {driver.NetworkIsolated, false}} {
+		spec := baseSpec(t)
+		spec.Network = c.network
+		plan, err := Plan(spec, armHost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := quick(newMachine(newFakeVZ(), machineConfigFor(spec, plan, "macOS 15.5 (24F74)")))
+		if got := m.GuestRoutable(); got != c.want {
+			t.Errorf("network %q: GuestRoutable %v, want %v", c.network, got, c.want)
+		}
+		m.giveUp()
 	}
 }
