@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestExeMappingsTakesTheBinarysReadOnlyMappings(t *testing.T) {
@@ -76,5 +78,15 @@ func codeRSSKiB(t *testing.T, exe string) int {
 func TestResidentBytesOfThisProcess(t *testing.T) {
 	if r := residentBytes(); r < 1<<20 || r > 1<<40 {
 		t.Fatalf("resident size %d bytes", r)
+	}
+}
+
+func TestNoHugePagesSetsTheProcessFlag(t *testing.T) {
+	if err := NoHugePages(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := unix.PrctlRetInt(unix.PR_GET_THP_DISABLE, 0, 0, 0, 0)
+	if err != nil || got != 1 {
+		t.Fatalf("PR_GET_THP_DISABLE = %d, %v; want 1", got, err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/memtrim"
 )
 
 func main() {
@@ -44,6 +45,10 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	log.Info("vmdock-agent starting", "version", agent.Version, "channel", cfg.Channel)
+	if err := memtrim.NoHugePages(); err != nil {
+		log.Debug("transparent huge pages stay on", "err", err)
+	}
+	go dumpHeapOnSignal(ctx, log, heapDumpPath)
 	err = serve(ctx, log, cfg)
 	if errors.Is(err, context.Canceled) {
 		return nil

@@ -132,6 +132,9 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 		return err
 	}
 	raiseFileLimit()
+	if err := memtrim.NoHugePages(); err != nil {
+		slog.Debug("transparent huge pages stay on", "err", err)
+	}
 	capLogs(ctx, inst)
 	defer os.Remove(inst.PIDPath())
 	os.Remove(inst.BrokenPath())
