@@ -8,18 +8,15 @@ import (
 )
 
 // hostRSS is the resident set of a host process in MiB; macOS has no
-// /proc, ps reports KiB.
-func hostRSS(pid int) (float64, error) {
+// /proc, ps reports KiB, and has no private figure.
+func hostRSS(pid int) (rss, private float64, hasPrivate bool, err error) {
 	out, err := exec.Command("ps", "-o", "rss=", "-p", strconv.Itoa(pid)).Output()
 	if err != nil {
-		return 0, fmt.Errorf("rss of pid %d: %w", pid, err)
+		return 0, 0, false, fmt.Errorf("rss of pid %d: %w", pid, err)
 	}
 	kb, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
 	if err != nil {
-		return 0, fmt.Errorf("rss of pid %d: ps said %q", pid, out)
+		return 0, 0, false, fmt.Errorf("rss of pid %d: ps said %q", pid, out)
 	}
-	return kb / 1024, nil
+	return kb / 1024, 0, false, nil
 }
-
-// hostPrivateRSS: ps has no private figure on macOS.
-func hostPrivateRSS(int) (float64, bool, error) { return 0, false, nil }

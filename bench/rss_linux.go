@@ -5,23 +5,16 @@ import (
 	"os"
 )
 
-// hostRSS is the resident set of a host process in MiB.
-func hostRSS(pid int) (float64, error) {
+// hostRSS is the resident set of a host process in MiB, and its private
+// part (RssAnon, without its binary's pages) where the system tells.
+func hostRSS(pid int) (rss, private float64, hasPrivate bool, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, fmt.Errorf("rss of pid %d: %w", pid, err)
+		return 0, 0, false, fmt.Errorf("rss of pid %d: %w", pid, err)
 	}
-	return parseVmRSS(string(b))
-}
-
-// hostPrivateRSS is the part of a host process's resident set that is its
-// own (RssAnon), without its binary's pages, in MiB; ok false where the
-// system does not tell.
-func hostPrivateRSS(pid int) (mib float64, ok bool, err error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, true, fmt.Errorf("rss of pid %d: %w", pid, err)
+	if rss, err = parseVmRSS(string(b)); err != nil {
+		return 0, 0, false, err
 	}
-	mib, err = parseStatusMiB(string(b), "RssAnon")
-	return mib, true, err
+	private, err = parseStatusMiB(string(b), "RssAnon")
+	return rss, private, err == nil, nil
 }

@@ -739,14 +739,14 @@ func (r *runner) rssRows(ctx context.Context, variant string) []Result {
 		out = append(out, Result{Section: "memory", Metric: "RSS " + who, Variant: variant, Value: mib, Unit: "MiB", Better: Info})
 	}
 	if r.env.HostAgentPID > 0 {
-		v, err := hostRSS(r.env.HostAgentPID)
+		v, private, hasPrivate, err := hostRSS(r.env.HostAgentPID)
 		add("host agent", v, err)
-		if v, ok, err := hostPrivateRSS(r.env.HostAgentPID); ok {
-			add("host agent, private (RssAnon)", v, err)
+		if hasPrivate {
+			add("host agent, private (RssAnon)", private, nil)
 		}
 	}
 	if r.env.VMPID > 0 {
-		v, err := hostRSS(r.env.VMPID)
+		v, _, _, err := hostRSS(r.env.VMPID)
 		add("VM process", v, err)
 	}
 	st, err := r.sh(ctx, `cat /proc/$(pgrep -xo vmdock-agent)/status`)

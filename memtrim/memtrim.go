@@ -66,6 +66,9 @@ func WhenQuiet(ctx context.Context, opts QuietOptions) {
 			opts.Logger.Debug("memtrim: page out cold code", "err", err)
 		}
 		q.trimmed(residentBytes())
+		if !opts.Logger.Enabled(ctx, slog.LevelDebug) {
+			continue // ReadMemStats stops the world: only for a log someone reads
+		}
 		var m runtime.MemStats
 		runtime.ReadMemStats(&m)
 		opts.Logger.Debug("memtrim: quiet, returned free memory", "heapInuseMiB", m.HeapInuse>>20, "sysMiB", m.Sys>>20, "releasedMiB", m.HeapReleased>>20, "residentMiB", q.residentAfterTrim>>20)

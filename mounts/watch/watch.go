@@ -240,6 +240,25 @@ func (w *Watcher) send(tree int) bool {
 	}
 }
 
+// reportTimer wakes a backend's run loop when the next report is due; it
+// runs only while one is pending, so an idle watcher never wakes.
+type reportTimer struct{ *time.Timer }
+
+func newReportTimer() reportTimer {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return reportTimer{t}
+}
+
+// flush sends the reports due now and sets the timer for the next one.
+func (t reportTimer) flush(p *pending, send func(i int) bool) {
+	if next := p.flush(time.Now(), send); next > 0 {
+		t.Reset(next)
+	} else {
+		t.Stop()
+	}
+}
+
 // pending tracks the trees with an unreported change, by tree index, and
 // says when the next report is due: run sleeps until then, and an idle
 // watcher (nothing pending) never wakes, as every wake-up of the guest

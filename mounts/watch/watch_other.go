@@ -76,8 +76,7 @@ func (w *Watcher) run() {
 	defer w.wg.Done()
 	defer close(w.changes)
 	p := newPending(len(w.trees), w.opts.Quiet, w.opts.MaxDelay)
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
+	timer := newReportTimer()
 	defer timer.Stop()
 	for {
 		select {
@@ -95,11 +94,7 @@ func (w *Watcher) run() {
 			p.markAll(time.Now())
 		case <-timer.C:
 		}
-		if next := p.flush(time.Now(), w.send); next > 0 {
-			timer.Reset(next)
-		} else {
-			timer.Stop()
-		}
+		timer.flush(p, w.send)
 	}
 }
 

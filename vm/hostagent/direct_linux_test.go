@@ -2,14 +2,11 @@ package hostagent
 
 import (
 	"context"
-	"log/slog"
 	"net"
 	"net/netip"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/hashicorp/yamux"
 
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/network"
@@ -60,11 +57,8 @@ func TestAgentLinkGuestAddr(t *testing.T) {
 	}{{[]string{"fe80::1", "192.168.64.7", "192.168.64.8"}, "192.168.64.7"}, {nil, ""}} {
 		m := newAgentMachine()
 		m.start(func(g net.Conn) {
-			if err := agent.GuestHello(g); err != nil {
-				return
-			}
-			sess, err := yamux.Server(g, agent.YamuxConfig(slog.Default()))
-			if err != nil {
+			sess, ok := scriptedSession(g)
+			if !ok {
 				return
 			}
 			defer sess.Close()

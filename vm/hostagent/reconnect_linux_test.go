@@ -364,11 +364,8 @@ func TestAgentReconnectServesGuestStreams(t *testing.T) {
 	// This guest answers Info, then at once dials the host's port, as a
 	// container using host access right after an agent restart would.
 	hostDialer := func(g net.Conn) {
-		if err := agent.GuestHello(g); err != nil {
-			return
-		}
-		sess, err := yamux.Server(g, agent.YamuxConfig(slog.Default()))
-		if err != nil {
+		sess, ok := scriptedSession(g)
+		if !ok {
 			return
 		}
 		defer sess.Close()
@@ -413,6 +410,16 @@ func TestAgentReconnectServesGuestStreams(t *testing.T) {
 		m.crash()
 		m.start(hostDialer)
 	}
+}
+
+// scriptedSession is the guest end of a test agent: the handshake, then a
+// yamux session the test scripts by hand.
+func scriptedSession(g net.Conn) (*yamux.Session, bool) {
+	if agent.GuestHello(g) != nil {
+		return nil, false
+	}
+	sess, err := yamux.Server(g, agent.YamuxConfig(slog.Default()))
+	return sess, err == nil
 }
 
 func hostDial(sess *yamux.Session, port int) error {
