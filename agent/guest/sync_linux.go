@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"regexp"
+	"time"
 
 	"github.com/vmdock/vmdock/mounts/watch"
 
@@ -85,6 +86,17 @@ func (s *Server) serveSync(ctx context.Context, st net.Conn) {
 	}
 }
 
+// A report makes the host run a cycle, and a cycle scans the whole guest
+// copy and reads what changed: work that competes with the container still
+// writing. So a burst (an install, a build) is reported once it pauses,
+// or every guestSyncMaxDelay while it lasts, and the watcher wakes every
+// guestSyncBurstPause in it instead of every 20 ms.
+const (
+	guestSyncQuiet      = 250 * time.Millisecond
+	guestSyncBurstPause = 200 * time.Millisecond
+	guestSyncMaxDelay   = 5 * time.Second
+)
+
 // watchSync reports changes in the sync copies the host names, one line
 // per changed mount after a burst went quiet, until the stream ends.
 func (s *Server) watchSync(ctx context.Context, st net.Conn, req agent.Request) {
@@ -105,10 +117,7 @@ func (s *Server) watchSync(ctx context.Context, st net.Conn, req agent.Request) 
 		}
 		trees = append(trees, watch.Tree{ID: m.ID, Dir: s.path(syncCopy(m.ID)), Exclude: m.Exclude})
 	}
-	// The default coalescing (50 ms quiet, 500 ms at most in a burst)
-	// measured best in the bench: reporting a burst every 2 s made a
-	// container's file creation 0.45x native instead of 0.79-0.97x.
-	w, err := watch.New(trees, watch.Options{Logger: s.log().With("service", "sync-watch")})
+	w, err := watch.New(trees, watch.Options{Quiet: guestSyncQuiet, BurstPause: guestSyncBurstPause, MaxDelay: guestSyncMaxDelay, Logger: s.log().With("service", "sync-watch")})
 	if err != nil {
 		_ = agent.Reply(st, err)
 		return

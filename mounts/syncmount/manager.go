@@ -152,8 +152,10 @@ func (m *Manager) SetBackstop(every time.Duration) {
 	m.backstop <- every
 }
 
-// runBackstop flushes every session each period without waiting for the
-// cycle; a flush forces a full scan of both sides.
+// runBackstop flushes every session that ran no cycle for a period,
+// without waiting for the cycle; a flush forces a full scan of both sides.
+// A session that synced within the period was scanned whole by that cycle,
+// so a rescan now would only take CPU from the work that changes the tree.
 func (m *Manager) runBackstop(ctx context.Context, every time.Duration) {
 	defer m.workers.Done()
 	t := time.NewTicker(every)
@@ -170,12 +172,21 @@ func (m *Manager) runBackstop(ctx context.Context, every time.Duration) {
 				continue
 			}
 			for _, st := range states {
-				if _, ok := mountIDFromName(st.Session.Name); ok && !st.Session.Paused && st.Status >= synchronization.Status_Watching {
+				if _, ok := mountIDFromName(st.Session.Name); ok && !st.Session.Paused && st.Status >= synchronization.Status_Watching &&
+					!m.syncedWithin(st.Session.Identifier, every) {
 					_ = m.mgr.Flush(ctx, bySession(st.Session.Identifier), "", true)
 				}
 			}
 		}
 	}
+}
+
+// syncedWithin reports whether session sid completed a cycle in the last d.
+func (m *Manager) syncedWithin(sid string, d time.Duration) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	last := m.infoLocked(sid).lastSync
+	return !last.IsZero() && time.Since(last) < d
 }
 
 func pollSeconds(d time.Duration) uint32 {

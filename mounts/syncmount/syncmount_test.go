@@ -535,6 +535,29 @@ func TestWatchedSidesSyncOnFlushAndBackstop(t *testing.T) {
 	})
 }
 
+// The backstop rescans only a session that ran no cycle for a whole
+// period: while flushes keep it synced, a rescan would only scan again.
+func TestBackstopSkipsASessionThatJustSynced(t *testing.T) {
+	e := newEnv(t)
+	e.close()
+	e.openWith(Options{HostWatched: true, GuestWatched: true, Backstop: time.Hour})
+	e.ensure(e.mount())
+	e.m.SetBackstop(time.Second)
+	before := e.status().SuccessfulCycles
+	flushes := 0
+	for end := time.Now().Add(3500 * time.Millisecond); time.Now().Before(end); flushes++ {
+		e.flush()
+		time.Sleep(300 * time.Millisecond)
+	}
+	// The monitor counts a cycle when the engine reports it.
+	eventually(t, "the flushes' cycles counted", func() bool { return e.status().SuccessfulCycles >= before+uint64(flushes) })
+	if got := e.status().SuccessfulCycles - before; got != uint64(flushes) {
+		t.Fatalf("%d cycles for %d flushes: the backstop rescanned a session that had just synced", got, flushes)
+	}
+	// Left alone, the session is rescanned again.
+	eventually(t, "a backstop cycle once the flushes stop", func() bool { return e.status().SuccessfulCycles > before+uint64(flushes) })
+}
+
 // In manual mode Mutagen runs no cycle on connecting; the Manager does, so
 // a change made while the link was down arrives without a watcher report.
 func TestWatchedSidesSyncOnReconnect(t *testing.T) {

@@ -33,6 +33,11 @@ type Options struct {
 	// MaxDelay bounds the wait in a burst that never goes quiet (default
 	// 500 ms).
 	MaxDelay time.Duration
+	// BurstPause is how long the Linux backend lets events queue in the
+	// kernel between two reads while a burst lasts (default 20 ms): fewer
+	// wake-ups cost the writers less, and a report may come this much
+	// later. It never exceeds the time to the next report.
+	BurstPause time.Duration
 	// MaxWatches caps the folders watched across all trees (default
 	// 65536; Linux's default per-user limit is often 8192..1048576).
 	MaxWatches int
@@ -42,6 +47,17 @@ type Options struct {
 	// it happens; Changes still reports trees coalesced.
 	OnPath func(id, path string, op Op)
 }
+
+// defaultBurstPause is how long the Linux backend waits after handling events in a
+// burst (a report was pending already), so that the kernel queues the
+// burst's next events and one read takes many of them: under emulation
+// each wake-up of the watcher costs the writer too. Measured in a TCG
+// guest, 2,000 files created (deleted) in a watched folder took 1.3x
+// (1.5x) as long as unwatched with 20 ms, 1.6x (2.3x) with 10 ms, 1.9x
+// (2.5x) with 5 ms; fsnotify took 2.1x (3.1x). Events that arrive during
+// the pause count as seen at its end, so a burst's report may come this
+// much later; a lone edit is read at once.
+const defaultBurstPause = 20 * time.Millisecond
 
 // Op is what happened to a path passed to OnPath.
 type Op int
@@ -80,6 +96,9 @@ type Watcher struct {
 func New(trees []Tree, opts Options) (*Watcher, error) {
 	if opts.Quiet <= 0 {
 		opts.Quiet = 50 * time.Millisecond
+	}
+	if opts.BurstPause <= 0 {
+		opts.BurstPause = defaultBurstPause
 	}
 	if opts.MaxDelay <= 0 {
 		opts.MaxDelay = 500 * time.Millisecond

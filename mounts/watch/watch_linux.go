@@ -29,17 +29,6 @@ const listingMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.
 // a burst is read and handled in one go.
 const readBuffer = 64 << 10
 
-// burstPause is how long run waits after handling events in a burst (a
-// report was pending already), so that the kernel queues the burst's next
-// events and one read takes many of them: under emulation each wake-up of
-// the watcher costs the writer too. Measured in a TCG guest, 2,000 files
-// created (deleted) in a watched folder took 1.3x (1.5x) as long as
-// unwatched with 20 ms, 1.6x (2.3x) with 10 ms, 1.9x (2.5x) with 5 ms;
-// fsnotify took 2.1x (3.1x). Events that arrive during the pause count as
-// seen at its end, so a burst's report may come this much later; a lone
-// edit is read at once.
-const burstPause = 20 * time.Millisecond
-
 // backend is an inotify instance read with poll(2), not through the
 // runtime's poller: that one wakes a thread for every event queued, even
 // while run waits on purpose to take a burst in one read. An eventfd ends
@@ -48,6 +37,7 @@ type backend struct {
 	fd, wake int
 	done     chan struct{}       // closed by stop
 	timer    *time.Timer         // run's pause
+	reads    int                 // read calls, for tests; run's goroutine only
 	dirs     map[int32]*dirWatch // by watch descriptor; only run uses it after New
 	// counted[i]: tree i is on a file system whose folder link count is 2
 	// plus its subfolders, so a new folder with 2 links has none to walk.
@@ -146,6 +136,7 @@ func (b *backend) pause(d time.Duration) (stopped bool) {
 
 // read reads the queued events into buf; 0 when there are none.
 func (b *backend) read(buf []byte) (int, error) {
+	b.reads++
 	for {
 		n, err := unix.Read(b.fd, buf)
 		switch {
@@ -299,7 +290,7 @@ func (w *Watcher) run() {
 			next = -1 // nothing pending: no timeout
 			continue
 		}
-		if n > 0 && inBurst && w.b.pause(min(burstPause, next)) {
+		if n > 0 && inBurst && w.b.pause(min(w.opts.BurstPause, next)) {
 			return
 		}
 	}

@@ -350,3 +350,29 @@ func TestAttributeChangeReportsTree(t *testing.T) {
 	default:
 	}
 }
+
+// A longer BurstPause lets a burst's events queue in the kernel: fewer
+// reads, so fewer wake-ups of the watcher while a writer works.
+func TestBurstPauseBatchesReads(t *testing.T) {
+	reads := func(opts Options) int {
+		dir := mkTree(t)
+		w, err := New([]Tree{{ID: "t", Dir: dir}}, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for end, i := time.Now().Add(600*time.Millisecond), 0; time.Now().Before(end); i++ {
+			os.WriteFile(filepath.Join(dir, "src/a", fmt.Sprint(i%50)), []byte("x"), 0o644)
+			time.Sleep(5 * time.Millisecond)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return w.b.reads
+	}
+	short := reads(Options{Quiet: 300 * time.Millisecond, MaxDelay: 5 * time.Second})
+	long := reads(Options{Quiet: 300 * time.Millisecond, MaxDelay: 5 * time.Second, BurstPause: 200 * time.Millisecond})
+	if short < 2*long {
+		t.Fatalf("%d reads with the default pause, %d with 200 ms; want the longer pause to need at most half", short, long)
+	}
+	t.Logf("reads in a 600 ms burst: %d (20 ms pause), %d (200 ms)", short, long)
+}

@@ -84,11 +84,14 @@ type SyncStatus struct {
 	GuestPath string `json:"guestPath"` // where containers see it
 	// State is the engine's, e.g. watching, scanning, connecting-guest,
 	// staging-host, halted-on-root-emptied, paused.
-	State      string         `json:"state"`
-	Connected  bool           `json:"connected"`
-	LastError  string         `json:"lastError,omitempty"`
-	LastSync   time.Time      `json:"lastSync,omitzero"`
-	LastFlush  time.Time      `json:"lastFlush,omitzero"`
+	State     string    `json:"state"`
+	Connected bool      `json:"connected"`
+	LastError string    `json:"lastError,omitempty"`
+	LastSync  time.Time `json:"lastSync,omitzero"`
+	LastFlush time.Time `json:"lastFlush,omitzero"`
+	// Cycles counts the engine's completed sync cycles since the session
+	// (re)connected: each one scanned both sides.
+	Cycles     uint64         `json:"cycles"`
 	HostFiles  uint64         `json:"hostFiles"`
 	GuestFiles uint64         `json:"guestFiles"`
 	Conflicts  []SyncConflict `json:"conflicts,omitempty"`

@@ -259,7 +259,7 @@ func (ha *hostAgent) syncStatuses() []control.SyncStatus {
 	for _, s := range sts {
 		cs := control.SyncStatus{
 			ID: s.ID, HostPath: s.HostPath, GuestPath: guestPaths[s.ID], State: s.State, Connected: s.Connected,
-			LastError: s.LastError, LastSync: s.LastSync, LastFlush: s.LastFlush,
+			LastError: s.LastError, LastSync: s.LastSync, LastFlush: s.LastFlush, Cycles: s.SuccessfulCycles,
 			HostFiles: s.HostFiles, GuestFiles: s.GuestFiles, MoreConflicts: s.MoreConflicts,
 		}
 		for _, c := range s.Conflicts {
