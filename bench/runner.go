@@ -73,6 +73,10 @@ type Env struct {
 type Options struct {
 	Sections []string
 	Quick    bool
+	// Variants keeps only these targets of the file sections (disk, tree,
+	// propagate), by name ("sync mount", "virtiofs share + exclude", ...);
+	// the native baseline always runs. Empty keeps them all.
+	Variants []string
 	Helper   string // host path of the linux helper binary; "" skips helper sections
 	Progress io.Writer
 }
@@ -111,6 +115,9 @@ func Run(ctx context.Context, env Env, opt Options, rep *Report) error {
 	r := &runner{env: env, opt: opt, rep: rep, native: nativeDir}
 	if opt.Progress == nil {
 		r.opt.Progress = io.Discard
+	}
+	if err := r.checkVariants(); err != nil {
+		return err
 	}
 	if err := r.installHelper(); err != nil {
 		rep.Skipped = append(rep.Skipped, "helper: "+err.Error())
@@ -225,7 +232,39 @@ type target struct {
 	guestOnly bool
 }
 
+// checkVariants refuses a --variants name that is no target of this
+// instance.
+func (r *runner) checkVariants() error {
+	all := r.allTargets()
+	var names []string
+	for _, t := range all[1:] {
+		names = append(names, t.name)
+	}
+	for _, v := range r.opt.Variants {
+		if !slices.Contains(names, v) {
+			return fmt.Errorf("bench variant %q is not one of this instance's: %s", v, strings.Join(names, ", "))
+		}
+	}
+	return nil
+}
+
+// targets are the file sections' targets: the native disk first (the
+// baseline), then the shares and sync mounts that Options.Variants keeps.
 func (r *runner) targets() []target {
+	all := r.allTargets()
+	if len(r.opt.Variants) == 0 {
+		return all
+	}
+	ts := all[:1]
+	for _, t := range all[1:] {
+		if slices.Contains(r.opt.Variants, t.name) {
+			ts = append(ts, t)
+		}
+	}
+	return ts
+}
+
+func (r *runner) allTargets() []target {
 	ts := []target{{name: "native (data disk)", dir: r.native}}
 	for _, s := range r.env.Shares {
 		if !s.Writable {

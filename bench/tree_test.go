@@ -97,3 +97,26 @@ func TestTargetsIncludeExcludedFolderAndSyncMount(t *testing.T) {
 		t.Errorf("targets:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+func TestVariantsKeepTheBaselineAndRefuseUnknownNames(t *testing.T) {
+	shares := []Share{
+		{Path: "/h/vfs", Type: "virtiofs", Writable: true, Exclude: []string{"vendor"}},
+		{Path: "/h/app", Type: SyncMount, Writable: true},
+	}
+	r := &runner{native: "/n", env: Env{Shares: shares}, opt: Options{Variants: []string{"sync mount"}}}
+	if err := r.checkVariants(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, tg := range r.targets() {
+		got = append(got, tg.name)
+	}
+	if strings.Join(got, ",") != "native (data disk),sync mount" {
+		t.Errorf("targets %q", got)
+	}
+	r.opt.Variants = []string{"sync"}
+	err := r.checkVariants()
+	if err == nil || !strings.Contains(err.Error(), `"sync"`) || !strings.Contains(err.Error(), "virtiofs share + exclude") {
+		t.Errorf("unknown variant: %v; want the bad name and the accepted ones", err)
+	}
+}

@@ -26,6 +26,7 @@ func newBenchCmd(g *globals) *cobra.Command {
 	var (
 		sections, jsonPath, svgPath, helper, appendPath string
 		quick, rawBoot, resumeCycle                     bool
+		variants                                        []string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -82,7 +83,7 @@ func newBenchCmd(g *globals) *cobra.Command {
 			if err := bench.WriteMachine(out, m); err != nil {
 				return err
 			}
-			err = bench.Run(ctx, env, bench.Options{Sections: secs, Quick: quick, Helper: helper, Progress: cmd.ErrOrStderr()}, rep)
+			err = bench.Run(ctx, env, bench.Options{Sections: secs, Quick: quick, Variants: variants, Helper: helper, Progress: cmd.ErrOrStderr()}, rep)
 			if err != nil {
 				return err
 			}
@@ -118,6 +119,7 @@ func newBenchCmd(g *globals) *cobra.Command {
 	f.StringVar(&svgPath, "svg", "", "write a bar chart of the ratios to this SVG file")
 	f.StringVar(&appendPath, "append", "", "add this run's results to the JSON report in this file (created if missing)")
 	f.StringVar(&helper, "helper", "", "guest helper binary (linux, static); default: vmdock-bench-helper-linux-<arch> next to vmdock")
+	f.StringSliceVar(&variants, "variants", nil, `only these targets in the file sections, e.g. "sync mount,virtiofs share + exclude" (the native disk always runs)`)
 	f.BoolVar(&quick, "quick", false, "smaller workloads (2000 files instead of 20000, 16 MB streams)")
 	f.BoolVar(&resumeCycle, "resume-cycle", false, "on a stopped instance that can be saved: time a cold start, a saving stop, a resuming start and a powering-off stop, side by side (fast start against cold boot)")
 	f.BoolVar(&rawBoot, "raw-boot", false, "on a stopped qemu instance: boot its last VM spec with the driver alone and record the time to the agent's hello (the boot section's baseline)")
