@@ -44,7 +44,8 @@
 // host folders itself (package watch) and calls Flush, so a side marked
 // in Options.HostWatched/GuestWatched is set to Mutagen's no-watch mode:
 // it is scanned on a Flush, on connecting, and by the Manager's backstop
-// rescan (Options.Backstop, 10 s) that catches what a watcher missed.
+// rescan (Options.Backstop, 10 s, or 20 times as long as the last rescan
+// took) that catches what a watcher missed.
 //
 // # Synchronization mode
 //

@@ -577,3 +577,16 @@ func TestWatchedSidesSyncOnReconnect(t *testing.T) {
 		return readFile(t, filepath.Join(e.guest, "offline.txt")) == "made while down"
 	})
 }
+
+func TestBackstopWaitGrowsWithTheRescan(t *testing.T) {
+	for _, tc := range []struct{ every, took, want time.Duration }{
+		{10 * time.Second, 0, 10 * time.Second},                       // nothing rescanned
+		{10 * time.Second, 200 * time.Millisecond, 10 * time.Second},  // a small tree: the period
+		{10 * time.Second, 1300 * time.Millisecond, 26 * time.Second}, // 20,000 files under TCG
+		{2 * time.Second, 50 * time.Millisecond, 2 * time.Second},
+	} {
+		if got := backstopWait(tc.every, tc.took); got != tc.want {
+			t.Errorf("backstopWait(%s, %s) = %s, want %s", tc.every, tc.took, got, tc.want)
+		}
+	}
+}
