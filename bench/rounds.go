@@ -57,27 +57,23 @@ func interleaved(n, rounds int, budget time.Duration, run func(target int) (roun
 }
 
 // medianRound folds a target's rounds into one: the median of each phase's
-// times and of each catch-up row's value.
+// times and of each catch-up row's value. Every finished round of a
+// workload has the same phases, so the rounds line up.
 func medianRound(rounds []roundResult) roundResult {
 	if len(rounds) == 0 {
 		return roundResult{}
 	}
 	out := roundResult{times: make([]float64, len(rounds[0].times)), catchUp: slices.Clone(rounds[0].catchUp)}
+	vs := make([]float64, len(rounds))
 	for p := range out.times {
-		var vs []float64
-		for _, r := range rounds {
-			if p < len(r.times) {
-				vs = append(vs, r.times[p])
-			}
+		for i, r := range rounds {
+			vs[i] = r.times[p]
 		}
 		out.times[p] = median(vs)
 	}
 	for c := range out.catchUp {
-		var vs []float64
-		for _, r := range rounds {
-			if c < len(r.catchUp) {
-				vs = append(vs, r.catchUp[c].Value)
-			}
+		for i, r := range rounds {
+			vs[i] = r.catchUp[c].Value
 		}
 		out.catchUp[c].Value = median(vs)
 	}

@@ -53,3 +53,22 @@ func TestMedianRound(t *testing.T) {
 		t.Errorf("no rounds gave %+v", got)
 	}
 }
+
+func TestMediansSkipATargetWithoutAFinishedRound(t *testing.T) {
+	r := &runner{rep: &Report{}}
+	targets := []target{{name: "native (data disk)"}, {name: "9p share"}, {name: "sync mount"}}
+	rounds := [][]roundResult{
+		{{times: []float64{1}}, {times: []float64{3}}},
+		nil,
+		{{times: []float64{2}}},
+	}
+	errs := []error{nil, errors.New("no space"), errors.New("round 2 failed")}
+	got := r.medians("tree", targets, rounds, errs)
+	if len(got) != 2 || got[0].target.name != "native (data disk)" || got[0].times[0] != 2 || got[0].note != "median of 2 rounds" ||
+		got[1].target.name != "sync mount" || got[1].note != "1 round" {
+		t.Errorf("medians %+v", got)
+	}
+	if want := "tree 9p share: no space,tree sync mount: round 2 failed"; strings.Join(r.rep.Skipped, ",") != want {
+		t.Errorf("skipped %q, want %q", r.rep.Skipped, want)
+	}
+}

@@ -366,16 +366,9 @@ func (r *runner) tree(ctx context.Context) error {
 	})
 	rows := make([][]Result, len(probe.TreePhases))
 	var catchUps []Result
-	for i, t := range targets {
-		if errs[i] != nil {
-			r.rep.Skipped = append(r.rep.Skipped, fmt.Sprintf("tree %s: %v", t.name, errs[i]))
-			if len(rounds[i]) == 0 {
-				continue
-			}
-		}
-		m := medianRound(rounds[i])
+	for _, m := range r.medians("tree", targets, rounds, errs) {
 		for p, phase := range probe.TreePhases {
-			rows[p] = append(rows[p], Result{Section: "tree", Metric: fmt.Sprintf("%s %d files", treePhaseNames[phase], n), Variant: t.name, Value: m.times[p], Unit: "s", Better: Lower, Note: roundsNote(len(rounds[i]))})
+			rows[p] = append(rows[p], Result{Section: "tree", Metric: fmt.Sprintf("%s %d files", treePhaseNames[phase], n), Variant: m.target.name, Value: m.times[p], Unit: "s", Better: Lower, Note: m.note})
 		}
 		catchUps = append(catchUps, m.catchUp...)
 	}
@@ -409,12 +402,33 @@ func (r *runner) warmUp(ctx context.Context, n int) error {
 	return nil
 }
 
-// roundsNote says how many rounds a file workload's median is of.
-func roundsNote(n int) string {
-	if n == 1 {
-		return "1 round"
+// targetMedian is one target's median round of a file workload, with a
+// note saying how many rounds it is the median of.
+type targetMedian struct {
+	roundResult
+	target target
+	note   string
+}
+
+// medians folds each target's rounds of workload into its median round. A
+// target's error goes to the report's skipped lines; a target without a
+// finished round has no median.
+func (r *runner) medians(workload string, targets []target, rounds [][]roundResult, errs []error) []targetMedian {
+	var out []targetMedian
+	for i, t := range targets {
+		if errs[i] != nil {
+			r.rep.Skipped = append(r.rep.Skipped, fmt.Sprintf("%s %s: %v", workload, t.name, errs[i]))
+		}
+		if len(rounds[i]) == 0 {
+			continue
+		}
+		note := fmt.Sprintf("median of %d rounds", len(rounds[i]))
+		if len(rounds[i]) == 1 {
+			note = "1 round"
+		}
+		out = append(out, targetMedian{roundResult: medianRound(rounds[i]), target: t, note: note})
 	}
-	return fmt.Sprintf("median of %d rounds", n)
+	return out
 }
 
 // install is the seeds' workload on each target: unpack a dependency
@@ -446,17 +460,9 @@ func (r *runner) install(ctx context.Context, n int) error {
 		return roundResult{times, catchUp}, err
 	})
 	var unpack, read, catchUps []Result
-	for i, t := range targets {
-		if errs[i] != nil {
-			r.rep.Skipped = append(r.rep.Skipped, fmt.Sprintf("install %s: %v", t.name, errs[i]))
-			if len(rounds[i]) == 0 {
-				continue
-			}
-		}
-		m := medianRound(rounds[i])
-		note := roundsNote(len(rounds[i]))
-		unpack = append(unpack, Result{Section: "tree", Metric: fmt.Sprintf("install: unpack %d files", n), Variant: t.name, Value: m.times[0], Unit: "s", Better: Lower, Note: note})
-		read = append(read, Result{Section: "tree", Metric: fmt.Sprintf("install: then read all %d", n), Variant: t.name, Value: m.times[1], Unit: "s", Better: Lower, Note: note})
+	for _, m := range r.medians("install", targets, rounds, errs) {
+		unpack = append(unpack, Result{Section: "tree", Metric: fmt.Sprintf("install: unpack %d files", n), Variant: m.target.name, Value: m.times[0], Unit: "s", Better: Lower, Note: m.note})
+		read = append(read, Result{Section: "tree", Metric: fmt.Sprintf("install: then read all %d", n), Variant: m.target.name, Value: m.times[1], Unit: "s", Better: Lower, Note: m.note})
 		catchUps = append(catchUps, m.catchUp...)
 	}
 	for _, res := range append(append(unpack, read...), catchUps...) {

@@ -48,11 +48,11 @@ type Options struct {
 	OnPath func(id, path string, op Op)
 }
 
-// defaultBurstPause is how long the Linux backend waits after handling events in a
-// burst (a report was pending already), so that the kernel queues the
-// burst's next events and one read takes many of them: under emulation
-// each wake-up of the watcher costs the writer too. Measured in a TCG
-// guest, 2,000 files created (deleted) in a watched folder took 1.3x
+// defaultBurstPause is how long the Linux backend waits after handling
+// events in a burst (a report was pending already), so that the kernel
+// queues the burst's next events and one read takes many of them: under
+// emulation each wake-up of the watcher costs the writer too. Measured in
+// a TCG guest, 2,000 files created (deleted) in a watched folder took 1.3x
 // (1.5x) as long as unwatched with 20 ms, 1.6x (2.3x) with 10 ms, 1.9x
 // (2.5x) with 5 ms; fsnotify took 2.1x (3.1x). Events that arrive during
 // the pause count as seen at its end, so a burst's report may come this
