@@ -5,14 +5,34 @@ PREFIX    ?= /usr/local
 AGENT_DIR := agent/agentbin/bin
 ARCHES    := amd64 arm64
 AGENTS    := $(foreach a,$(ARCHES),$(AGENT_DIR)/vmdock-agent-linux-$(a).zst)
-LDFLAGS   := -s -w -X main.Version=$(VERSION) -X github.com/vmdock/vmdock/agent.Version=$(VERSION)
+# Where published guest images live (images.json and the archives beside
+# it), the default `vmdock start` downloads from, e.g. a GitHub release's
+# download URL https://github.com/<owner>/<repo>/releases/download/<tag>/.
+# Empty: no default download.
+IMAGE_BASE_URL ?=
+LDFLAGS   := -s -w -X main.Version=$(VERSION) -X github.com/vmdock/vmdock/agent.Version=$(VERSION) \
+	-X github.com/vmdock/vmdock/images.BaseURL=$(IMAGE_BASE_URL)
+# `make release` publishes both arches unless ARCH names one.
+ARCH      ?=
+RELEASE_DIR := bin/release
 
-.PHONY: all build agents test lint darwin-check install image image-arm64 e2e e2e-containerd e2e-resume e2e-arm64 bench demo clean
+# Guest images are built from Debian packages as root on Linux; on a Mac
+# the targets that build one stop at once and say how to get one instead.
+linux_only = if [ "$$(uname -s)" = Darwin ]; then \
+	echo "guest images are built on Linux; on a Mac, vmdock start downloads a published one (from the build's IMAGE_BASE_URL or VMDOCK_IMAGE_BASE_URL), or vmdock image import FILE takes a vmdock-<arch>.tar.zst built on a Linux machine" >&2; \
+	exit 1; fi
+
+.PHONY: all build agents test lint darwin-check install image image-arm64 release e2e e2e-containerd e2e-resume e2e-arm64 bench demo clean
 
 all: build
 
+# vz is cgo: a Mac build must not silently fall back to the no-cgo stub.
+ifeq ($(shell uname -s),Darwin)
+BUILD_ENV := CGO_ENABLED=1
+endif
+
 build: agents
-	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/vmdock ./cmd/vmdock
+	$(BUILD_ENV) $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/vmdock ./cmd/vmdock
 ifeq ($(shell uname -s),Darwin)
 	# Virtualization.framework refuses processes without this entitlement;
 	# an ad-hoc signature is enough for a local build.
@@ -48,12 +68,28 @@ install: build
 # The amd64 guest image, built from Debian packages (root, Debian host),
 # again whenever the files under hack/image change (see ensure.sh).
 image:
+	@$(linux_only)
 	bash hack/image/ensure.sh --arch amd64
 
 # arm64 (the Apple Silicon guest) builds on x86 through qemu-user-static:
 # about 15 minutes here.
 image-arm64:
+	@$(linux_only)
 	bash hack/image/ensure.sh --arch arm64
+
+# What a release publishes, in bin/release: each arch's image (built or
+# brought up to date as by `make image`/`make image-arm64`) and images.json
+# describing them. The images are hard-linked, not copied (1.3 GB each):
+# a rebuild replaces hack/image/out's file (zstd -f unlinks it first), so
+# the link keeps the bytes images.json describes.
+release:
+	@$(linux_only)
+	@set -e; mkdir -p $(RELEASE_DIR); for a in $(or $(ARCH),$(ARCHES)); do \
+		bash hack/image/ensure.sh --arch $$a; \
+		ln -f hack/image/out/vmdock-$$a.tar.zst $(RELEASE_DIR)/ 2>/dev/null || \
+			cp hack/image/out/vmdock-$$a.tar.zst $(RELEASE_DIR)/; \
+	done
+	$(GO) run ./hack/release --dir $(RELEASE_DIR) --version $(VERSION) --arch "$(or $(ARCH),$(ARCHES))"
 
 e2e: build image
 	VMDOCK_E2E=1 $(GO) test -tags e2e -v -timeout 60m -run 'TestE2E$$' ./hack/e2e/
