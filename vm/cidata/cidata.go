@@ -1,7 +1,7 @@
 // Package cidata writes the small boot disk every instance gets: an ISO9660
-// image labelled "cidata" holding the guest agent and its config. Our own
-// image's boot unit runs the agent from it; stock cloud images read the
-// same disk as a cloud-init NoCloud source (user-data, meta-data).
+// image labelled "cidata" holding the guest agent and its config. The
+// guest image's boot unit runs the agent from it, so every boot runs the
+// agent of the vmdock that started it.
 package cidata
 
 import (
@@ -15,7 +15,7 @@ import (
 	"github.com/vmdock/vmdock/atomicfile"
 )
 
-// Label is the volume label both our boot unit and cloud-init look for.
+// Label is the volume label the guest's boot unit mounts.
 const Label = "cidata"
 
 // Write creates the ISO at path from name->content, replacing any old one

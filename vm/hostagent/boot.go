@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -62,11 +63,26 @@ func (ha *hostAgent) bootSteps() []step {
 // nothing on the instance's disks changes yet, so a saved state can still
 // be judged against them.
 func (ha *hostAgent) stepImage(ctx context.Context) error {
-	img, err := images.Ensure(ctx, ha.cfg.Image, ha.cfg.Arch, images.Options{Progress: os.Stderr})
+	opts := images.Options{Progress: os.Stderr, BaseURL: ha.cfg.ImageBaseURL}
+	ha.upgradeImage = fileExists(ha.inst.UpgradeImagePath())
+	if !ha.upgradeImage && fileExists(ha.inst.DiskPath()) {
+		// The root disk's /usr/lib/modules belong to the kernel of the
+		// image it was made from: boot that one, not a newer default.
+		opts.Pin = ha.inst.PinnedImage()
+	}
+	img, err := images.Ensure(ctx, ha.cfg.Image, ha.cfg.Arch, opts)
 	if err != nil {
 		return err
 	}
-	// `vmdock image prune` keeps what an instance recorded here.
+	if ha.upgradeImage && img.Digest == ha.inst.PinnedImage() && fileExists(ha.inst.DiskPath()) {
+		ha.events.Emit("image", control.EventNote, "", "--upgrade-image: the instance already runs the newest image ("+img.Digest+"); the root disk is kept")
+		ha.upgradeImage = false
+		if err := removeIfExists(ha.inst.UpgradeImagePath()); err != nil {
+			return err
+		}
+	}
+	// `vmdock image prune` keeps what an instance recorded here, and the
+	// next start boots exactly this image.
 	if err := atomicfile.WriteFile(filepath.Join(ha.inst.Dir, images.DigestFileName), []byte(img.Digest+"\n"), 0o600); err != nil {
 		return fmt.Errorf("record image digest: %w", err)
 	}
@@ -95,7 +111,7 @@ func (ha *hostAgent) stepBootDisk(context.Context) error {
 	if ha.resumeFrom != nil {
 		return nil // the resumed guest read it at its boot
 	}
-	return ha.writeBootDisk(ha.img)
+	return ha.writeBootDisk()
 }
 
 // stepSpec checks the spec against the driver once and records it
@@ -231,13 +247,23 @@ func (ha *hostAgent) prepareDisks(img *images.Image) error {
 		return fmt.Errorf("image disk: %w", err)
 	}
 	rootSize := fi.Size() + rootDiskHeadroom
-	if err := images.PrepareDisk(img, ha.inst.DiskPath(), rootSize); err != nil {
+	if ha.upgradeImage {
+		// The old root disk goes only once the new one is whole; the data
+		// disk (images, volumes, the containerd store) is not touched.
+		if err := images.RemakeDisk(img, ha.inst.DiskPath(), rootSize); err != nil {
+			return err
+		}
+		ha.events.Emit("disks", control.EventNote, "", "--upgrade-image: root disk remade from "+img.Digest+"; the data disk is kept")
+		if err := removeIfExists(ha.inst.UpgradeImagePath()); err != nil {
+			return err
+		}
+	} else if err := images.PrepareDisk(img, ha.inst.DiskPath(), rootSize); err != nil {
 		return err
 	}
 	return images.EnsureDataDisk(ha.inst.DataDiskPath(), int64(ha.cfg.DiskGiB)<<30)
 }
 
-func (ha *hostAgent) writeBootDisk(img *images.Image) error {
+func (ha *hostAgent) writeBootDisk() error {
 	bin, err := agentbin.Binary(ha.cfg.Arch)
 	if err != nil {
 		return err
@@ -247,16 +273,10 @@ func (ha *hostAgent) writeBootDisk(img *images.Image) error {
 	if err != nil {
 		return err
 	}
-	files := map[string][]byte{
+	return cidata.Write(ha.inst.BootDiskPath(), map[string][]byte{
 		"vmdock-agent": bin,
 		"agent.json":   conf,
-	}
-	if img.Kernel == "" {
-		// A stock cloud image: cloud-init installs docker and the agent.
-		ha.cloudImage = true
-		files["user-data"], files["meta-data"] = cidata.CloudInit("vmdock-"+ha.inst.Name, ha.hostname())
-	}
-	return cidata.Write(ha.inst.BootDiskPath(), files)
+	})
 }
 
 // watchConsole follows m's serial console until m exits.
@@ -362,13 +382,21 @@ func (ha *hostAgent) serveGuestStream(req agent.Request, conn net.Conn) {
 	network.Pipe(conn, target)
 }
 
+// growsRoot says whether the agent should grow the root file system to
+// the disk the host grew. Only a vmdock image's root is the whole disk; a
+// bare disk image's root sits in a partition that resize2fs alone cannot
+// grow, so it stays the size its image made it.
+func (ha *hostAgent) growsRoot() bool {
+	return ha.img != nil && ha.img.Kernel != ""
+}
+
 func (ha *hostAgent) guestSetup() agent.Setup {
 	return agent.Setup{
 		Hostname:     ha.hostname(),
 		DNS:          ha.cfg.Network.DNS,
 		Env:          ha.cfg.Env,
 		TimeUnixNs:   time.Now().UnixNano(),
-		GrowRoot:     !ha.cloudImage, // cloud-init grows its partitioned disk itself
+		GrowRoot:     ha.growsRoot(),
 		DataDisk:     guestDataDisk,
 		Binfmt:       ha.cfg.Binfmt,
 		Rosetta:      ha.cfg.VZRosetta,
@@ -453,6 +481,18 @@ func writeSpec(path string, spec driver.Spec) error {
 	}
 	if err := atomicfile.WriteFile(path, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("write VM spec: %w", err)
+	}
+	return nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+func removeIfExists(p string) error {
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", p, err)
 	}
 	return nil
 }

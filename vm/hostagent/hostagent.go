@@ -82,10 +82,6 @@ type hostAgent struct {
 	opts   Options
 	events *control.EventLog
 	seq    *sequence
-	// cloudImage: a stock cloud image provisioned by cloud-init, not our
-	// own image booted directly.
-	cloudImage bool
-
 	// Results of the boot steps, each set by one step for the later ones.
 	img    *images.Image
 	spec   driver.Spec
@@ -115,6 +111,9 @@ type hostAgent struct {
 	// boot); resumed says the running VM came from it.
 	resumeFrom *resume.Saved
 	resumed    bool
+	// upgradeImage: this start remakes the root disk from the image a new
+	// instance would get (`start --upgrade-image`).
+	upgradeImage bool
 }
 
 // Run boots the instance and serves it until stopped. It returns nil after
