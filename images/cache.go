@@ -45,19 +45,46 @@ type Entry struct {
 //	unpacked/<algo>-<hex>/    a vmdock image's files, unpacked and verified
 //	built/                    where `vmdock image build` leaves archives
 //	tmp/                      downloads in progress (same file system, so rename is atomic)
+//	manifests/                the release manifest last fetched, per base URL (offline starts)
+//	defaults/<arch>.json      the imported vmdock image a default start uses
 type Cache struct{ Dir string }
 
-// DefaultCacheDir is $VMDOCK_CACHE, else the platform cache folder + "/vmdock"
-// (~/Library/Caches/vmdock on macOS, $XDG_CACHE_HOME/vmdock on Linux).
+// DefaultCacheDir is $VMDOCK_CACHE, else the platform's folder for it:
+// $XDG_CACHE_HOME/vmdock on Linux; on macOS ~/Library/Application
+// Support/vmdock, since macOS may purge ~/Library/Caches, and a 1.3 GB
+// image gone before an offline start is a start that fails. A cache left
+// in the old place is moved to the new one.
 func DefaultCacheDir() (string, error) {
 	if d := os.Getenv("VMDOCK_CACHE"); d != "" {
 		return d, nil
 	}
-	base, err := os.UserCacheDir()
+	dir, legacy, err := platformCacheDirs()
 	if err != nil {
 		return "", fmt.Errorf("image cache folder: %w (set VMDOCK_CACHE)", err)
 	}
-	return filepath.Join(base, "vmdock"), nil
+	return adoptLegacyCache(dir, legacy), nil
+}
+
+// adoptLegacyCache moves a cache from legacy to dir when only legacy
+// exists, and keeps using legacy when the move fails, so images already
+// there are found either way.
+func adoptLegacyCache(dir, legacy string) string {
+	if legacy == "" || legacy == dir {
+		return dir
+	}
+	if _, err := os.Stat(dir); err == nil {
+		return dir
+	}
+	if fi, err := os.Stat(legacy); err != nil || !fi.IsDir() {
+		return dir
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err == nil {
+		if err := os.Rename(legacy, dir); err == nil {
+			slog.Info("moved the image cache", "from", legacy, "to", dir)
+			return dir
+		}
+	}
+	return legacy
 }
 
 // OpenCache returns the cache at dir (DefaultCacheDir when empty), creating it.
@@ -68,7 +95,7 @@ func OpenCache(dir string) (*Cache, error) {
 			return nil, err
 		}
 	}
-	for _, sub := range []string{"blobs", "unpacked", "built", "tmp"} {
+	for _, sub := range []string{"blobs", "unpacked", "built", "tmp", "manifests", "defaults"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
 			return nil, fmt.Errorf("create image cache %s: %w", dir, err)
 		}

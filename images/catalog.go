@@ -1,27 +1,18 @@
 package images
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 )
 
-// Catalog names.
-const (
-	NameVMDock   = "vmdock"    // our own image, built locally by hack/image/build.sh
-	NameDebian13 = "debian-13" // Debian trixie genericcloud, booted with EFI
-)
-
-// DefaultDebianBaseURL is where Debian publishes trixie cloud images and
-// their SHA512SUMS.
-const DefaultDebianBaseURL = "https://cloud.debian.org/images/cloud/trixie/latest/"
+// NameVMDock is the catalog name of our own image: a local build, the
+// last imported vmdock image, or the published one for the arch.
+const NameVMDock = "vmdock"
 
 // Arches lists the accepted guest architectures.
 var Arches = []string{"amd64", "arm64"}
@@ -36,19 +27,18 @@ func checkArch(arch string) error {
 }
 
 // CatalogNames lists the names a reference may use besides paths and URLs.
-func CatalogNames() []string { return []string{NameVMDock, NameDebian13} }
+func CatalogNames() []string { return []string{NameVMDock} }
 
 // source is a resolved reference: where the bytes come from and, when
-// known before fetching, their digest.
+// known before fetching, their digest and size.
 type source struct {
 	Name   string // catalog or import name, "" for plain paths and URLs
 	URL    string // http(s) URL, or "" for a local file
 	Path   string // absolute local path, or "" for a URL
 	Digest Digest // zero when unknown before fetching
+	Size   int64  // 0 when unknown before fetching
 	Arch   string
-	// SumsURL is the checksum file that gives Digest; when it cannot be read
-	// a cached copy of URL is used instead, so start works offline.
-	SumsURL string
+	Origin string // for the vmdock name: SourceLocalBuild, SourceImport or SourceDownload
 }
 
 func (s source) String() string {
@@ -58,19 +48,128 @@ func (s source) String() string {
 	return s.Path
 }
 
-// vmdockImagePaths lists where a locally built vmdock image may be, in order.
-func vmdockImagePaths(c *Cache, arch string) []string {
+// Where a default start's image comes from.
+const (
+	SourceLocalBuild = "local-build" // make image, vmdock image build, VMDOCK_IMAGE_DIR
+	SourceImport     = "import"      // the last `vmdock image import` of a vmdock image
+	SourceDownload   = "download"    // the release manifest at the image base URL
+)
+
+// DefaultImage is what a start without --image would use for an arch.
+type DefaultImage struct {
+	Arch    string        `json:"arch"`
+	Source  string        `json:"source"`         // SourceLocalBuild, SourceImport or SourceDownload
+	Path    string        `json:"path,omitempty"` // a local build, or the cached blob of an import
+	URL     string        `json:"url,omitempty"`  // a download's file URL
+	Digest  string        `json:"digest,omitempty"`
+	Cached  bool          `json:"cached"` // its bytes are in the cache: start needs no network
+	Release *ReleaseImage `json:"release,omitempty"`
+}
+
+// ResolveDefault says which image a start without --image would use for
+// arch, without fetching it. With opts.Offline it reads only what is on
+// this machine (a release manifest fetched earlier included).
+func ResolveDefault(ctx context.Context, arch string, opts Options) (DefaultImage, error) {
+	if err := checkArch(arch); err != nil {
+		return DefaultImage{}, err
+	}
+	c, err := OpenCache(opts.CacheDir)
+	if err != nil {
+		return DefaultImage{}, err
+	}
+	src, rel, err := c.resolveVMDock(ctx, opts, arch)
+	if err != nil {
+		return DefaultImage{}, err
+	}
+	d := DefaultImage{Arch: arch, Source: src.Origin, Path: src.Path, URL: src.URL, Release: rel}
+	want := src.Digest
+	if want.IsZero() && src.Path != "" {
+		want = c.knownDigestOf(src.Path)
+	}
+	if !want.IsZero() {
+		d.Digest = want.String()
+		_, err := os.Stat(c.blobPath(want))
+		d.Cached = err == nil
+	}
+	return d, nil
+}
+
+// knownDigestOf is the digest recorded for a local file imported before,
+// while its size and modification time are unchanged; zero otherwise.
+func (c *Cache) knownDigestOf(path string) Digest {
+	e, ok := c.bySource(path)
+	if !ok {
+		return Digest{}
+	}
+	fi, err := os.Stat(path)
+	if err != nil || e.SourceSize != fi.Size() || !e.SourceModTime.Equal(fi.ModTime()) {
+		return Digest{}
+	}
+	d, _ := ParseDigest(e.Digest)
+	return d
+}
+
+// resolveVMDock picks the vmdock image for arch: VMDOCK_IMAGE_DIR when it
+// holds one; else the newer of the last imported vmdock image and a local
+// build (so neither a stale import nor a stale build hides a fresh one);
+// else the published image named by the release manifest.
+func (c *Cache) resolveVMDock(ctx context.Context, opts Options, arch string) (source, *ReleaseImage, error) {
+	name := "vmdock-" + arch + ".tar.zst"
+	if d := os.Getenv("VMDOCK_IMAGE_DIR"); d != "" {
+		if p := filepath.Join(d, name); fileExists(p) {
+			return source{Name: NameVMDock, Path: p, Arch: arch, Origin: SourceLocalBuild}, nil, nil
+		}
+	}
+	var build source
+	var buildTime int64
+	for _, p := range localBuildPaths(c, arch) {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			build = source{Name: NameVMDock, Path: p, Arch: arch, Origin: SourceLocalBuild}
+			buildTime = fi.ModTime().UnixNano()
+			break
+		}
+	}
+	if imp, ok := c.importedDefault(arch); ok {
+		if build.Path == "" || imp.Fetched.UnixNano() >= buildTime {
+			d, _ := ParseDigest(imp.Digest)
+			return source{Name: imp.Name, Path: c.blobPath(d), Digest: d, Arch: arch, Origin: SourceImport}, nil, nil
+		}
+	}
+	if build.Path != "" {
+		return build, nil, nil
+	}
+	base := effectiveBaseURL(opts.BaseURL)
+	if base == "" {
+		return source{}, nil, fmt.Errorf("image %q for %s: no local build, no imported vmdock image, and no image download URL in this build; %s",
+			NameVMDock, arch, noImageAdvice())
+	}
+	m, where, err := c.releaseManifest(ctx, opts, base)
+	if err != nil {
+		return source{}, nil, err
+	}
+	rel, err := m.ForArch(arch, where)
+	if err != nil {
+		return source{}, nil, err
+	}
+	d, _ := ParseDigest("sha256:" + rel.SHA256)
+	return source{Name: NameVMDock, URL: base + rel.File, Digest: d, Size: rel.Size, Arch: arch, Origin: SourceDownload}, &rel, nil
+}
+
+// localBuildPaths lists where a locally built vmdock image may be, in order.
+func localBuildPaths(c *Cache, arch string) []string {
 	name := "vmdock-" + arch + ".tar.zst"
 	var out []string
-	if d := os.Getenv("VMDOCK_IMAGE_DIR"); d != "" {
-		out = append(out, filepath.Join(d, name))
-	}
 	for _, root := range []string{repoRoot(), exeCheckout()} {
 		if root != "" {
 			out = append(out, filepath.Join(root, "hack", "image", "out", name))
 		}
 	}
 	return append(out, filepath.Join(c.BuiltDir(), name))
+}
+
+func fileExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // exeCheckout is the checkout a source-built vmdock runs from (bin/vmdock
@@ -92,7 +191,7 @@ func exeCheckout() string {
 }
 
 // repoRoot is the nearest folder at or above the working directory that
-// holds hack/image (a vmdock checkout), else the working directory.
+// holds hack/image (a vmdock checkout), else "".
 func repoRoot() string {
 	wd, err := os.Getwd()
 	if err != nil {
@@ -104,7 +203,7 @@ func repoRoot() string {
 		}
 		parent := filepath.Dir(d)
 		if parent == d {
-			return wd
+			return ""
 		}
 		d = parent
 	}
@@ -123,43 +222,12 @@ func resolve(ctx context.Context, c *Cache, opts Options, ref, arch string) (sou
 		}
 		return s, nil
 	}
-	switch ref {
-	case NameVMDock:
-		paths := vmdockImagePaths(c, arch)
-		for _, p := range paths {
-			if _, err := os.Stat(p); err == nil {
-				return source{Name: NameVMDock, Path: p, Arch: arch}, nil
-			}
-		}
-		return source{}, fmt.Errorf("image %q for %s not built yet: none of %s exists (run `vmdock image build`, or set VMDOCK_IMAGE_DIR)",
-			ref, arch, strings.Join(paths, ", "))
-	case NameDebian13, "debian":
-		base := opts.DebianBaseURL
-		if base == "" {
-			base = DefaultDebianBaseURL
-		}
-		if !strings.HasSuffix(base, "/") {
-			base += "/"
-		}
-		s := source{
-			Name:    NameDebian13,
-			URL:     base + "debian-13-genericcloud-" + arch + ".qcow2",
-			Arch:    arch,
-			SumsURL: base + "SHA512SUMS",
-		}
-		d, err := fetchSum(ctx, opts, s.SumsURL, filepath.Base(s.URL))
-		if err != nil {
-			// Offline: a copy fetched earlier was verified then; keep using it.
-			if e, ok := c.bySource(s.URL); ok {
-				if cd, perr := ParseDigest(e.Digest); perr == nil {
-					s.Digest = cd
-					return s, nil
-				}
-			}
-			return source{}, err
-		}
-		s.Digest = d
-		return s, nil
+	if ref == NameVMDock {
+		s, _, err := c.resolveVMDock(ctx, opts, arch)
+		return s, err
+	}
+	if err := CheckRef(ref); err != nil {
+		return source{}, err
 	}
 	switch {
 	case strings.HasPrefix(ref, "http://"), strings.HasPrefix(ref, "https://"):
@@ -167,15 +235,23 @@ func resolve(ctx context.Context, c *Cache, opts Options, ref, arch string) (sou
 	case strings.HasPrefix(ref, "file://"):
 		return localSource(strings.TrimPrefix(ref, "file://"), arch, ref)
 	}
-	if strings.Contains(ref, "://") {
-		return source{}, fmt.Errorf("image %q: scheme not supported (want a catalog name %s, a path, or a file://, http:// or https:// URL)",
+	return localSource(ref, arch, ref)
+}
+
+// CheckRef refuses what resolve can never accept, before anything runs:
+// an unknown URL scheme, or a bare word that is no catalog name (imported
+// names are checked when the cache is at hand).
+func CheckRef(ref string) error {
+	switch {
+	case ref == "" || ref == NameVMDock:
+		return nil
+	case strings.HasPrefix(ref, "http://"), strings.HasPrefix(ref, "https://"), strings.HasPrefix(ref, "file://"):
+		return nil
+	case strings.Contains(ref, "://"):
+		return fmt.Errorf("image %q: scheme not supported (accepted: the catalog name %s, an imported name, a path, or a file://, http:// or https:// URL)",
 			ref, strings.Join(CatalogNames(), ", "))
 	}
-	if strings.ContainsRune(ref, filepath.Separator) || strings.Contains(ref, ".") {
-		return localSource(ref, arch, ref)
-	}
-	return source{}, fmt.Errorf("image %q: unknown name (want a catalog name %s, an imported name, a path, or a file://, http:// or https:// URL)",
-		ref, strings.Join(CatalogNames(), ", "))
+	return nil
 }
 
 func localSource(p, arch, ref string) (source, error) {
@@ -186,6 +262,10 @@ func localSource(p, arch, ref string) (source, error) {
 	fi, err := os.Stat(abs)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
+			if !strings.ContainsRune(p, filepath.Separator) && !strings.Contains(p, ".") {
+				return source{}, fmt.Errorf("image %q: unknown name (accepted: the catalog name %s, an imported name, a path, or a file://, http:// or https:// URL)",
+					ref, strings.Join(CatalogNames(), ", "))
+			}
 			return source{}, fmt.Errorf("image %q: no such file", ref)
 		}
 		return source{}, fmt.Errorf("image %q: %w", ref, err)
@@ -196,49 +276,10 @@ func localSource(p, arch, ref string) (source, error) {
 	return source{Path: abs, Arch: arch}, nil
 }
 
-// fetchSum reads a SHA512SUMS file and returns the digest listed for file.
-func fetchSum(ctx context.Context, opts Options, sumsURL, file string) (Digest, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, sumsURL, nil)
-	if err != nil {
-		return Digest{}, fmt.Errorf("checksums %s: %w", sumsURL, err)
-	}
-	resp, err := opts.httpClient().Do(req)
-	if err != nil {
-		return Digest{}, fmt.Errorf("checksums %s: %w", sumsURL, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return Digest{}, fmt.Errorf("checksums %s: server answered %s", sumsURL, resp.Status)
-	}
-	d, err := parseSums(io.LimitReader(resp.Body, 1<<20), "sha512", file)
-	if err != nil {
-		return Digest{}, fmt.Errorf("checksums %s: %w", sumsURL, err)
-	}
-	return d, nil
-}
-
-// parseSums reads the `<hex>  <file>` lines written by sha512sum and friends.
-func parseSums(r io.Reader, algo, file string) (Digest, error) {
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) != 2 || strings.TrimPrefix(f[1], "*") != file {
-			continue
-		}
-		d := Digest{Algo: algo, Hex: strings.ToLower(f[0])}
-		if err := d.validate(); err != nil {
-			return Digest{}, fmt.Errorf("entry for %s: %w", file, err)
-		}
-		return d, nil
-	}
-	if err := sc.Err(); err != nil {
-		return Digest{}, err
-	}
-	return Digest{}, fmt.Errorf("no entry for %s", file)
-}
-
 func (c *Cache) byName(name, arch string) (Entry, bool) {
-	if name == "" {
+	if name == "" || name == NameVMDock {
+		// The catalog name resolves through resolveVMDock, so a rebuilt,
+		// imported or republished image is noticed.
 		return Entry{}, false
 	}
 	all, err := c.Entries()
@@ -246,9 +287,7 @@ func (c *Cache) byName(name, arch string) (Entry, bool) {
 		return Entry{}, false
 	}
 	for _, e := range all {
-		// Catalog names resolve through the catalog, so a rebuilt or
-		// republished image is noticed; only imported names are looked up here.
-		if e.Name == name && name != NameVMDock && name != NameDebian13 && (e.Arch == "" || e.Arch == arch) {
+		if e.Name == name && (e.Arch == "" || e.Arch == arch) {
 			return e, true
 		}
 	}

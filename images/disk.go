@@ -25,6 +25,23 @@ func PrepareDisk(img *Image, dst string, size int64) error {
 		return fmt.Errorf("prepare disk %s: %w", dst, err)
 	}
 
+	return makeDisk(img, dst, size)
+}
+
+// RemakeDisk replaces the root disk dst with a fresh copy of img (an
+// image upgrade). The new disk is made whole beside dst and renamed over
+// it, so a failed copy leaves the old disk as it was.
+func RemakeDisk(img *Image, dst string, size int64) error {
+	if size < 0 {
+		return fmt.Errorf("disk size %d: must not be negative", size)
+	}
+	if fi, err := os.Stat(dst); err == nil && !fi.Mode().IsRegular() {
+		return fmt.Errorf("remake disk %s: not a regular file", dst)
+	}
+	return makeDisk(img, dst, size)
+}
+
+func makeDisk(img *Image, dst string, size int64) error {
 	tmp := dst + ".tmp"
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("prepare disk %s: %w", dst, err)

@@ -4,9 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/cheggaaa/pb/v3"
 
@@ -18,61 +23,151 @@ import (
 var ErrDigestMismatch = errors.New("digest mismatch")
 
 // download fetches url into the cache as a blob. With a known want digest
-// the content is checked against it; otherwise its sha256 becomes its name.
-// The body goes to a temp file first, so a failed or wrong download never
-// touches what is already cached.
-func (c *Cache) download(ctx context.Context, opts Options, url string, want Digest, label string) (Digest, int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+// the content is checked against it (and against size, when known), and an
+// interrupted download leaves its partial file in tmp/, named by that
+// digest, for the next try to resume with an HTTP Range request. Without
+// one, the body's sha256 becomes its name. Nothing reaches blobs/ before
+// it is whole and checked, so a failed or wrong download is never used.
+func (c *Cache) download(ctx context.Context, opts Options, url string, want Digest, size int64, label string) (Digest, int64, error) {
+	f, resumable, err := c.downloadFile(want)
 	if err != nil {
 		return Digest{}, 0, fmt.Errorf("download %s: %w", url, err)
 	}
-	resp, err := opts.httpClient().Do(req)
-	if err != nil {
-		return Digest{}, 0, fmt.Errorf("download %s: %w", url, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return Digest{}, 0, fmt.Errorf("download %s: server answered %s", url, resp.Status)
-	}
-
-	tmp, err := c.tempFile("download-*")
-	if err != nil {
-		return Digest{}, 0, err
-	}
-	keep := false
+	keep := resumable
+	committed := false
 	defer func() {
-		if !keep {
-			tmp.Close()
-			os.Remove(tmp.Name())
+		if !committed {
+			f.Close()
+			if !keep {
+				os.Remove(f.Name())
+			}
 		}
 	}()
 
 	algo := algoOf(want)
 	h := Digest{Algo: algo}.newHash()
-	prog := newProgress(opts.Progress, opts.IsTTY, label, resp.ContentLength)
-	n, err := io.Copy(io.MultiWriter(tmp, h, prog), resp.Body)
-	prog.finish(err == nil)
+	have, err := io.Copy(h, f) // what an earlier try left
 	if err != nil {
-		return Digest{}, 0, fmt.Errorf("download %s: after %d bytes: %w", url, n, err)
+		return Digest{}, 0, fmt.Errorf("download %s: read partial file: %w", url, err)
 	}
-	if resp.ContentLength >= 0 && n != resp.ContentLength {
-		return Digest{}, 0, fmt.Errorf("download %s: truncated: got %d of %d bytes", url, n, resp.ContentLength)
+	if size > 0 && have > size {
+		if have, err = restart(f, h); err != nil {
+			return Digest{}, 0, fmt.Errorf("download %s: %w", url, err)
+		}
+	}
+	if size <= 0 || have < size {
+		if have, err = c.fetchInto(ctx, opts, url, f, h, have, size, label); err != nil {
+			return Digest{}, have, err
+		}
+	}
+	if size > 0 && have != size {
+		keep = false
+		return Digest{}, have, fmt.Errorf("download %s: %d bytes, but the image manifest says %d (the file was removed and is not used)", url, have, size)
 	}
 	got := digestOf(algo, h)
 	if !want.IsZero() && got != want {
-		return Digest{}, 0, fmt.Errorf("download %s: %w: want %s, got %s", url, ErrDigestMismatch, want, got)
+		keep = false
+		return Digest{}, have, fmt.Errorf("download %s: %w: want %s, got %s (the file was removed and is not used)", url, ErrDigestMismatch, want, got)
 	}
-	if err := tmp.Close(); err != nil {
-		return Digest{}, 0, fmt.Errorf("download %s: %w", url, err)
+	if err := f.Close(); err != nil {
+		return Digest{}, have, fmt.Errorf("download %s: %w", url, err)
 	}
-	if err := checkFetchedDisk(tmp.Name()); err != nil {
-		return Digest{}, 0, fmt.Errorf("download %s: %w", url, err)
+	settle, err := c.checkFetchedDisk(f.Name(), got)
+	if err != nil {
+		keep = false
+		return Digest{}, have, fmt.Errorf("download %s: %w", url, err)
 	}
-	if err := atomicfile.Commit(tmp.Name(), c.blobPath(got)); err != nil {
-		return Digest{}, 0, fmt.Errorf("download %s: store in cache: %w", url, err)
+	if err := settle(atomicfile.Commit(f.Name(), c.blobPath(got))); err != nil {
+		return Digest{}, have, fmt.Errorf("download %s: store in cache: %w", url, err)
 	}
-	keep = true
-	return got, n, nil
+	committed = true
+	return got, have, nil
+}
+
+// downloadFile opens the partial file for a download of want (positioned
+// at its start), or a fresh temp file when want is unknown.
+func (c *Cache) downloadFile(want Digest) (f *os.File, resumable bool, err error) {
+	if want.IsZero() {
+		f, err = c.tempFile("download-*")
+		return f, false, err
+	}
+	f, err = os.OpenFile(c.partialPath(want), os.O_RDWR|os.O_CREATE, 0o644)
+	return f, err == nil, err
+}
+
+// PartialPrefix starts the names of resumable downloads in tmp/; prune
+// keeps them for a week.
+const PartialPrefix = "partial-"
+
+func (c *Cache) partialPath(want Digest) string {
+	return filepath.Join(c.Dir, "tmp", PartialPrefix+want.key())
+}
+
+func restart(f *os.File, h hash.Hash) (int64, error) {
+	if err := f.Truncate(0); err != nil {
+		return 0, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return 0, err
+	}
+	h.Reset()
+	return 0, nil
+}
+
+// fetchInto appends url's bytes from offset have to f (f and h hold the
+// first have bytes), asking for a range when have > 0; a server that
+// answers with the whole file makes it start over. It returns how many
+// bytes f holds.
+func (c *Cache) fetchInto(ctx context.Context, opts Options, url string, f *os.File, h hash.Hash, have, size int64, label string) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return have, fmt.Errorf("download %s: %w", url, err)
+	}
+	if have > 0 {
+		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", have))
+	}
+	resp, err := opts.httpClient().Do(req)
+	if err != nil {
+		return have, fmt.Errorf("download %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	switch {
+	case have > 0 && resp.StatusCode == http.StatusPartialContent && rangeStartsAt(resp.Header.Get("Content-Range"), have):
+		slog.Info("resuming download", "url", url, "from", have)
+	case resp.StatusCode == http.StatusOK:
+		if have, err = restart(f, h); err != nil {
+			return 0, fmt.Errorf("download %s: %w", url, err)
+		}
+	default:
+		return have, fmt.Errorf("download %s: server answered %s", url, resp.Status)
+	}
+	total := size
+	if total <= 0 && resp.ContentLength >= 0 {
+		total = have + resp.ContentLength
+	}
+	prog := newProgress(opts.Progress, opts.IsTTY, label, total)
+	prog.resumeAt(have)
+	n, err := io.Copy(io.MultiWriter(f, h, prog), resp.Body)
+	prog.finish(err == nil)
+	have += n
+	if err != nil {
+		return have, fmt.Errorf("download %s: interrupted after %s: %w", url, mib(have), err)
+	}
+	if resp.ContentLength >= 0 && n != resp.ContentLength {
+		return have, fmt.Errorf("download %s: truncated: got %d of %d bytes", url, n, resp.ContentLength)
+	}
+	return have, nil
+}
+
+// rangeStartsAt checks a Content-Range header ("bytes 100-199/200")
+// against the offset asked for.
+func rangeStartsAt(cr string, off int64) bool {
+	rest, ok := strings.CutPrefix(cr, "bytes ")
+	if !ok {
+		return false
+	}
+	start, _, ok := strings.Cut(rest, "-")
+	return ok && start == strconv.FormatInt(off, 10)
 }
 
 // progress reports download progress: a bar on a terminal, otherwise one
@@ -101,6 +196,17 @@ func newProgress(w io.Writer, tty bool, label string, total int64) *progress {
 		p.bar.Set(pb.Bytes, true).Set("prefix", label+" ").SetWriter(w).Start()
 	}
 	return p
+}
+
+// resumeAt counts bytes an earlier try already fetched.
+func (p *progress) resumeAt(n int64) {
+	p.done = n
+	if p.total > 0 {
+		p.lastStep = n * 10 / p.total
+	}
+	if p.bar != nil {
+		p.bar.SetCurrent(n)
+	}
 }
 
 func (p *progress) Write(b []byte) (int, error) {

@@ -23,8 +23,16 @@ type Options struct {
 	IsTTY      bool         // Progress is a terminal: draw a bar instead of lines
 	CacheDir   string       // "" for DefaultCacheDir()
 	HTTPClient *http.Client // nil for http.DefaultClient
-	// DebianBaseURL replaces DefaultDebianBaseURL (a mirror, or a test server).
-	DebianBaseURL string
+	// BaseURL is the config's imageBaseURL: where published images are
+	// ("" for the build's default; VMDOCK_IMAGE_BASE_URL overrides both).
+	BaseURL string
+	// Offline resolves the vmdock name from what this machine has,
+	// without asking the network (status, image list, prune).
+	Offline bool
+	// Pin is the digest an existing instance was made from: Ensure returns
+	// exactly that image, so the kernel always matches the root disk's
+	// modules. ref is fetched only when it still resolves to it.
+	Pin string
 	// Digest, when set ("sha256:<hex>"), is what a path or URL reference must hash to.
 	Digest string
 	// Name is recorded for the fetched entry (`vmdock image import --name`).
@@ -76,6 +84,13 @@ func Ensure(ctx context.Context, ref, arch string, opts Options) (*Image, error)
 		return nil, err
 	}
 	defer unlock()
+	if opts.Pin != "" {
+		if img, err := c.openCached(opts.Pin); err == nil {
+			return checkImageArch(img, ref, arch)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
 	src, err := resolve(ctx, c, opts, ref, arch)
 	if err != nil {
 		return nil, err
@@ -86,6 +101,21 @@ func Ensure(ctx context.Context, ref, arch string, opts Options) (*Image, error)
 			return nil, err
 		}
 		src.Digest = d
+	}
+	if opts.Pin != "" && src.Digest.String() != opts.Pin {
+		now := src.Digest.String()
+		if now == "" {
+			now = src.String()
+		}
+		return nil, fmt.Errorf("the image this instance was made from (%s) is no longer cached, and %q now gives %s: `vmdock start --upgrade-image` remakes the root disk from it (the data disk, with images and volumes, is kept)",
+			opts.Pin, ref, now)
+	}
+	if src.Origin == SourceImport {
+		img, err := c.openCached(src.Digest.String())
+		if err != nil {
+			return nil, fmt.Errorf("imported image %s: %w", src.Digest, err)
+		}
+		return checkImageArch(img, ref, arch)
 	}
 	if opts.Name != "" {
 		src.Name = opts.Name
@@ -98,6 +128,10 @@ func Ensure(ctx context.Context, ref, arch string, opts Options) (*Image, error)
 	if err != nil {
 		return nil, err
 	}
+	return checkImageArch(img, ref, arch)
+}
+
+func checkImageArch(img *Image, ref, arch string) (*Image, error) {
 	if img.Arch != "" && img.Arch != arch {
 		return nil, fmt.Errorf("image %q is for %s, not %s", ref, img.Arch, arch)
 	}
@@ -107,9 +141,41 @@ func Ensure(ctx context.Context, ref, arch string, opts Options) (*Image, error)
 	return img, nil
 }
 
+// openCached opens the cached image with digest pin (a pinned or an
+// imported one, whose entry must keep the source it came from). A vmdock image whose
+// unpacked files are intact is used as it is: they were verified against
+// the archive when unpacked, and hashing 1.3 GB at every start buys
+// nothing. fs.ErrNotExist means it is not cached.
+func (c *Cache) openCached(pin string) (*Image, error) {
+	d, err := ParseDigest(pin)
+	if err != nil {
+		return nil, fmt.Errorf("pinned image: %w", err)
+	}
+	b, err := os.ReadFile(c.metaPath(d))
+	if err != nil {
+		return nil, fs.ErrNotExist
+	}
+	var e Entry
+	if err := json.Unmarshal(b, &e); err != nil {
+		return nil, fs.ErrNotExist
+	}
+	e.Digest = d.String()
+	if e.Kind == KindVMDock {
+		if _, err := checkUnpacked(c.unpackDir(d)); err == nil {
+			return c.open(e)
+		}
+	}
+	if ok, err := c.verifyBlob(d); err != nil {
+		return nil, err
+	} else if !ok {
+		return nil, fs.ErrNotExist
+	}
+	return c.open(e)
+}
+
 // Import fetches ref into the cache under name without unpacking it.
 func Import(ctx context.Context, ref, arch string, opts Options) (Entry, error) {
-	if err := checkArch(arch); err != nil {
+	if err := checkImportArch(arch); err != nil {
 		return Entry{}, err
 	}
 	c, err := OpenCache(opts.CacheDir)
@@ -121,7 +187,7 @@ func Import(ctx context.Context, ref, arch string, opts Options) (Entry, error) 
 		return Entry{}, err
 	}
 	defer unlock()
-	src, err := resolve(ctx, c, opts, ref, arch)
+	src, err := resolve(ctx, c, opts, ref, orHostArch(arch))
 	if err != nil {
 		return Entry{}, err
 	}
@@ -133,7 +199,18 @@ func Import(ctx context.Context, ref, arch string, opts Options) (Entry, error) 
 			return Entry{}, err
 		}
 	}
-	return c.fetch(ctx, opts, src)
+	e, err := c.fetchImport(ctx, opts, src, arch)
+	if err != nil {
+		return Entry{}, err
+	}
+	if e.Kind == KindVMDock {
+		// An imported vmdock image is how a machine that cannot build
+		// one (a Mac) gets its default image.
+		if err := c.setDefault(e.Arch, e.Digest); err != nil {
+			return Entry{}, err
+		}
+	}
+	return e, nil
 }
 
 // fetch makes sure the cache holds src's bytes under their digest and
@@ -170,7 +247,7 @@ func (c *Cache) fetch(ctx context.Context, opts Options, src source) (Entry, err
 		if label == "" {
 			label = src.URL
 		}
-		got, _, err = c.download(ctx, opts, src.URL, src.Digest, "fetch "+label)
+		got, _, err = c.download(ctx, opts, src.URL, src.Digest, src.Size, "fetch "+label)
 	} else {
 		got, err = c.copyIn(src.Path, src.Digest)
 	}
@@ -226,10 +303,11 @@ func (c *Cache) copyIn(path string, want Digest) (Digest, error) {
 	if err := tmp.Close(); err != nil {
 		return Digest{}, fmt.Errorf("import %s: %w", path, err)
 	}
-	if err := checkFetchedDisk(tmp.Name()); err != nil {
+	settle, err := c.checkFetchedDisk(tmp.Name(), got)
+	if err != nil {
 		return Digest{}, fmt.Errorf("import %s: %w", path, err)
 	}
-	if err := atomicfile.Commit(tmp.Name(), c.blobPath(got)); err != nil {
+	if err := settle(atomicfile.Commit(tmp.Name(), c.blobPath(got))); err != nil {
 		return Digest{}, fmt.Errorf("import %s: %w", path, err)
 	}
 	return got, nil

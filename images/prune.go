@@ -1,6 +1,7 @@
 package images
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -16,10 +17,27 @@ import (
 type Used struct {
 	Digests map[string]bool // from <instance>/image.digest
 	Refs    map[string]bool // image references of instances not started yet
+	// Defaults are the digests a start without --image would use (see
+	// ResolveDefault): pruning one would make the next start fetch it again.
+	Defaults map[string]bool
 }
 
 func (u Used) keeps(e Entry) bool {
-	return u.Digests[e.Digest] || (e.Name != "" && u.Refs[e.Name]) || u.Refs[e.Source]
+	return u.Digests[e.Digest] || u.Defaults[e.Digest] || (e.Name != "" && u.Refs[e.Name]) || u.Refs[e.Source]
+}
+
+// AddDefaults marks the images a default start would use for each arch,
+// as far as this machine knows without the network.
+func (u *Used) AddDefaults(ctx context.Context, opts Options) {
+	if u.Defaults == nil {
+		u.Defaults = map[string]bool{}
+	}
+	opts.Offline = true
+	for _, arch := range Arches {
+		if d, err := ResolveDefault(ctx, arch, opts); err == nil && d.Digest != "" {
+			u.Defaults[d.Digest] = true
+		}
+	}
 }
 
 // UsedBy scans home (each <home>/<profile>/ with a vmdock.yaml) for the
@@ -68,6 +86,9 @@ func UsedBy(home string) (Used, error) {
 	return u, nil
 }
 
+// partialKeep is how long prune leaves a partial download to be resumed.
+const partialKeep = 7 * 24 * time.Hour
+
 // Prune removes cached images that used does not keep, plus leftovers of
 // interrupted downloads, and returns the removed entries.
 func (c *Cache) Prune(used Used) ([]Entry, error) {
@@ -90,11 +111,16 @@ func (c *Cache) Prune(used Used) ([]Entry, error) {
 		}
 		removed = append(removed, e)
 	}
-	// Downloads older than a day are not in progress any more.
+	// Temp files older than a day are not in progress any more; a partial
+	// download is resumed by the next start, so it stays a week.
 	tmp := filepath.Join(c.Dir, "tmp")
 	if des, err := os.ReadDir(tmp); err == nil {
 		for _, de := range des {
-			if fi, err := de.Info(); err == nil && time.Since(fi.ModTime()) > 24*time.Hour {
+			keep := 24 * time.Hour
+			if strings.HasPrefix(de.Name(), PartialPrefix) {
+				keep = partialKeep
+			}
+			if fi, err := de.Info(); err == nil && time.Since(fi.ModTime()) > keep {
 				os.RemoveAll(filepath.Join(tmp, de.Name()))
 			}
 		}

@@ -6,24 +6,27 @@ import "github.com/vmdock/vmdock/mounts"
 // file at <home>/<profile>/vmdock.yaml overrides the defaults, and flags
 // given to `vmdock start` override the file (and are saved back).
 type Config struct {
-	Arch        string            `yaml:"arch" json:"arch"`               // amd64 | arm64 (host arch by default)
-	VMType      string            `yaml:"vmType" json:"vmType"`           // vz | qemu
-	Accel       string            `yaml:"accel" json:"accel"`             // auto | kvm | hvf | tcg (qemu)
-	CPUs        int               `yaml:"cpus" json:"cpus"`               // 1..host cores
-	MemoryGiB   float64           `yaml:"memory" json:"memory"`           // GiB
-	DiskGiB     int               `yaml:"disk" json:"disk"`               // GiB, grow only
-	Runtime     string            `yaml:"runtime" json:"runtime"`         // docker | containerd
-	MountType   string            `yaml:"mountType" json:"mountType"`     // virtiofs | 9p
-	Mounts      []Mount           `yaml:"mounts" json:"mounts"`           // default: home folder, writable
-	VZRosetta   bool              `yaml:"vzRosetta" json:"vzRosetta"`     // vz on arm64 only
-	Binfmt      bool              `yaml:"binfmt" json:"binfmt"`           // qemu-user binfmt for foreign-arch containers
-	DiskSync    string            `yaml:"diskSync" json:"diskSync"`       // full | fsync | none
-	Network     NetworkConfig     `yaml:"network" json:"network"`         //
-	Env         map[string]string `yaml:"env" json:"env"`                 // guest environment
-	Image       string            `yaml:"image" json:"image"`             // catalog name, path or URL; empty: the default for Arch
-	Activate    bool              `yaml:"activate" json:"activate"`       // switch the docker context on start
-	Resume      bool              `yaml:"resume" json:"resume"`           // stop saves the running VM, start resumes it
-	PortForward PortForward       `yaml:"portForward" json:"portForward"` //
+	Arch      string            `yaml:"arch" json:"arch"`           // amd64 | arm64 (host arch by default)
+	VMType    string            `yaml:"vmType" json:"vmType"`       // vz | qemu
+	Accel     string            `yaml:"accel" json:"accel"`         // auto | kvm | hvf | tcg (qemu)
+	CPUs      int               `yaml:"cpus" json:"cpus"`           // 1..host cores
+	MemoryGiB float64           `yaml:"memory" json:"memory"`       // GiB
+	DiskGiB   int               `yaml:"disk" json:"disk"`           // GiB, grow only
+	Runtime   string            `yaml:"runtime" json:"runtime"`     // docker | containerd
+	MountType string            `yaml:"mountType" json:"mountType"` // virtiofs | 9p
+	Mounts    []Mount           `yaml:"mounts" json:"mounts"`       // default: home folder, writable
+	VZRosetta bool              `yaml:"vzRosetta" json:"vzRosetta"` // vz on arm64 only
+	Binfmt    bool              `yaml:"binfmt" json:"binfmt"`       // qemu-user binfmt for foreign-arch containers
+	DiskSync  string            `yaml:"diskSync" json:"diskSync"`   // full | fsync | none
+	Network   NetworkConfig     `yaml:"network" json:"network"`     //
+	Env       map[string]string `yaml:"env" json:"env"`             // guest environment
+	Image     string            `yaml:"image" json:"image"`         // catalog name, path or URL; empty: the default for Arch
+	// ImageBaseURL is where published images are (images.json and the
+	// archives), for the default image; "" for this build's default.
+	ImageBaseURL string      `yaml:"imageBaseURL,omitempty" json:"imageBaseURL,omitempty"`
+	Activate     bool        `yaml:"activate" json:"activate"`       // switch the docker context on start
+	Resume       bool        `yaml:"resume" json:"resume"`           // stop saves the running VM, start resumes it
+	PortForward  PortForward `yaml:"portForward" json:"portForward"` //
 
 	// VZNested lets the guest run KVM itself (nested virtualization): vz on
 	// macOS 15+ with an M3 or newer chip; off by default.

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/vmdock/vmdock/images"
 	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/network/loopback"
 	"github.com/vmdock/vmdock/vm/driver"
@@ -133,6 +134,11 @@ func (c Config) ValidateOn(h Host) error {
 	case driver.DiskSyncFull, driver.DiskSyncFsync, driver.DiskSyncNone:
 	default:
 		bad("diskSync", c.DiskSync, "full, fsync or none")
+	}
+	if c.ImageBaseURL != "" {
+		if err := images.CheckBaseURL(c.ImageBaseURL); err != nil {
+			errs = append(errs, fmt.Errorf("imageBaseURL: %w", err))
+		}
 	}
 	errs = append(errs, c.Network.validate()...)
 	errs = append(errs, validateEnv(c.Env)...)

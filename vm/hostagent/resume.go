@@ -37,6 +37,8 @@ func (ha *hostAgent) stepSavedState(context.Context) error {
 	switch {
 	case !ha.cfg.Resume:
 		why = "resume is off"
+	case ha.upgradeImage:
+		why = "the root disk is remade from a new image (--upgrade-image)"
 	default:
 		fp, err := ha.fingerprint()
 		if err != nil {

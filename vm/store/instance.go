@@ -106,6 +106,21 @@ func (i *Instance) RecordDataRuntime(runtime string) error {
 	return nil
 }
 
+// UpgradeImagePath marks a start that remakes the root disk from the
+// image a fresh instance would get (`start --upgrade-image`); the host
+// agent removes it once the new disk is in place.
+func (i *Instance) UpgradeImagePath() string { return i.path("upgrade-image") }
+
+// PinnedImage is the digest of the image the instance's root disk was
+// made from, "" before its first start.
+func (i *Instance) PinnedImage() string {
+	b, err := os.ReadFile(i.path(images.DigestFileName))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
 // BrokenPath records why the last host agent ended abnormally (the VM died
 // under it); `status` reports it until the next start.
 func (i *Instance) BrokenPath() string { return i.path("broken") }
@@ -119,7 +134,7 @@ var instanceFiles = func() map[string]bool {
 		i.ConfigPath(), i.LockPath(), i.DiskPath(), i.DataDiskPath(), i.BootDiskPath(),
 		i.AgentSocketPath(), i.ControlSocketPath(), i.PIDPath(), i.DockerSocketPath(),
 		i.ContainerdSocketPath(), i.SerialLogPath(), i.HostAgentLogPath(), i.GuestAgentLogPath(), i.StatePath(),
-		i.SpecPath(), i.BrokenPath(), i.DataRuntimePath(),
+		i.SpecPath(), i.BrokenPath(), i.DataRuntimePath(), i.UpgradeImagePath(),
 		driver.QMPSocketFile, driver.QEMUPIDFile, driver.QEMULogFile, driver.EFIVarsFile,
 		driver.VZMACFile, driver.VZMachineIDFile,
 	} {
