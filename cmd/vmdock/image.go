@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"text/tabwriter"
@@ -13,18 +15,19 @@ import (
 	"golang.org/x/term"
 
 	"github.com/vmdock/vmdock/images"
+	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/store"
 )
 
 // newImageCmd is the `vmdock image` command tree: the guest image cache.
-func newImageCmd() *cobra.Command {
+func newImageCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "image",
 		Short: "Manage guest images (build, list, import, rm, prune)",
 		Long: "Guest images live in the image cache ($VMDOCK_CACHE, default " +
-			"~/Library/Caches/vmdock on macOS and $XDG_CACHE_HOME/vmdock on Linux), named by digest.",
+			"~/Library/Application Support/vmdock on macOS and $XDG_CACHE_HOME/vmdock on Linux), named by digest.",
 	}
-	cmd.AddCommand(newImageBuildCmd(), newImageListCmd(), newImageImportCmd(), newImageRmCmd(), newImagePruneCmd())
+	cmd.AddCommand(newImageBuildCmd(), newImageListCmd(g), newImageImportCmd(), newImageRmCmd(), newImagePruneCmd(g))
 	return cmd
 }
 
@@ -42,7 +45,7 @@ func newImageBuildCmd() *cobra.Command {
 	return cmd
 }
 
-func newImageListCmd() *cobra.Command {
+func newImageListCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:     "list",
@@ -58,25 +61,60 @@ func newImageListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			rows := imageRows(entries, defaultDigests(cmd.Context(), g))
 			if asJSON {
-				if entries == nil {
-					entries = []images.Entry{}
-				}
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
-				return enc.Encode(entries)
+				return enc.Encode(rows)
 			}
-			return writeImageTable(cmd.OutOrStdout(), entries)
+			return writeImageTable(cmd.OutOrStdout(), rows)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
 
-func writeImageTable(w io.Writer, entries []images.Entry) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tARCH\tKIND\tDIGEST\tSIZE\tSOURCE")
+// imageRow is one element of `vmdock image list --json`: the cache entry,
+// and whether a start without --image uses it for its arch.
+type imageRow struct {
+	images.Entry
+	Default bool `json:"default"`
+}
+
+func imageRows(entries []images.Entry, defaults map[string]bool) []imageRow {
+	rows := []imageRow{}
 	for _, e := range entries {
+		rows = append(rows, imageRow{Entry: e, Default: defaults[e.Digest]})
+	}
+	return rows
+}
+
+// defaultDigests are the images a default start would use, per arch, as
+// far as this machine knows without the network.
+func defaultDigests(ctx context.Context, g *globals) map[string]bool {
+	var u images.Used
+	u.AddDefaults(ctx, images.Options{BaseURL: configuredBaseURL(g)})
+	return u.Defaults
+}
+
+// configuredBaseURL is the profile's imageBaseURL, else the template's.
+func configuredBaseURL(g *globals) string {
+	if inst, err := g.instance(); err == nil {
+		if cfg, err := config.Load(inst.ConfigPath(), g.host); err == nil {
+			return cfg.ImageBaseURL
+		}
+		if cfg, err := baseConfig(filepath.Dir(inst.Dir), g.host); err == nil {
+			return cfg.ImageBaseURL
+		}
+	}
+	return ""
+}
+
+func writeImageTable(w io.Writer, rows []imageRow) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tARCH\tKIND\tDIGEST\tSIZE\tDEFAULT\tSOURCE")
+	for _, r := range rows {
+		e := r.Entry
 		name := e.Name
 		if name == "" {
 			name = "-"
@@ -85,7 +123,11 @@ func writeImageTable(w io.Writer, entries []images.Entry) error {
 		if arch == "" {
 			arch = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.1f MiB\t%s\n", name, arch, e.Kind, shortDigest(e.Digest), float64(e.Size)/(1<<20), e.Source)
+		def := ""
+		if r.Default {
+			def = "*"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.1f MiB\t%s\t%s\n", name, arch, e.Kind, shortDigest(e.Digest), float64(e.Size)/(1<<20), def, e.Source)
 	}
 	return tw.Flush()
 }
@@ -161,10 +203,10 @@ func newImageRmCmd() *cobra.Command {
 	}
 }
 
-func newImagePruneCmd() *cobra.Command {
+func newImagePruneCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "prune",
-		Short: "Remove cached images no instance uses",
+		Short: "Remove cached images no instance uses (never the one a default start uses, nor a partial download younger than 7 days)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			home, err := store.Home()
@@ -175,6 +217,7 @@ func newImagePruneCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			used.AddDefaults(cmd.Context(), images.Options{BaseURL: configuredBaseURL(g)})
 			c, err := images.OpenCache("")
 			if err != nil {
 				return err

@@ -103,7 +103,7 @@ func newRootCmd(h config.Host) *cobra.Command {
 		newTemplateCmd(g),
 		newVersionCmd(),
 		newHostAgentCmd(g),
-		newImageCmd(),
+		newImageCmd(g),
 		newLoopbackAliasCmd(),
 		newDockerEnvCmd(g),
 		newNerdctlCmd(g),

@@ -46,6 +46,7 @@ type startFlags struct {
 	activate        bool
 	resume          bool
 	cold            bool
+	upgradeImage    bool
 	foreground      bool
 }
 
@@ -84,6 +85,7 @@ func newStartCmd(g *globals) *cobra.Command {
 	fs.BoolVar(&f.activate, "activate", d.Activate, "switch the docker context to this instance")
 	fs.BoolVar(&f.resume, "resume", d.Resume, "stop saves the running VM and start resumes it where it was (qemu without 9p/virtiofs shares)")
 	fs.BoolVar(&f.cold, "cold", false, "boot cold this once: drop a saved VM state instead of resuming it")
+	fs.BoolVar(&f.upgradeImage, "upgrade-image", false, "remake the root disk from the image a new instance would get (boots cold; the data disk with images and volumes is kept)")
 	fs.BoolVar(&f.foreground, "foreground", false, "run the host agent in this process until interrupted")
 	fs.SetNormalizeFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
 		if name == "cpu" {
@@ -135,6 +137,17 @@ func runStart(ctx context.Context, g *globals, fs *pflag.FlagSet, f *startFlags,
 		if err := resume.Remove(inst.SavedStateDir()); err != nil {
 			return err
 		}
+	}
+	if f.upgradeImage {
+		if st.State == store.StateRunning || st.State == store.StateStarting {
+			return fmt.Errorf("profile %q is running; --upgrade-image remakes its root disk: run `vmdock stop -p %s` first", inst.Name, inst.Name)
+		}
+		if err := requestImageUpgrade(inst, out); err != nil {
+			return err
+		}
+		// The host agent removes the request once the new disk is in place;
+		// a start that failed before that must not upgrade a later one.
+		defer os.Remove(inst.UpgradeImagePath())
 	}
 	if f.foreground {
 		lock.Unlock() // the host agent must stay stoppable by `vmdock stop`

@@ -34,6 +34,8 @@ type statusJSON struct {
 	HostAgent        *control.Status `json:"hostAgent,omitempty"`
 	LastError        string          `json:"lastError,omitempty"`
 	Warnings         []string        `json:"warnings,omitempty"`
+	// Image is the image the root disk was made from, and a newer default.
+	Image *imageStatusJSON `json:"image,omitempty"`
 	// Resumable is the saved VM a stopped instance's next start resumes.
 	Resumable *resumableJSON `json:"resumable,omitempty"`
 }
@@ -91,6 +93,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 			} else {
 				s.Config = &cfg
 				s.Warnings = cfg.Warnings()
+				s.Image = imageStatus(cmd.Context(), inst, cfg)
 				if cfg.Runtime == config.RuntimeContainerd {
 					s.ContainerdSocket = inst.ContainerdSocketPath()
 				} else {
@@ -127,6 +130,9 @@ func writeStatusText(w io.Writer, s statusJSON, st store.InstanceStatus) error {
 	if c := s.Config; c != nil {
 		fmt.Fprintf(tw, "vm:\t%s %s, %d CPUs, %g GiB memory, %d GiB disk\n", c.VMType, c.Arch, c.CPUs, c.MemoryGiB, c.DiskGiB)
 		fmt.Fprintf(tw, "runtime:\t%s\n", c.Runtime)
+		if s.Image != nil {
+			fmt.Fprintf(tw, "image:\t%s\n", s.Image.line())
+		}
 		for _, sh := range mounts.Shares(c.Mounts, c.MountType) {
 			mode := "rw"
 			if sh.ReadOnly {
