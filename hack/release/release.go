@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -142,6 +143,10 @@ func releaseImage(dir, arch, version string) (images.ReleaseImage, error) {
 func inspect(p string) (size int64, sum string, m *imageManifest, err error) {
 	f, err := os.Open(p)
 	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the caller names p
+		}
 		return 0, "", nil, err
 	}
 	defer f.Close()
