@@ -91,7 +91,9 @@ release:
 	done
 	$(GO) run ./hack/release --dir $(RELEASE_DIR) --version $(VERSION) --arch "$(or $(ARCH),$(ARCHES))"
 
+# The main e2e boots a fresh install: it serves bin/release on loopback.
 e2e: build image
+	$(MAKE) release ARCH=amd64
 	VMDOCK_E2E=1 $(GO) test -tags e2e -v -timeout 60m -run 'TestE2E$$' ./hack/e2e/
 
 # One containerd instance (--runtime containerd) driven through vmdock

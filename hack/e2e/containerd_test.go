@@ -35,7 +35,17 @@ func TestE2EContainerd(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.configure(fmt.Sprintf("runtime: containerd\nmountType: 9p\nmounts:\n  - location: %q\n    writable: true\n", e.work))
-	startArgs := []string{"start", "--runtime", "containerd", "--cpus", "2", "--memory", "2", "--network-mode", "isolated", "--image", "vmdock"}
+	// A Mac user's other way to an image: import one built on Linux, then
+	// a plain start (no --image, no checkout) boots it.
+	e.outsideCheckout(t, base)
+	built := filepath.Join(e.repo, "hack", "image", "out", "vmdock-amd64.tar.zst")
+	e.timed("image import of the built image makes it the default", func(t *testing.T) {
+		out := e.run(10*time.Minute, e.vmdock, "image", "import", built)
+		if !strings.Contains(out, "(vmdock, amd64)") {
+			t.Fatalf("image import: %q", out)
+		}
+	})
+	startArgs := []string{"start", "--runtime", "containerd", "--cpus", "2", "--memory", "2", "--network-mode", "isolated"}
 	nerdctl := func(timeout time.Duration, args ...string) string {
 		t.Helper()
 		return e.run(timeout, e.vmdock, append([]string{"nerdctl", "--"}, args...)...)
@@ -43,6 +53,9 @@ func TestE2EContainerd(t *testing.T) {
 
 	e.timed("vmdock start --runtime containerd (cold boot)", func(t *testing.T) {
 		e.run(15*time.Minute, e.vmdock, startArgs...)
+	})
+	e.timed("the start booted the imported image", func(t *testing.T) {
+		checkDefaultImageFrom(t, e, "amd64", built)
 	})
 	e.timed("status shows the runtime and its socket; no docker context", func(t *testing.T) {
 		var st struct {

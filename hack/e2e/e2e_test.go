@@ -45,15 +45,18 @@ type env struct {
 	timings   []timing
 	// reliability rows, printed as the README's table
 	reliability []reliabilityRow
+	// extraEnv goes after the inherited environment (the last value of a
+	// name wins).
+	extraEnv []string
 }
 
 func (e *env) environ() []string {
-	return append(os.Environ(),
+	return append(append(os.Environ(),
 		"VMDOCK_HOME="+e.home,
 		"DOCKER_CONFIG="+e.dockerCfg,
 		"VMDOCK_PROFILE=",
 		"DOCKER_HOST=", "DOCKER_CONTEXT=",
-	)
+	), e.extraEnv...)
 }
 
 // run runs a command with the instance's environment and fails the test on
@@ -164,12 +167,22 @@ mounts:
 	e.run(time.Minute, "docker", "context", "use", "dummy")
 	dummyBefore := snapshotContexts(t, e.dockerCfg)
 
-	startArgs := []string{"start", "--cpus", "2", "--memory", "2", "--network-mode", "isolated", "--image", "vmdock"}
+	// The first run of a fresh install: no checkout, no local build; the
+	// image comes from published files, served here on loopback.
+	e.outsideCheckout(t, base)
+	release := e.serveRelease(t)
+	startArgs := []string{"start", "--cpus", "2", "--memory", "2", "--network-mode", "isolated"}
 	e.timed("boot with a panicking kernel fails naming the panic", func(t *testing.T) {
 		checkBootPanic(t, e, startArgs)
 	})
 	e.timed("vmdock start (cold boot)", func(t *testing.T) {
 		e.run(15*time.Minute, e.vmdock, startArgs...)
+	})
+	e.timed("the default image was downloaded from the release manifest", func(t *testing.T) {
+		checkDefaultImageFrom(t, e, "amd64", release.URL+"vmdock-amd64.tar.zst")
+		if n := release.requests("/vmdock-amd64.tar.zst"); n != 1 {
+			t.Errorf("the image was fetched %d times, want once", n)
+		}
 	})
 	e.timed("status --json says Running", func(t *testing.T) {
 		out := e.run(time.Minute, e.vmdock, "status", "--json")
@@ -252,7 +265,9 @@ mounts:
 		}
 	})
 	checkWrittenBeforeStop(t, e, syncDir)
-	e.timed("vmdock start (second boot, data disk kept)", func(t *testing.T) {
+	// Every later start runs offline, from the cache.
+	release.close()
+	e.timed("vmdock start (second boot, image server gone, data disk kept)", func(t *testing.T) {
 		e.run(15*time.Minute, e.vmdock, startArgs...)
 		out := e.docker(2*time.Minute, "image", "ls", "--format", "{{.Repository}}:{{.Tag}}")
 		if !strings.Contains(out, "vmdock-test:latest") {

@@ -1,0 +1,120 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// outsideCheckout runs vmdock as an installed binary runs on a machine
+// with no vmdock checkout (a Mac): a copy of the binary outside the
+// checkout, VMDOCK_IMAGE_DIR and VMDOCK_IMAGE_BASE_URL unset, and an
+// image cache of the test's own, so the image a start boots is one this
+// test really downloaded or imported.
+func (e *env) outsideCheckout(t *testing.T, base string) {
+	t.Helper()
+	dst := filepath.Join(base, "installed", "vmdock")
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := copyFile(e.vmdock, dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.vmdock = dst
+	e.extraEnv = append(e.extraEnv, "VMDOCK_IMAGE_DIR=", "VMDOCK_IMAGE_BASE_URL=", "VMDOCK_CACHE="+filepath.Join(base, "image cache"))
+}
+
+func copyFile(src, dst string, mode os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// releaseServer serves `make release`'s bin/release on loopback, as any
+// static host publishes images, and counts what it was asked for.
+type releaseServer struct {
+	URL  string
+	srv  *http.Server
+	mu   sync.Mutex
+	gets map[string]int
+}
+
+func (e *env) serveRelease(t *testing.T) *releaseServer {
+	t.Helper()
+	dir := filepath.Join(e.repo, "bin", "release")
+	if _, err := os.Stat(filepath.Join(dir, "images.json")); err != nil {
+		t.Fatalf("no published images to serve: run `make release ARCH=amd64` first (%v)", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := &releaseServer{URL: "http://" + l.Addr().String() + "/", gets: map[string]int{}}
+	files := http.FileServer(http.Dir(dir))
+	rs.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rs.mu.Lock()
+		rs.gets[r.URL.Path]++
+		rs.mu.Unlock()
+		files.ServeHTTP(w, r)
+	}), ReadHeaderTimeout: 10 * time.Second}
+	go rs.srv.Serve(l)
+	t.Cleanup(rs.close)
+	e.extraEnv = append(e.extraEnv, "VMDOCK_IMAGE_BASE_URL="+rs.URL)
+	return rs
+}
+
+func (rs *releaseServer) close() { rs.srv.Close() }
+
+func (rs *releaseServer) requests(path string) int {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.gets[path]
+}
+
+// imageRow is what the checks read of `vmdock image list --json`.
+type imageRow struct {
+	Digest  string `json:"digest"`
+	Source  string `json:"source"`
+	Kind    string `json:"kind"`
+	Arch    string `json:"arch"`
+	Default bool   `json:"default"`
+}
+
+// checkDefaultImageFrom proves the image list holds one vmdock image for
+// arch, marked as the default start's, that came from source.
+func checkDefaultImageFrom(t *testing.T, e *env, arch, source string) imageRow {
+	t.Helper()
+	out := e.run(time.Minute, e.vmdock, "image", "list", "--json")
+	var rows []imageRow
+	if err := json.Unmarshal([]byte(out), &rows); err != nil {
+		t.Fatalf("image list --json: %v\n%s", err, out)
+	}
+	if len(rows) != 1 || rows[0].Source != source || !rows[0].Default || rows[0].Kind != "vmdock" || rows[0].Arch != arch {
+		t.Fatalf("image list = %+v, want one default vmdock %s image from %s", rows, arch, source)
+	}
+	st := e.run(time.Minute, e.vmdock, "status", "--json")
+	if !strings.Contains(st, `"pinned": "`+rows[0].Digest+`"`) {
+		t.Errorf("status --json does not show the instance pinned to %s:\n%s", rows[0].Digest, st)
+	}
+	return rows[0]
+}
