@@ -108,6 +108,7 @@ func newRootCmd(h config.Host) *cobra.Command {
 		newDockerEnvCmd(g),
 		newNerdctlCmd(g),
 		newBenchCmd(g),
+		newDoctorCmd(g),
 	)
 	return root
 }

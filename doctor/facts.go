@@ -1,0 +1,186 @@
+package doctor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/vmdock/vmdock/images"
+	"github.com/vmdock/vmdock/network/dockerctx"
+	"github.com/vmdock/vmdock/vm/config"
+	"github.com/vmdock/vmdock/vm/qemu"
+	"github.com/vmdock/vmdock/vm/store"
+)
+
+// Facts is everything the checks know about the host: values detected up
+// front, and probes the checks call. Tests fill it by hand to describe any
+// host; Detect fills it for this one.
+type Facts struct {
+	Host       config.Host // as main detected it: OS, arch, macOS version, QEMU's accelerator, virtiofsd
+	CGO        bool        // this binary was built with cgo
+	Kernel     string      // kernel release (uname -r)
+	Executable string      // this binary, whose signature vz checks
+	SunPathMax int         // bytes in a unix socket address's path, with its NUL
+	// VirtiofsdFound is the virtiofs daemon found, even one this user
+	// cannot run (Host.Virtiofsd is only a usable one).
+	VirtiofsdFound string
+
+	Instance *store.Instance
+	CacheDir string // the image cache; empty: none could be named
+	// Config is what the instance's next start runs: its saved config, or
+	// for a new instance the template or the defaults (ConfigSource says
+	// which). ConfigErr is why that could not be read; Config then holds
+	// the defaults.
+	Config       config.Config
+	ConfigSource string
+	ConfigErr    error
+
+	// Run runs a program and returns what it printed on stdout and stderr.
+	Run      func(ctx context.Context, name string, args ...string) (string, error)
+	LookPath func(file string) (string, error)
+	Exists   func(path string) bool
+	Getenv   func(key string) string
+	// QEMU reports the qemu-system-* binary and the accelerator a start
+	// of an arch guest would use (it may boot a probe).
+	QEMU func(ctx context.Context, arch string) (qemu.AccelReport, error)
+	// DockerContext is the docker CLI's current context.
+	DockerContext func() string
+	// DefaultImage is the image a start without --image would use.
+	DefaultImage func(ctx context.Context, arch, baseURL string) (images.DefaultImage, error)
+	// FreeBytes is the space an unprivileged user may fill on the file
+	// system that holds (or would hold) path.
+	FreeBytes func(path string) (uint64, error)
+	// InstanceStatus is the live state of Instance; created is false when
+	// it has no config yet.
+	InstanceStatus func(ctx context.Context) (created bool, st store.InstanceStatus)
+}
+
+// Detect describes this host for the instance inst, as main detected it
+// (h). The caller sets the Config fields: which config a start would use
+// is the command line's business.
+func Detect(h config.Host, inst *store.Instance) Facts {
+	f := Facts{
+		Host:       h,
+		CGO:        cgoEnabled,
+		Kernel:     kernelRelease(),
+		SunPathMax: sunPathMax,
+		Instance:   inst,
+		Run:        runProgram,
+		LookPath:   exec.LookPath,
+		Exists: func(p string) bool {
+			_, err := os.Stat(p)
+			return err == nil
+		},
+		Getenv:        os.Getenv,
+		DockerContext: dockerctx.Current,
+		DefaultImage: func(ctx context.Context, arch, baseURL string) (images.DefaultImage, error) {
+			return images.ResolveDefault(ctx, arch, images.Options{BaseURL: baseURL})
+		},
+		FreeBytes: freeBytes,
+		InstanceStatus: func(ctx context.Context) (bool, store.InstanceStatus) {
+			if !inst.Exists() {
+				return false, store.InstanceStatus{}
+			}
+			return true, inst.Status(ctx)
+		},
+	}
+	f.Executable, _ = os.Executable()
+	if dir, err := images.DefaultCacheDir(); err == nil {
+		f.CacheDir = dir
+	}
+	f.VirtiofsdFound = qemu.Capabilities().Virtiofsd.Path
+	// The same cache as the host agent's, so doctor reads the verdict a
+	// start left and a start reads the one doctor probed.
+	d := qemu.New(qemu.Options{CacheDir: f.CacheDir})
+	f.QEMU = d.ReportAccel
+	return f
+}
+
+// runTimeout bounds one program a check runs (codesign, docker --version):
+// doctor must answer even when one of them hangs.
+const runTimeout = 10 * time.Second
+
+func runProgram(ctx context.Context, name string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, runTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("run %s: %w", name, err)
+	}
+	return string(out), nil
+}
+
+func kernelRelease() string {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return "unknown"
+	}
+	return unix.ByteSliceToString(u.Release[:])
+}
+
+// freeBytes asks about the nearest folder that exists: before the first
+// start neither the cache nor VMDOCK_HOME does, but the file system they
+// will be made on is what counts.
+func freeBytes(path string) (uint64, error) {
+	for p := filepath.Clean(path); ; p = filepath.Dir(p) {
+		var st unix.Statfs_t
+		err := unix.Statfs(p, &st)
+		if err == nil {
+			return uint64(st.Bavail) * uint64(st.Bsize), nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) || p == filepath.Dir(p) {
+			return 0, fmt.Errorf("free space of %s: %w", p, err)
+		}
+	}
+}
+
+// memo makes each probe that several checks share run once per report:
+// the accelerator probe boots QEMU, the instance status asks the host agent.
+func (f Facts) memo() Facts {
+	if q := f.QEMU; q != nil {
+		var mu sync.Mutex
+		type answer struct {
+			r   qemu.AccelReport
+			err error
+		}
+		seen := map[string]answer{}
+		f.QEMU = func(ctx context.Context, arch string) (qemu.AccelReport, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			a, ok := seen[arch]
+			if !ok {
+				a.r, a.err = q(ctx, arch)
+				seen[arch] = a
+			}
+			return a.r, a.err
+		}
+	}
+	if s := f.InstanceStatus; s != nil {
+		var once sync.Once
+		var created bool
+		var st store.InstanceStatus
+		f.InstanceStatus = func(ctx context.Context) (bool, store.InstanceStatus) {
+			once.Do(func() { created, st = s(ctx) })
+			return created, st
+		}
+	}
+	return f
+}
+
+// firstLine is a program's answer without its details.
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return strings.TrimSpace(s)
+}

@@ -1,0 +1,79 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/vmdock/vmdock/network/dockerctx"
+	"github.com/vmdock/vmdock/vm/config"
+	"github.com/vmdock/vmdock/vm/store"
+)
+
+func usesContainerd(f Facts) bool { return f.Config.Runtime == config.RuntimeContainerd }
+
+// checkDockerCLI: vmdock runs the engine; the client is the user's.
+func checkDockerCLI(ctx context.Context, f Facts) Result {
+	if usesContainerd(f) {
+		return ok("not needed: this instance runs containerd (`vmdock nerdctl`)")
+	}
+	path, err := f.LookPath("docker")
+	if err != nil {
+		fix := "install the docker CLI: Docker's apt/dnf repository (docker-ce-cli) or your distribution's package"
+		if f.Host.OS == osDarwin {
+			fix = "`brew install docker` (the CLI only; vmdock is the engine)"
+		}
+		return warn(fix, "no docker CLI on PATH: vmdock runs the engine, but you need the client to talk to it")
+	}
+	out, err := f.Run(ctx, path, "--version")
+	if err != nil {
+		return warn("reinstall the docker CLI", "%s --version: %v %s", path, err, firstLine(out))
+	}
+	return ok("%s (%s)", firstLine(out), path)
+}
+
+// checkDockerContext: the docker CLI talks to whatever DOCKER_HOST,
+// DOCKER_CONTEXT or the current context say, which may not be vmdock.
+func checkDockerContext(ctx context.Context, f Facts) Result {
+	if usesContainerd(f) {
+		return ok("not used: this instance runs containerd (`vmdock nerdctl`)")
+	}
+	ours := dockerctx.Name(f.Instance.Name)
+	if h := f.Getenv("DOCKER_HOST"); h != "" {
+		if h == "unix://"+f.Instance.DockerSocketPath() {
+			return ok("DOCKER_HOST is this instance's socket")
+		}
+		return warn("`unset DOCKER_HOST` (it outranks every docker context)", "DOCKER_HOST=%s: the docker CLI talks to that, not to %s", h, ours)
+	}
+	if c := f.Getenv("DOCKER_CONTEXT"); c != "" && c != ours {
+		return warn("`unset DOCKER_CONTEXT`", "DOCKER_CONTEXT=%s: the docker CLI uses that, not %s", c, ours)
+	}
+	current := f.DockerContext()
+	if current == ours {
+		return ok("%s (this instance's)", current)
+	}
+	created, st := f.InstanceStatus(ctx)
+	switch {
+	case created && st.State == store.StateRunning:
+		return warn(fmt.Sprintf("`docker context use %s`", ours), "%s: docker talks to another engine while %s runs", current, f.Instance.Name)
+	case !f.Config.Activate:
+		return ok("%s; this instance does not switch it (activate: false): `docker context use %s`", current, ours)
+	}
+	return ok("%s; `vmdock start` switches it to %s", current, ours)
+}
+
+// checkInstance reports the profile's state; only a broken one fails.
+func checkInstance(ctx context.Context, f Facts) Result {
+	name := f.Instance.Name
+	created, st := f.InstanceStatus(ctx)
+	switch {
+	case !created:
+		return ok("profile %s not created yet; `vmdock start -p %s` creates it", name, name)
+	case st.State == store.StateBroken:
+		return fail(fmt.Sprintf("`vmdock logs hostagent -p %s` says more; `vmdock stop -p %s`, then `vmdock start -p %s`", name, name, name),
+			"profile %s: %s", name, oneLine(st.String()))
+	case st.PID != 0:
+		return ok("profile %s: %s (host agent pid %d)", name, st.String(), st.PID)
+	}
+	return ok("profile %s: %s", name, strings.TrimSpace(st.String()))
+}

@@ -1,0 +1,6 @@
+//go:build !cgo
+
+package doctor
+
+// cgoEnabled: see cgo.go.
+const cgoEnabled = false
