@@ -30,15 +30,15 @@ const signedOutput = `Executable=/usr/local/bin/vmdock
 // breaks one thing. Programs answer from outputs, keyed by name.
 type fakeHost struct {
 	Facts
-	outputs map[string]string
-	files   map[string]bool
-	env     map[string]string
-	qemuErr error
-	qemu    qemu.AccelReport
-	image   images.DefaultImage
-	imgErr  error
-	free    uint64
-	status  *store.InstanceStatus // nil: not created
+	outputs  map[string]string
+	files    map[string]bool
+	env      map[string]string
+	qemuErr  error
+	qemu     qemu.AccelReport
+	image    images.DefaultImage
+	imgErr   error
+	free     uint64
+	status   *store.InstanceStatus // nil: not created
 	qemuRuns int
 }
 

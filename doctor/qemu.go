@@ -3,6 +3,7 @@ package doctor
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/vmdock/vmdock/vm/driver"
@@ -22,7 +23,7 @@ func checkQEMU(ctx context.Context, f Facts) Result {
 	r, err := f.QEMU(ctx, f.Config.Arch)
 	switch {
 	case err != nil && !usesQEMU(f):
-		return ok("not found (%v); only --vm-type qemu needs it", err)
+		return ok("not usable (%s); only --vm-type qemu needs it", firstLine(strings.SplitN(err.Error(), ":", 2)[0]))
 	case err != nil:
 		return fail(installQEMU(f), "%v", err)
 	case r.TooOld:

@@ -22,8 +22,8 @@ type AccelReport struct {
 	// DeviceError is why Native cannot even be opened (/dev/kvm's
 	// permissions); empty when it opens, however the probe then goes.
 	DeviceError string
-	Accel      string // what auto runs under: Native, or tcg
-	Reason     string // why auto would not use Native; empty when it does or there is none
+	Accel       string // what auto runs under: Native, or tcg
+	Reason      string // why auto would not use Native; empty when it does or there is none
 	// FromCache is true when the verdict is one an earlier start or
 	// doctor left, Checked when that was; otherwise the probe ran now.
 	FromCache bool
