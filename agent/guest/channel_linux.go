@@ -147,36 +147,28 @@ func (w waitHostReader) Read(p []byte) (int, error) {
 }
 
 func (s *Server) runVsock(ctx context.Context, port uint32) error {
-	fd, err := unix.Socket(unix.AF_VSOCK, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	l, err := listen(unix.AF_VSOCK, &unix.SockaddrVM{CID: unix.VMADDR_CID_ANY, Port: port}, fmt.Sprintf("vsock port %d", port))
 	if err != nil {
-		return fmt.Errorf("vsock socket: %w", err)
+		return err
 	}
-	if err := unix.Bind(fd, &unix.SockaddrVM{CID: unix.VMADDR_CID_ANY, Port: port}); err != nil {
-		unix.Close(fd)
-		return fmt.Errorf("bind vsock port %d: %w", port, err)
-	}
-	if err := unix.Listen(fd, 4); err != nil {
-		unix.Close(fd)
-		return fmt.Errorf("listen on vsock port %d: %w", port, err)
-	}
-	l := os.NewFile(uintptr(fd), "vsock-listener")
-	defer l.Close()
-	stop := context.AfterFunc(ctx, func() { unix.Shutdown(fd, unix.SHUT_RDWR) })
-	defer stop()
 	s.log().Info("listening", "vsock-port", port)
+	return s.acceptLoop(ctx, l)
+}
+
+// acceptLoop serves every connection l accepts, each in its own session,
+// until ctx ends; it closes l.
+func (s *Server) acceptLoop(ctx context.Context, l *pollListener) error {
+	defer l.Close()
+	stop := context.AfterFunc(ctx, func() { l.Close() })
+	defer stop()
 	for {
-		nfd, _, err := unix.Accept4(fd, unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK)
+		c, err := l.Accept()
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if errors.Is(err, unix.EINTR) || errors.Is(err, unix.ECONNABORTED) {
-				continue
-			}
-			return fmt.Errorf("accept on vsock port %d: %w", port, err)
+			return err
 		}
-		// Nonblocking so the Go poller serves reads and Close interrupts them.
-		c := os.NewFile(uintptr(nfd), "vsock")
 		go func() {
 			if err := s.Serve(ctx, c); err != nil && ctx.Err() == nil {
 				s.log().Info("session failed", "err", err)
