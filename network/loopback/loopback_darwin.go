@@ -1,14 +1,11 @@
 package loopback
 
-import (
-	"fmt"
-	"strings"
-)
+import "strings"
 
 // persistPath is the launchd daemon that re-adds the alias at boot.
 const persistPath = "/Library/LaunchDaemons/org.vmdock.loopback-alias.plist"
 
-func addArgv(ip string) []string { return []string{"ifconfig", "lo0", "alias", ip, "255.255.255.255"} }
+func addArgv(ip string) []string { return macAddArgv(ip) }
 func delArgv(ip string) []string { return []string{"ifconfig", "lo0", "-alias", ip} }
 func showArgv() []string         { return []string{"ifconfig", "lo0", "inet"} }
 
@@ -25,28 +22,7 @@ func hasAlias(out, ip string) bool {
 	return false
 }
 
-func persistContent(ip string) []byte {
-	return []byte(fmt.Sprintf(`<?xml version="1.0" encoding="UTF-8"?>
-<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
-<!-- Installed by vmdock (vmdock loopback-alias add --persist); removed by vmdock loopback-alias remove. -->
-<plist version="1.0">
-<dict>
-	<key>Label</key>
-	<string>org.vmdock.loopback-alias</string>
-	<key>ProgramArguments</key>
-	<array>
-		<string>/sbin/ifconfig</string>
-		<string>lo0</string>
-		<string>alias</string>
-		<string>%s</string>
-		<string>255.255.255.255</string>
-	</array>
-	<key>RunAtLoad</key>
-	<true/>
-</dict>
-</plist>
-`, ip))
-}
+func persistContent(ip string) []byte { return macPersistPlist(ip) }
 
 func enableArgvs(file string) [][]string {
 	return [][]string{{"launchctl", "bootstrap", "system", file}}
