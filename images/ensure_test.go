@@ -69,7 +69,7 @@ func dirEntries(t *testing.T, dir string) []string {
 }
 
 func TestEnsureDownloadDigestGoodThenCached(t *testing.T) {
-	body := bytes.Repeat([]byte("raw disk "), 10000)
+	body := rawDisk("raw disk")
 	srv := newServer(t, map[string][]byte{"/disk.img": body}, nil)
 	cache := t.TempDir()
 	opts := Options{CacheDir: cache, Digest: sha256Of(body)}
@@ -144,8 +144,8 @@ func TestEnsureDownloadFailures(t *testing.T) {
 }
 
 func TestEnsureDigestMismatchKeepsCache(t *testing.T) {
-	good := []byte("good image")
-	srv := newServer(t, map[string][]byte{"/a": good, "/b": []byte("evil image")}, nil)
+	good := rawDisk("good image")
+	srv := newServer(t, map[string][]byte{"/a": good, "/b": rawDisk("evil image")}, nil)
 	cache := t.TempDir()
 	if _, err := Ensure(context.Background(), srv.URL+"/a", "amd64", Options{CacheDir: cache}); err != nil {
 		t.Fatal(err)
@@ -164,7 +164,7 @@ func TestEnsureDigestMismatchKeepsCache(t *testing.T) {
 }
 
 func TestEnsureSlowBodyReportsProgress(t *testing.T) {
-	body := bytes.Repeat([]byte{1, 2, 3, 4}, 25000)
+	body := rawDisk("slow")
 	srv := newServer(t, nil, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 		for i := 0; i < 20; i++ {
@@ -190,7 +190,7 @@ func TestEnsureSlowBodyReportsProgress(t *testing.T) {
 }
 
 func TestEnsureRefetchesCorruptCacheEntry(t *testing.T) {
-	body := bytes.Repeat([]byte("disk"), 4096)
+	body := rawDisk("disk")
 	srv := newServer(t, map[string][]byte{"/d": body}, nil)
 	cache := t.TempDir()
 	opts := Options{CacheDir: cache}

@@ -124,14 +124,22 @@ func TestImportRefusesUnbootableQCOW2(t *testing.T) {
 	}
 }
 
-// A raw disk is not parsed: its first bytes are the guest's, not a header.
-func TestImportRawUnchecked(t *testing.T) {
+// A raw disk is checked only for what EFI needs to boot it (size and a
+// partition table); the rest of its bytes are the guest's.
+func TestImportRawNeedsAPartitionTable(t *testing.T) {
 	dir := t.TempDir()
+	cache := filepath.Join(dir, "cache")
 	p := filepath.Join(dir, "disk.raw")
 	if err := os.WriteFile(p, []byte("not a qcow2 at all"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e, err := Import(context.Background(), p, "amd64", Options{CacheDir: filepath.Join(dir, "cache")})
+	if e, err := Import(context.Background(), p, "amd64", Options{CacheDir: cache}); err == nil || !strings.Contains(err.Error(), "not a disk image") {
+		t.Fatalf("import of 18 bytes as raw = %+v, %v; want a refusal", e, err)
+	}
+	if err := os.WriteFile(p, rawDisk("not a qcow2 at all"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e, err := Import(context.Background(), p, "amd64", Options{CacheDir: cache})
 	if err != nil || e.Kind != KindRaw {
 		t.Fatalf("import raw = %+v, %v", e, err)
 	}

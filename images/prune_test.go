@@ -11,7 +11,7 @@ import (
 )
 
 func TestPruneKeepsWhatInstancesUse(t *testing.T) {
-	files := map[string][]byte{"/a": []byte("image a"), "/b": []byte("image b"), "/c": []byte("image c")}
+	files := map[string][]byte{"/a": rawDisk("image a"), "/b": rawDisk("image b"), "/c": rawDisk("image c")}
 	srv := newServer(t, files, nil)
 	cacheDir := t.TempDir()
 	for _, p := range []string{"/a", "/b", "/c"} {
@@ -56,7 +56,7 @@ func TestPruneKeepsWhatInstancesUse(t *testing.T) {
 }
 
 func TestFindAndImportedName(t *testing.T) {
-	body := []byte("named image")
+	body := rawDisk("named image")
 	srv := newServer(t, map[string][]byte{"/x": body}, nil)
 	cacheDir := t.TempDir()
 	e, err := Import(context.Background(), srv.URL+"/x", "amd64", Options{CacheDir: cacheDir, Name: "mine"})

@@ -296,29 +296,6 @@ func (q *qcow2) close() {
 	}
 }
 
-// checkFetchedDisk refuses a fetched file that is a qcow2 image vmdock
-// would not boot, so it never enters the cache; other kinds pass.
-func checkFetchedDisk(path string) error {
-	kind, err := sniffKind(path)
-	if err != nil || kind != KindQCOW2 {
-		return err
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	_, err = openQCOW2(f, fi.Size())
-	if errors.Is(err, ErrUnsafeImage) || errors.Is(err, ErrEncryptedImage) {
-		err = fmt.Errorf("%w (make a standalone, unencrypted copy with `qemu-img convert -O qcow2 <in> <out>` and import that)", err)
-	}
-	return err
-}
-
 // QCOW2Size returns the virtual disk size of a qcow2 image after checking
 // that it is safe to read.
 func QCOW2Size(path string) (int64, error) {

@@ -88,85 +88,256 @@ func readManifest(p string) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
+	m, err := parseManifest(b)
+	if err != nil {
+		return nil, fmt.Errorf("image manifest %s: %w", p, err)
+	}
+	return m, nil
+}
+
+func parseManifest(b []byte) (*Manifest, error) {
 	var m Manifest
 	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("image manifest %s: %w", p, err)
+		return nil, err
 	}
 	return &m, nil
 }
 
-// unpackArchive unpacks a vmdock .tar.zst into dir and checks every file
-// against the manifest. disk.raw is written sparse: its zero blocks become
-// holes, so a 4 GiB disk takes only the space its data needs.
+// unpackArchive unpacks the vmdock .tar.zst blob into dir; see unpackVMDock.
 func unpackArchive(blob, dir string) (*Manifest, error) {
 	f, err := os.Open(blob)
 	if err != nil {
 		return nil, fmt.Errorf("unpack image: %w", err)
 	}
 	defer f.Close()
-	zr, err := zstd.NewReader(f)
+	m, err := unpackVMDock(f, dir, imageLimits)
 	if err != nil {
 		return nil, fmt.Errorf("unpack image %s: %w", blob, err)
 	}
+	return m, nil
+}
+
+// unpackLimits caps what an archive can make the unpack decompress, write
+// and hold in memory, so a hostile or broken file is refused early instead
+// of filling the disk or the memory.
+type unpackLimits struct {
+	manifest, kernel, initrd, disk int64
+	zstdWindow                     uint64 // zstd window and decoder memory
+}
+
+// imageLimits leave room to grow: build.sh makes a 4 GiB disk.raw, a
+// kernel and an initrd of a few tens of MiB, and compresses with zstd -10
+// (a 4 MiB window); 128 MiB still takes --long=27.
+var imageLimits = unpackLimits{manifest: 1 << 20, kernel: 256 << 20, initrd: 256 << 20, disk: 64 << 30, zstdWindow: 128 << 20}
+
+func (l unpackLimits) of(name string) (int64, string) {
+	switch name {
+	case manifestName:
+		return l.manifest, "a manifest"
+	case "vmlinuz":
+		return l.kernel, "a kernel"
+	case "initrd.img":
+		return l.initrd, "an initrd"
+	}
+	return l.disk, "a disk"
+}
+
+// headerBudget bounds what tar reads between two members: the headers,
+// PAX records, long names and padding of one member take a few KiB, and
+// archive/tar would otherwise read any number of PAX headers in a row.
+const headerBudget = 4 << 20
+
+// vmdockLayout is what a vmdock archive holds, for refusals.
+const vmdockLayout = "a zstd-compressed tar of manifest.json, disk.raw, vmlinuz and initrd.img, as hack/image/build.sh writes"
+
+// notVMDockError is a file that is no vmdock image, as opposed to a
+// failure to write its files out.
+type notVMDockError struct{ err error }
+
+func (e *notVMDockError) Error() string {
+	return "not a vmdock image (" + e.err.Error() + "; accepted: " + vmdockLayout + ")"
+}
+
+func (e *notVMDockError) Unwrap() error { return e.err }
+
+func notVMDock(format string, args ...any) error {
+	return &notVMDockError{fmt.Errorf(format, args...)}
+}
+
+// unpackVMDock unpacks a vmdock .tar.zst read from r into dir and checks
+// every file against the manifest, within lim: a member's size is checked
+// from its header, before its data is read. disk.raw is written sparse:
+// its zero blocks become holes, so a 4 GiB disk takes only the space its
+// data needs. A .verified file, written last, marks a complete unpack.
+func unpackVMDock(r io.Reader, dir string, lim unpackLimits) (*Manifest, error) {
+	zr, err := zstd.NewReader(r, zstd.WithDecoderMaxWindow(lim.zstdWindow), zstd.WithDecoderMaxMemory(lim.zstdWindow))
+	if err != nil {
+		return nil, fmt.Errorf("zstd decoder: %w", err)
+	}
 	defer zr.Close()
+	budget := &budgetReader{r: zr}
+	tr := tar.NewReader(budget)
+	data := archiveReader{tr}
 
 	sums := map[string]string{}
 	sizes := map[string]int64{}
-	tr := tar.NewReader(zr)
+	sawRoot := false
 	for {
+		budget.set(headerBudget, errLongHeaders)
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("unpack image %s: %w", blob, err)
+			return nil, &notVMDockError{lim.readProblem(err)}
 		}
 		name := path.Clean(strings.TrimPrefix(hdr.Name, "./"))
-		if hdr.Typeflag == tar.TypeDir && (name == "." || name == "") {
+		if hdr.Typeflag == tar.TypeDir && name == "." && !sawRoot {
+			sawRoot = true
 			continue
 		}
 		if !isImageMember(name) {
-			return nil, fmt.Errorf("unpack image %s: unexpected member %q (want %s, %s)", blob, hdr.Name, strings.Join(imageFiles, ", "), manifestName)
+			return nil, notVMDock("unexpected member %q", hdr.Name)
 		}
 		// archive/tar expands the holes of sparse members (build.sh uses GNU
-		// tar --sparse) but keeps the old-GNU 'S' type flag.
+		// tar --sparse) but keeps the old-GNU 'S' type flag; their Size is
+		// the expanded one.
 		if hdr.Typeflag != tar.TypeReg && hdr.Typeflag != tar.TypeGNUSparse {
-			return nil, fmt.Errorf("unpack image %s: member %q is not a regular file", blob, hdr.Name)
+			return nil, notVMDock("member %q is not a regular file", hdr.Name)
+		}
+		if max, what := lim.of(name); hdr.Size > max || hdr.Size < 0 {
+			return nil, notVMDock("member %q claims %s, more than the %s %s may have", name, humanSize(hdr.Size), humanSize(max), what)
 		}
 		if _, dup := sums[name]; dup {
-			return nil, fmt.Errorf("unpack image %s: member %q appears twice", blob, name)
+			return nil, notVMDock("member %q appears twice", name)
 		}
+		budget.set(hdr.Size, errLongData)
 		out, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 		if err != nil {
-			return nil, fmt.Errorf("unpack image: %w", err)
+			return nil, err
 		}
 		h := sha256.New()
-		n, err := writeSparse(out, io.TeeReader(tr, h))
+		n, err := writeSparse(out, io.TeeReader(data, h))
 		if cerr := out.Close(); err == nil {
 			err = cerr
 		}
+		var bad *archiveError
+		if errors.As(err, &bad) {
+			return nil, notVMDock("%s: %v", name, lim.readProblem(bad.err))
+		}
 		if err != nil {
-			return nil, fmt.Errorf("unpack image %s: %s: %w", blob, name, err)
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		sums[name] = hex.EncodeToString(h.Sum(nil))
 		sizes[name] = n
 	}
 
-	m, err := readManifest(filepath.Join(dir, manifestName))
+	if _, ok := sums[manifestName]; !ok {
+		return nil, notVMDock("no %s in the archive", manifestName)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, manifestName))
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("unpack image %s: no %s in the archive", blob, manifestName)
-		}
 		return nil, err
 	}
-	if err := m.check(sums); err != nil {
-		return nil, fmt.Errorf("unpack image %s: %w", blob, err)
+	m, err := parseManifest(b)
+	if err != nil {
+		return nil, notVMDock("%s: %v", manifestName, err)
 	}
-	b, _ := json.Marshal(sizes)
+	if err := m.check(sums); err != nil {
+		return nil, &notVMDockError{err}
+	}
+	b, _ = json.Marshal(sizes)
 	if err := os.WriteFile(filepath.Join(dir, verifiedName), b, 0o644); err != nil {
-		return nil, fmt.Errorf("unpack image: %w", err)
+		return nil, err
 	}
 	return m, nil
+}
+
+// budgetReader fails once it has given left bytes, so tar cannot read
+// more than the member sizes it was told, nor spin through header after
+// header of a stream that decompresses without end.
+type budgetReader struct {
+	r    io.Reader
+	left int64
+	over error // what running out means
+}
+
+var (
+	errLongHeaders = fmt.Errorf("tar headers of one member run past %s", humanSize(headerBudget))
+	errLongData    = errors.New("a member has more data than its tar header says")
+)
+
+func (b *budgetReader) set(n int64, over error) { b.left, b.over = n, over }
+
+func (b *budgetReader) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, b.over
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left -= int64(n)
+	if err != nil && !errors.Is(err, io.EOF) {
+		err = &zstdError{err}
+	}
+	return n, err
+}
+
+// zstdError is a failure to decompress, told apart from tar's.
+type zstdError struct{ err error }
+
+func (e *zstdError) Error() string { return "zstd: " + e.err.Error() }
+func (e *zstdError) Unwrap() error { return e.err }
+
+// readProblem says what an error reading the archive means.
+func (l unpackLimits) readProblem(err error) error {
+	var z *zstdError
+	switch {
+	case errors.Is(err, zstd.ErrWindowSizeExceeded), errors.Is(err, zstd.ErrDecoderSizeExceeded):
+		return fmt.Errorf("a zstd window larger than the %s accepted", humanSize(int64(l.zstdWindow)))
+	case errors.Is(err, errLongHeaders), errors.Is(err, errLongData):
+		return err
+	case errors.As(err, &z) && errors.Is(err, io.ErrUnexpectedEOF):
+		return errors.New("the zstd stream is cut short")
+	case errors.As(err, &z):
+		return err
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return errors.New("the tar archive inside the zstd stream is cut short")
+	}
+	return fmt.Errorf("no tar archive inside the zstd stream: %w", err)
+}
+
+// archiveReader marks the errors of reading a member as the archive's
+// fault. The mark does not unwrap: a member cut short (tar's
+// io.ErrUnexpectedEOF) must not look like the normal end of the data.
+type archiveReader struct{ r io.Reader }
+
+type archiveError struct{ err error }
+
+func (e *archiveError) Error() string { return e.err.Error() }
+
+func (a archiveReader) Read(p []byte) (int, error) {
+	n, err := a.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		err = &archiveError{err}
+	}
+	return n, err
+}
+
+// humanSize writes a byte count the way limits are stated.
+func humanSize(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 func isImageMember(name string) bool {

@@ -58,7 +58,7 @@ func writeArchive(t *testing.T, path string, members []member) {
 
 // fakeImage returns the members of a valid vmdock image for arch; edit
 // lets a test damage the manifest before it is encoded.
-func fakeImage(t *testing.T, arch string, edit func(*Manifest)) []member {
+func fakeImage(t testing.TB, arch string, edit func(*Manifest)) []member {
 	t.Helper()
 	files := []member{{"disk.raw", fakeDisk()}, {"vmlinuz", []byte("kernel")}, {"initrd.img", []byte("initrd")}}
 	m := Manifest{Arch: arch, Cmdline: "root=/dev/vda rw console=ttyS0", Files: map[string]string{},
