@@ -41,7 +41,11 @@ func configure(p *VMPlan, id vmIdentity) (*vz.VirtualMachineConfiguration, error
 		}
 	}
 	if ok, err := cfg.Validate(); !ok || err != nil {
-		return nil, fmt.Errorf("vz: configuration rejected: %w", err)
+		if err == nil {
+			err = errors.New("no reason given")
+		}
+		// An unsigned binary is refused here first.
+		return nil, explainMissingEntitlement(fmt.Errorf("vz: configuration rejected: %w", err))
 	}
 	return cfg, nil
 }

@@ -104,7 +104,8 @@ func newVM(spec driver.Spec, plan *VMPlan) (*vzVirtualMachine, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newVZVirtualMachine(spec.Name, cfg)
+	vm, err := newVZVirtualMachine(spec.Name, cfg)
+	return vm, explainMissingEntitlement(err)
 }
 
 // hostVersion names the macOS release and build: a saved state loads only

@@ -38,3 +38,31 @@ func TestExplainMissingEntitlementPassesOthers(t *testing.T) {
 		t.Errorf("unrelated error rewritten: %v", got)
 	}
 }
+
+// Where Virtualization.framework refuses an unsigned binary at start or
+// restore, the machine's error is the fix, not vz's NSError dump.
+func TestStartAndRestoreExplainMissingEntitlement(t *testing.T) {
+	for name, run := range map[string]func(*fakeVZ) error{
+		"start": func(f *fakeVZ) error {
+			f.startErr = errors.New(nsErrorText)
+			_, err := bootMachine(f, testConfig())
+			return err
+		},
+		"restore": func(f *fakeVZ) error {
+			f.restoreErr = errors.New(nsErrorText)
+			_, err := resumeMachine(f, testConfig(), statePath(t))
+			return err
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := run(newFakeVZ())
+			var me missingEntitlementError
+			if !errors.As(err, &me) {
+				t.Fatalf("error = %v; want the missing entitlement explained", err)
+			}
+			if msg := err.Error(); !strings.Contains(msg, "codesign") || strings.Contains(msg, "UserInfo") {
+				t.Errorf("error = %q; want the codesign fix alone", msg)
+			}
+		})
+	}
+}

@@ -148,7 +148,7 @@ func bootMachine(vm vzVM, cfg machineConfig) (*machine, error) {
 	m := newMachine(vm, cfg)
 	if err := vm.Start(); err != nil {
 		m.giveUp()
-		return nil, fmt.Errorf("vz: start machine %s: %w", cfg.Name, err)
+		return nil, explainMissingEntitlement(fmt.Errorf("vz: start machine %s: %w", cfg.Name, err))
 	}
 	return m, nil
 }

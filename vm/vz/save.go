@@ -159,7 +159,7 @@ func resumeMachine(vm vzVM, cfg machineConfig, path string) (*machine, error) {
 	m := newMachine(vm, cfg)
 	if err := vm.RestoreState(path); err != nil {
 		m.giveUp()
-		return nil, fmt.Errorf("vz: restore the saved state of %s: %w", cfg.Name, err)
+		return nil, explainMissingEntitlement(fmt.Errorf("vz: restore the saved state of %s: %w", cfg.Name, err))
 	}
 	// Restored VMs are paused, as they were saved.
 	if err := vm.Resume(); err != nil {
