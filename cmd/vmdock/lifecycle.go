@@ -56,6 +56,9 @@ func newRestartCmd(g *globals) *cobra.Command {
 			if err := cfg.ValidateOn(g.host); err != nil {
 				return err
 			}
+			if err := vm.CheckSocketPaths(inst, cfg); err != nil {
+				return err
+			}
 			lock, err := inst.Lock()
 			if err != nil {
 				return err

@@ -105,6 +105,9 @@ func runStart(ctx context.Context, g *globals, fs *pflag.FlagSet, f *startFlags,
 	if err != nil {
 		return err
 	}
+	if err := vm.CheckSocketPaths(inst, cfg); err != nil {
+		return err
+	}
 	st := inst.Status(ctx)
 	if (st.State == store.StateRunning || st.State == store.StateStarting) && old != nil && !reflect.DeepEqual(*old, cfg) {
 		return fmt.Errorf("profile %q is running; its settings change only when stopped: run `vmdock stop -p %s` first", inst.Name, inst.Name)

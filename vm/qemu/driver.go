@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/vm/driver"
+	"github.com/vmdock/vmdock/vm/sockpath"
 )
 
 // Options tune the driver; the zero value finds everything on PATH and in
@@ -70,10 +71,6 @@ func (d *Driver) Name() string { return driver.TypeQEMU }
 
 // QMPStartTimeout bounds how long Start waits for QEMU to answer QMP.
 const QMPStartTimeout = 10 * time.Second
-
-// maxSocketPath is the portable limit of a unix socket path (sun_path is
-// 104 bytes on macOS, 108 on Linux, both counting the trailing NUL).
-const maxSocketPath = 103
 
 // binary finds qemu-system-* for arch.
 func (d *Driver) binary(arch string) (string, error) {
@@ -206,11 +203,8 @@ func (d *Driver) prepare(spec driver.Spec) (HostEnv, string, error) {
 	if env.Virtiofsd.Path != "" {
 		socks = append(socks, virtiofsSocketPath(spec.Dir, len(spec.Shares)-1))
 	}
-	for _, s := range socks {
-		if len(s) > maxSocketPath {
-			return HostEnv{}, "", fmt.Errorf("socket path %s is %d bytes, longer than the %d a unix socket allows: use a shorter VMDOCK_HOME",
-				s, len(s), maxSocketPath)
-		}
+	if err := sockpath.Check(sockpath.Max, socks...); err != nil {
+		return HostEnv{}, "", err
 	}
 	return env, bin, nil
 }

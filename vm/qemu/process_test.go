@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/vm/driver"
+	"github.com/vmdock/vmdock/vm/sockpath"
 )
 
 // These tests run the real qemu-system-x86_64, paused (-S) on SeaBIOS with
@@ -196,7 +197,7 @@ func TestValidateRejectsMissingFiles(t *testing.T) {
 		{"missing disk", func(s *driver.Spec) { s.Disks[0].Path = "/nonexistent/disk.raw" }, "disk /nonexistent/disk.raw: not a readable file"},
 		{"missing kernel", func(s *driver.Spec) { s.Kernel = "/nonexistent/vmlinuz" }, "kernel /nonexistent/vmlinuz"},
 		{"share not a folder", func(s *driver.Spec) { s.Shares[0].HostPath = s.Disks[0].Path }, "not a folder"},
-		{"socket path too long", func(s *driver.Spec) { s.Dir = "/" + strings.Repeat("d", 100) }, "longer than the 103"},
+		{"socket path too long", func(s *driver.Spec) { s.Dir = "/" + strings.Repeat("d", 100) }, "bytes, longer than the " + strconv.Itoa(sockpath.Max)},
 	}
 	spec0 := pausedSpec(t, dir)
 	for _, tt := range tests {

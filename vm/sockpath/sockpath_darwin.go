@@ -1,0 +1,4 @@
+package sockpath
+
+// sunPath is sizeof(sockaddr_un.sun_path) on macOS.
+const sunPath = 104
