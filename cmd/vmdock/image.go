@@ -147,9 +147,13 @@ func newImageImportCmd() *cobra.Command {
 		Use:   "import <path-or-url>",
 		Short: "Add an image file or URL to the cache (a vmdock .tar.zst, or a raw or qcow2 disk)",
 		Long: "Add an image file or URL to the cache (a vmdock .tar.zst, or a raw or qcow2 disk).\n\n" +
-			"A qcow2 disk must stand alone: one with a backing file, an external data file or\n" +
-			"encryption is refused and nothing is added; `qemu-img convert -O qcow2 <in> <out>`\n" +
-			"makes a copy that can be imported.",
+			"The file is checked before it is listed, and a refused one adds nothing:\n" +
+			"a vmdock image must unpack to manifest.json, disk.raw, vmlinuz and initrd.img\n" +
+			"matching the manifest (it is unpacked once, here, for start to use); a raw disk\n" +
+			"needs at least 1 MiB and an MBR or GPT partition table, as it boots with EFI;\n" +
+			"a qcow2 disk must stand alone: one with a backing file, an external data file or\n" +
+			"encryption is refused; `qemu-img convert -O qcow2 <in> <out>` makes a copy that\n" +
+			"can be imported.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			errw := cmd.ErrOrStderr()
@@ -167,7 +171,7 @@ func newImageImportCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&name, "name", "", "name to use the image by (`vmdock start --image <name>`)")
-	cmd.Flags().StringVar(&arch, "arch", runtime.GOARCH, "guest architecture of the image (amd64, arm64)")
+	cmd.Flags().StringVar(&arch, "arch", "", "guest architecture of the image (amd64, arm64); default: a vmdock image's own, a disk's this host's")
 	cmd.Flags().StringVar(&digest, "digest", "", "expected digest, sha256:<hex> or sha512:<hex>")
 	return cmd
 }
