@@ -121,6 +121,9 @@ func Parse(b []byte, h Host) (Config, error) {
 	if err := noSecondDocument(dec); err != nil {
 		return Config{}, err
 	}
+	if err := checkWholeNumbers(b); err != nil {
+		return Config{}, err
+	}
 	c.FillDefaults(h)
 	return c, nil
 }
