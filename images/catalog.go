@@ -238,18 +238,28 @@ func resolve(ctx context.Context, c *Cache, opts Options, ref, arch string) (sou
 	return localSource(ref, arch, ref)
 }
 
-// CheckRef refuses what resolve can never accept, before anything runs:
-// an unknown URL scheme, or a bare word that is no catalog name (imported
-// names are checked when the cache is at hand).
+// RefAccepted names what an image reference may be, for refusals.
+const RefAccepted = "the catalog name " + NameVMDock + ", an imported name, a path, or a file://, http:// or https:// URL"
+
+// SchemeSupported reports whether ref is a path or name, or a URL with a
+// scheme resolve fetches: an unknown scheme never works, so config
+// validation refuses it before anything starts.
+func SchemeSupported(ref string) bool {
+	if !strings.Contains(ref, "://") {
+		return true
+	}
+	for _, scheme := range []string{"file://", "http://", "https://"} {
+		if strings.HasPrefix(ref, scheme) {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckRef refuses a reference whose URL scheme resolve cannot fetch.
 func CheckRef(ref string) error {
-	switch {
-	case ref == "" || ref == NameVMDock:
-		return nil
-	case strings.HasPrefix(ref, "http://"), strings.HasPrefix(ref, "https://"), strings.HasPrefix(ref, "file://"):
-		return nil
-	case strings.Contains(ref, "://"):
-		return fmt.Errorf("image %q: scheme not supported (accepted: the catalog name %s, an imported name, a path, or a file://, http:// or https:// URL)",
-			ref, strings.Join(CatalogNames(), ", "))
+	if !SchemeSupported(ref) {
+		return fmt.Errorf("image %q: scheme not supported (accepted: %s)", ref, RefAccepted)
 	}
 	return nil
 }
@@ -263,8 +273,7 @@ func localSource(p, arch, ref string) (source, error) {
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			if !strings.ContainsRune(p, filepath.Separator) && !strings.Contains(p, ".") {
-				return source{}, fmt.Errorf("image %q: unknown name (accepted: the catalog name %s, an imported name, a path, or a file://, http:// or https:// URL)",
-					ref, strings.Join(CatalogNames(), ", "))
+				return source{}, fmt.Errorf("image %q: unknown name (accepted: %s)", ref, RefAccepted)
 			}
 			return source{}, fmt.Errorf("image %q: no such file", ref)
 		}

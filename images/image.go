@@ -173,7 +173,10 @@ func (c *Cache) openCached(pin string) (*Image, error) {
 	return c.open(e)
 }
 
-// Import fetches ref into the cache under name without unpacking it.
+// Import fetches ref into the cache under opts.Name, checked as its kind
+// (a vmdock image is unpacked once, here, and start reuses that); an
+// imported vmdock image becomes what a start without --image uses for
+// its arch. arch "" means the image's own (a disk: the host's).
 func Import(ctx context.Context, ref, arch string, opts Options) (Entry, error) {
 	if err := checkImportArch(arch); err != nil {
 		return Entry{}, err

@@ -63,8 +63,8 @@ func (c Config) ValidateOn(h Host) error {
 	if c.DiskGiB < MinDiskGiB || c.DiskGiB > MaxDiskGiB {
 		bad("disk", c.DiskGiB, "%d to %d GiB", MinDiskGiB, MaxDiskGiB)
 	}
-	if !imageSchemeOK(c.Image) {
-		bad("image", shorten(c.Image), imageRefAccepted)
+	if !images.SchemeSupported(c.Image) {
+		bad("image", shorten(c.Image), images.RefAccepted)
 	}
 	if c.Runtime != RuntimeDocker && c.Runtime != RuntimeContainerd {
 		bad("runtime", c.Runtime, "%s, %s", RuntimeDocker, RuntimeContainerd)
