@@ -1,0 +1,3 @@
+package watchscope
+
+func platformFolders(home string) []Folder { return macFolders(home) }
