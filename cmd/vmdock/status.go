@@ -193,6 +193,9 @@ func writeStatusText(w io.Writer, s statusJSON, st store.InstanceStatus) error {
 		for _, sy := range h.Syncs {
 			fmt.Fprintf(tw, "sync:\t%s\n", syncLine(sy))
 		}
+		for _, sw := range h.Shares {
+			fmt.Fprintf(tw, "watch:\t%s\n", shareWatchLine(sw))
+		}
 		for _, e := range h.Errors {
 			fmt.Fprintf(tw, "error:\t%s\n", e)
 		}
@@ -253,4 +256,26 @@ func writeJSON(w io.Writer, v any) error {
 		return fmt.Errorf("write JSON: %w", err)
 	}
 	return nil
+}
+
+// shareWatchLine says how host edits in a share reach the guest's
+// inotify, and which folders of it are left out.
+func shareWatchLine(sw control.ShareWatch) string {
+	if sw.Watch == "off" {
+		return fmt.Sprintf("%s: off (%s)", sw.HostPath, sw.Off)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s", sw.HostPath, sw.Watch)
+	if sw.Capped {
+		b.WriteString(", watch limit reached (part of it unwatched)")
+	}
+	for i, l := range sw.LeftOut {
+		if i == 0 {
+			b.WriteString("; left out: ")
+		} else {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s (%s)", l.Path, l.Why)
+	}
+	return b.String()
 }

@@ -102,7 +102,7 @@ func TestRealTreesMapsResolvedPaths(t *testing.T) {
 	if err := os.Symlink(real, link); err != nil {
 		t.Fatal(err)
 	}
-	rt := newRealTrees([]Tree{{ID: "a", Dir: "/elsewhere"}, {ID: "b", Dir: link, Exclude: []string{"node_modules"}}})
+	rt := newRealTrees([]Tree{{ID: "a", Dir: "/elsewhere"}, {ID: "b", Dir: link, Exclude: []string{"node_modules", "Library/Application Support/vmdock"}}})
 	resolved, _ := filepath.EvalSymlinks(real)
 	cases := []struct {
 		in   string
@@ -113,6 +113,10 @@ func TestRealTreesMapsResolvedPaths(t *testing.T) {
 		{filepath.Join(resolved, "src", "x.js"), 1, filepath.Join(link, "src", "x.js"), true},
 		{resolved, 1, link, true},
 		{filepath.Join(resolved, "node_modules", "y.js"), 0, "", false},
+		// A nested exclude (a folder the host agent leaves out of a share).
+		{filepath.Join(resolved, "Library", "Application Support", "vmdock", "blobs", "b"), 0, "", false},
+		{filepath.Join(resolved, "Library", "Application Support", "vmdock"), 0, "", false},
+		{filepath.Join(resolved, "Library", "Application Support", "vmdock2"), 1, filepath.Join(link, "Library", "Application Support", "vmdock2"), true},
 		{"/elsewhere/z", 0, "/elsewhere/z", true},
 		{"/nowhere/z", 0, "", false},
 	}

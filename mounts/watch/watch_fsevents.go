@@ -9,6 +9,9 @@ import (
 	"github.com/fsnotify/fsevents"
 )
 
+// Backend names how this build watches folders, for status.
+const Backend = "fsevents"
+
 // backend is one FSEvents stream over every tree, with file-level events.
 // FSEvents watches a tree whole, whatever its size, so a shared home folder
 // costs one stream, not a descriptor per file as kqueue would.

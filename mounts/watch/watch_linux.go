@@ -29,6 +29,9 @@ const listingMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.
 // a burst is read and handled in one go.
 const readBuffer = 64 << 10
 
+// Backend names how this build watches folders, for status.
+const Backend = "inotify"
+
 // backend is an inotify instance read with poll(2), not through the
 // runtime's poller: that one wakes a thread for every event queued, even
 // while run waits on purpose to take a burst in one read. An eventfd ends

@@ -12,6 +12,9 @@ import (
 	"github.com/fsnotify/fsnotify"
 )
 
+// Backend names how this build watches folders, for status.
+const Backend = "fsnotify"
+
 // backend is fsnotify (kqueue on BSDs, and on macOS built without cgo): a
 // folder watch only.
 type backend struct {

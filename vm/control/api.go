@@ -74,6 +74,33 @@ type Status struct {
 	Boot *BootReport `json:"boot,omitempty"`
 	// Syncs are the sync mounts, once the sync engine runs.
 	Syncs []SyncStatus `json:"syncs,omitempty"`
+	// Shares say, per share, what the host agent watches for host edits
+	// to raise as inotify events in the guest; set once the shares are
+	// mounted.
+	Shares []ShareWatch `json:"shares,omitempty"`
+}
+
+// ShareWatch is what the host agent watches of one share.
+type ShareWatch struct {
+	HostPath  string `json:"hostPath"`
+	GuestPath string `json:"guestPath"`
+	// Watch is how host edits are seen (inotify, fsevents), or "off".
+	Watch string `json:"watch"`
+	// Off says why Watch is off.
+	Off string `json:"off,omitempty"`
+	// LeftOut are the folders inside the share the watch skips: the
+	// share's excludes, and by default vmdock's own folders and the OS's
+	// busy ones, whose every change would come back as a guest touch.
+	LeftOut []LeftOutFolder `json:"leftOut,omitempty"`
+	// Capped: the folder watch limit was reached, and part of the share
+	// is not watched.
+	Capped bool `json:"capped,omitempty"`
+}
+
+// LeftOutFolder is a folder a share's watch skips, and why.
+type LeftOutFolder struct {
+	Path string `json:"path"`
+	Why  string `json:"why"`
 }
 
 // SyncStatus is one sync mount: its engine's state and what needs a

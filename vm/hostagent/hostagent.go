@@ -284,6 +284,9 @@ func (ha *hostAgent) status() control.Status {
 	if ha.tunnels != nil {
 		st.Ports = ha.tunnels.ports()
 	}
+	if ha.shareWatch != nil {
+		st.Shares = ha.shareWatch.status()
+	}
 	if ha.shareWatch != nil && ha.shareWatch.capped() {
 		st.Errors = append(st.Errors, "inotify for shares: the folder watch limit is reached; edits in the unwatched folders raise no events in containers (exclude large subfolders, or raise fs.inotify.max_user_watches)")
 	}

@@ -3,13 +3,19 @@ package hostagent
 import (
 	"context"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
 
+	"github.com/vmdock/vmdock/images"
 	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/mounts/watch"
+	"github.com/vmdock/vmdock/mounts/watchscope"
+	"github.com/vmdock/vmdock/vm/control"
+	"github.com/vmdock/vmdock/vm/driver"
 )
 
 // touchEvery batches host edits in shares into one request to the guest.
@@ -22,32 +28,28 @@ type shareWatch struct {
 	w      *watch.Watcher
 	cancel context.CancelFunc
 	mu     sync.Mutex
-	paths  map[string]struct{} // guest paths to touch
+	paths  map[string]struct{}  // guest paths to touch
+	shares []control.ShareWatch // what is watched, for status; fixed at start
 }
 
 // startShareWatch watches the share mounts with inotify on. The first walk
 // of the trees runs in the background: a shared home folder has many
 // folders, and the boot need not wait for them.
 func (ha *hostAgent) startShareWatch() {
-	if !watchShareFolders {
-		return
-	}
-	var trees []watch.Tree
+	shares := mounts.Shares(ha.cfg.Mounts, ha.cfg.MountType)
+	trees, status := shareTrees(shares, ha.watchLeftOut(), shareWatchOff)
 	guestOf := map[string]string{}
-	for _, sh := range mounts.Shares(ha.cfg.Mounts, ha.cfg.MountType) {
-		if sh.Inotify {
-			trees = append(trees, watch.Tree{ID: sh.Tag, Dir: sh.HostPath, Exclude: sh.Exclude})
-			guestOf[sh.Tag] = sh.GuestPath
-		}
-	}
-	if len(trees) == 0 {
-		return
+	for _, sh := range shares {
+		guestOf[sh.Tag] = sh.GuestPath
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	sw := &shareWatch{cancel: cancel, paths: map[string]struct{}{}}
+	sw := &shareWatch{cancel: cancel, paths: map[string]struct{}{}, shares: status}
 	ha.mu.Lock()
 	ha.shareWatch = sw
 	ha.mu.Unlock()
+	if len(trees) == 0 {
+		return
+	}
 	go func() {
 		onPath := func(id, p string, op watch.Op) {
 			sw.add(guestPath(trees, guestOf, id, p), op)
@@ -67,6 +69,53 @@ func (ha *hostAgent) startShareWatch() {
 		sw.sendLoop(ctx, ha)
 		w.Close()
 	}()
+}
+
+// watchLeftOut are the host folders no share watch covers: vmdock's home
+// (the instance folders: VM disks, the host agent's logs), the image cache
+// and the OS's busy folders in the user's home.
+func (ha *hostAgent) watchLeftOut() []watchscope.Folder {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		slog.Debug("inotify for shares: no home folder; only vmdock's folders are left out", "err", err)
+	}
+	cache, err := images.DefaultCacheDir()
+	if err != nil {
+		slog.Debug("inotify for shares: no image cache folder to leave out", "err", err)
+	}
+	// The instance folder is <VMDOCK_HOME>/<profile>, whatever this
+	// process's environment says.
+	return watchscope.Defaults(home, filepath.Dir(ha.inst.Dir), cache)
+}
+
+// shareTrees are the trees to watch for shares, and what status says of
+// each share: a share with inotify on is watched less its excludes and
+// the left-out folders inside it, unless off says why this build watches
+// no share.
+func shareTrees(shares []driver.Share, leftOut []watchscope.Folder, off string) ([]watch.Tree, []control.ShareWatch) {
+	var trees []watch.Tree
+	status := make([]control.ShareWatch, 0, len(shares))
+	for _, sh := range shares {
+		st := control.ShareWatch{HostPath: sh.HostPath, GuestPath: sh.GuestPath, Watch: watch.Backend}
+		switch {
+		case !sh.Inotify:
+			st.Watch, st.Off = "off", "inotify: false in its mount"
+		case off != "":
+			st.Watch, st.Off = "off", off
+		default:
+			skips := watchscope.Skips(sh.HostPath, watchscope.Resolve(sh.HostPath), leftOut)
+			for _, ex := range sh.Exclude {
+				st.LeftOut = append(st.LeftOut, control.LeftOutFolder{Path: filepath.Join(sh.HostPath, ex), Why: "excluded: in the guest only"})
+			}
+			for _, s := range skips {
+				st.LeftOut = append(st.LeftOut, control.LeftOutFolder{Path: s.Path, Why: s.Why})
+			}
+			exclude := append(slices.Clone(sh.Exclude), watchscope.Rels(skips)...)
+			trees = append(trees, watch.Tree{ID: sh.Tag, Dir: sh.HostPath, Exclude: exclude})
+		}
+		status = append(status, st)
+	}
+	return trees, status
 }
 
 // guestPath maps a changed host path to where the guest sees it.
@@ -142,6 +191,17 @@ func (sw *shareWatch) capped() bool {
 	w := sw.w
 	sw.mu.Unlock()
 	return w != nil && w.Capped()
+}
+
+// status is what each share's watch covers, for status.
+func (sw *shareWatch) status() []control.ShareWatch {
+	capped := sw.capped()
+	out := make([]control.ShareWatch, len(sw.shares))
+	for i, st := range sw.shares {
+		st.Capped = capped && st.Watch != "off"
+		out[i] = st
+	}
+	return out
 }
 
 func (ha *hostAgent) stopShareWatch() {

@@ -2,6 +2,6 @@
 
 package hostagent
 
-// watchShareFolders: on macOS the watch package uses FSEvents, one stream
-// per share whatever its size (vmdock's macOS build has cgo for vz).
-const watchShareFolders = true
+// shareWatchOff is empty: on macOS the watch package uses FSEvents, one
+// stream per share whatever its size (vmdock's macOS build has cgo for vz).
+const shareWatchOff = ""

@@ -1,5 +1,5 @@
 package hostagent
 
-// watchShareFolders: on Linux, inotify watches a folder tree cheaply (one
-// watch per folder).
-const watchShareFolders = true
+// shareWatchOff is empty: on Linux, inotify watches a folder tree cheaply
+// (one watch per folder).
+const shareWatchOff = ""
