@@ -6,38 +6,46 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+
+	"github.com/vmdock/vmdock/atomicfile"
 )
 
 // checkFetchedDisk checks a fetched file, at path and hashing to d, before
 // it may enter the cache, so nothing that could not boot is ever listed:
 // a qcow2 must stand alone, a raw disk needs a partition table, and a
-// vmdock archive must unpack to its layout within imageLimits.
+// vmdock archive must unpack to its layout within imageLimits and, when
+// arch is not "", be for arch. It returns the archive's arch, from its
+// manifest ("" for a disk, which does not say).
 //
 // The vmdock check is the unpack itself, into a folder under tmp/; the
 // returned settle takes the result of committing the blob and, when that
 // worked, moves the unpacked files to d's unpack folder, so the first
 // start does not decompress the image again. It always removes what the
 // check left in tmp/, and must be called once the check passed.
-func (c *Cache) checkFetchedDisk(path string, d Digest) (settle func(commitErr error) error, err error) {
+func (c *Cache) checkFetchedDisk(path string, d Digest, arch string) (imgArch string, settle func(commitErr error) error, err error) {
 	kind, err := sniffKind(path)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	switch kind {
 	case KindQCOW2:
-		return settleNothing, checkQCOW2File(path)
+		return "", settleNothing, checkQCOW2File(path)
 	case KindRaw:
-		return settleNothing, checkRawFile(path)
+		return "", settleNothing, checkRawFile(path)
 	}
 	staged, err := os.MkdirTemp(filepath.Join(c.Dir, "tmp"), "unpack-")
 	if err != nil {
-		return nil, fmt.Errorf("unpack image: %w", err)
+		return "", nil, fmt.Errorf("unpack image: %w", err)
 	}
-	if _, err := unpackVMDockFile(path, staged); err != nil {
+	m, err := unpackVMDockFile(path, staged)
+	if err == nil {
+		err = checkManifestArch(m, arch)
+	}
+	if err != nil {
 		os.RemoveAll(staged)
-		return nil, err
+		return "", nil, err
 	}
-	return func(commitErr error) error {
+	return m.Arch, func(commitErr error) error {
 		defer os.RemoveAll(staged) // a no-op after the rename
 		if commitErr != nil {
 			return commitErr
@@ -49,6 +57,10 @@ func (c *Cache) checkFetchedDisk(path string, d Digest) (settle func(commitErr e
 		return nil
 	}, nil
 }
+
+// commitBlob moves a checked file into blobs/, where it is listed; a
+// variable so a test can tell that a refused file never got this far.
+var commitBlob = atomicfile.Commit
 
 func settleNothing(commitErr error) error { return commitErr }
 

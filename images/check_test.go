@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/vmdock/vmdock/atomicfile"
 )
 
 func zstdOf(t testing.TB, b []byte, opts ...zstd.EOption) []byte {
@@ -294,5 +296,62 @@ func TestImportRechecksCachedBytes(t *testing.T) {
 	}
 	if got := strings.Join(cacheFiles(t, c.Dir), " "); got != before {
 		t.Errorf("cache changed from [%s] to [%s]", before, got)
+	}
+}
+
+// A vmdock archive for another arch than the one given is refused by the
+// check itself: its bytes never reach blobs/, so not even a concurrent
+// `vmdock image list` sees it, and the cache is left as it was. Bytes an
+// older vmdock cached (blob and entry, no unpack) are refused in place.
+func TestImportWrongArchNeverCommits(t *testing.T) {
+	var committed []string
+	commitBlob = func(tmp, dst string) error {
+		committed = append(committed, dst)
+		return atomicfile.Commit(tmp, dst)
+	}
+	t.Cleanup(func() { commitBlob = atomicfile.Commit })
+
+	dir := t.TempDir()
+	c, err := OpenCache(filepath.Join(dir, "cache"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive := vmdockArchive(t, fakeImage(t, "arm64", nil))
+	p := filepath.Join(dir, "vmdock-arm64.tar.zst")
+	if err := os.WriteFile(p, archive, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	srv := newServer(t, map[string][]byte{"/img": archive}, nil)
+	Import(context.Background(), filepath.Join(dir, "missing"), "", Options{CacheDir: c.Dir}) // makes the lock file
+	refuse := func(ref string) {
+		t.Helper()
+		before := strings.Join(cacheFiles(t, c.Dir), " ")
+		_, err := Import(context.Background(), ref, "amd64", Options{CacheDir: c.Dir, Name: "wrong"})
+		if err == nil || !strings.Contains(err.Error(), ref) || !strings.Contains(err.Error(), "is for arm64 (its manifest says so), not amd64") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("import of %s with --arch amd64: err = %v, want one line naming it, arm64 and amd64", ref, err)
+		}
+		if len(committed) != 0 {
+			t.Errorf("import of %s committed %v before refusing it", ref, committed)
+		}
+		if got := strings.Join(cacheFiles(t, c.Dir), " "); got != before {
+			t.Errorf("refused import of %s changed the cache from [%s] to [%s]", ref, before, got)
+		}
+	}
+	refuse(p)
+	refuse(srv.URL + "/img")
+
+	d, _ := ParseDigest(sha256Of(archive))
+	if err := os.WriteFile(c.blobPath(d), archive, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.writeEntry(Entry{Digest: d.String(), Name: "old", Source: p, Kind: KindVMDock, Arch: "arm64"}); err != nil {
+		t.Fatal(err)
+	}
+	refuse(p)
+
+	// The seam is on the path a good import takes.
+	os.Remove(c.blobPath(d))
+	if _, err := Import(context.Background(), p, "arm64", Options{CacheDir: c.Dir}); err != nil || len(committed) != 1 {
+		t.Errorf("import with the image's arch = %v, commits %v; want one", err, committed)
 	}
 }

@@ -14,8 +14,6 @@ import (
 	"strings"
 
 	"github.com/cheggaaa/pb/v3"
-
-	"github.com/vmdock/vmdock/atomicfile"
 )
 
 // ErrDigestMismatch is wrapped by errors for content that is not what its
@@ -27,8 +25,9 @@ var ErrDigestMismatch = errors.New("digest mismatch")
 // interrupted download leaves its partial file in tmp/, named by that
 // digest, for the next try to resume with an HTTP Range request. Without
 // one, the body's sha256 becomes its name. Nothing reaches blobs/ before
-// it is whole and checked, so a failed or wrong download is never used.
-func (c *Cache) download(ctx context.Context, opts Options, url string, want Digest, size int64, label string) (Digest, int64, error) {
+// it is whole and checked (a vmdock image against arch, unless ""), so a
+// failed or wrong download is never used nor listed.
+func (c *Cache) download(ctx context.Context, opts Options, url string, want Digest, size int64, arch, label string) (Digest, int64, error) {
 	f, resumable, err := c.downloadFile(want)
 	if err != nil {
 		return Digest{}, 0, fmt.Errorf("download %s: %w", url, err)
@@ -72,12 +71,12 @@ func (c *Cache) download(ctx context.Context, opts Options, url string, want Dig
 	if err := f.Close(); err != nil {
 		return Digest{}, have, fmt.Errorf("download %s: %w", url, err)
 	}
-	settle, err := c.checkFetchedDisk(f.Name(), got)
+	_, settle, err := c.checkFetchedDisk(f.Name(), got, arch)
 	if err != nil {
 		keep = false
 		return Digest{}, have, fmt.Errorf("download %s: %w", url, err)
 	}
-	if err := settle(atomicfile.Commit(f.Name(), c.blobPath(got))); err != nil {
+	if err := settle(commitBlob(f.Name(), c.blobPath(got))); err != nil {
 		return Digest{}, have, fmt.Errorf("download %s: store in cache: %w", url, err)
 	}
 	committed = true

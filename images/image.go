@@ -13,8 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"time"
-
-	"github.com/vmdock/vmdock/atomicfile"
 )
 
 // Options tunes Ensure and Import.
@@ -216,14 +214,27 @@ func Import(ctx context.Context, ref, arch string, opts Options) (Entry, error) 
 	return e, nil
 }
 
-// fetch makes sure the cache holds src's bytes under their digest and
-// that they still hash to it; a damaged copy is dropped and fetched again.
+// fetch makes sure the cache holds src's bytes, checked when fetched, and
+// records their entry.
 func (c *Cache) fetch(ctx context.Context, opts Options, src source) (Entry, error) {
+	d, fi, err := c.fetchBlob(ctx, opts, src, "")
+	if err != nil {
+		return Entry{}, err
+	}
+	return c.record(src, d, fi)
+}
+
+// fetchBlob makes sure the cache holds src's bytes under their digest and
+// that they still hash to it; a damaged copy is dropped and fetched again.
+// Bytes fetched are checked by checkFetchedDisk (for arch, unless "")
+// before they enter blobs/; bytes found there are taken as they are. fi
+// is src.Path's, for record.
+func (c *Cache) fetchBlob(ctx context.Context, opts Options, src source, arch string) (Digest, os.FileInfo, error) {
 	var fi os.FileInfo
 	if src.Path != "" {
 		var err error
 		if fi, err = os.Stat(src.Path); err != nil {
-			return Entry{}, fmt.Errorf("image %s: %w", src.Path, err)
+			return Digest{}, nil, fmt.Errorf("image %s: %w", src.Path, err)
 		}
 	}
 	// Find the digest we expect without fetching: given, or remembered.
@@ -237,9 +248,9 @@ func (c *Cache) fetch(ctx context.Context, opts Options, src source) (Entry, err
 	}
 	if !want.IsZero() {
 		if ok, err := c.verifyBlob(want); err != nil {
-			return Entry{}, err
+			return Digest{}, nil, err
 		} else if ok {
-			return c.record(src, want, fi)
+			return want, fi, nil
 		}
 	}
 
@@ -250,14 +261,11 @@ func (c *Cache) fetch(ctx context.Context, opts Options, src source) (Entry, err
 		if label == "" {
 			label = src.URL
 		}
-		got, _, err = c.download(ctx, opts, src.URL, src.Digest, src.Size, "fetch "+label)
+		got, _, err = c.download(ctx, opts, src.URL, src.Digest, src.Size, arch, "fetch "+label)
 	} else {
-		got, err = c.copyIn(src.Path, src.Digest)
+		got, err = c.copyIn(src.Path, src.Digest, arch)
 	}
-	if err != nil {
-		return Entry{}, err
-	}
-	return c.record(src, got, fi)
+	return got, fi, err
 }
 
 // verifyBlob re-hashes a cached blob. A missing blob is (false, nil); a
@@ -281,8 +289,9 @@ func (c *Cache) verifyBlob(d Digest) (bool, error) {
 	return false, nil
 }
 
-// copyIn copies a local file into the cache, hashing it on the way.
-func (c *Cache) copyIn(path string, want Digest) (Digest, error) {
+// copyIn copies a local file into the cache, hashing it on the way, and
+// checks it (for arch, unless "") before it enters blobs/.
+func (c *Cache) copyIn(path string, want Digest, arch string) (Digest, error) {
 	in, err := os.Open(path)
 	if err != nil {
 		return Digest{}, fmt.Errorf("import %s: %w", path, err)
@@ -306,11 +315,11 @@ func (c *Cache) copyIn(path string, want Digest) (Digest, error) {
 	if err := tmp.Close(); err != nil {
 		return Digest{}, fmt.Errorf("import %s: %w", path, err)
 	}
-	settle, err := c.checkFetchedDisk(tmp.Name(), got)
+	_, settle, err := c.checkFetchedDisk(tmp.Name(), got, arch)
 	if err != nil {
 		return Digest{}, fmt.Errorf("import %s: %w", path, err)
 	}
-	if err := settle(atomicfile.Commit(tmp.Name(), c.blobPath(got))); err != nil {
+	if err := settle(commitBlob(tmp.Name(), c.blobPath(got))); err != nil {
 		return Digest{}, fmt.Errorf("import %s: %w", path, err)
 	}
 	return got, nil

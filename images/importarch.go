@@ -2,16 +2,8 @@ package images
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"runtime"
-	"strings"
-
-	"github.com/vmdock/vmdock/atomicfile"
 )
 
 // checkImportArch accepts an import's arch: "" takes the image's (a vmdock
@@ -32,122 +24,55 @@ func orHostArch(arch string) string {
 	return arch
 }
 
-// fetchImport fetches src for Import and settles the entry's arch: a
-// vmdock image's is its manifest's, and an arch given that conflicts is
-// refused; a disk's is the one given, else the host's. Bytes that were
-// cached already are checked as fetched ones are (an older vmdock took
-// anything), and a refusal leaves the cache as it found it.
-func (c *Cache) fetchImport(ctx context.Context, opts Options, src source, arch string) (Entry, error) {
-	before, err := c.snapshot()
-	if err != nil {
-		return Entry{}, err
+// checkManifestArch refuses a vmdock image whose manifest names another
+// arch than the one given; "" takes the image's.
+func checkManifestArch(m *Manifest, arch string) error {
+	if arch != "" && m.Arch != arch {
+		return fmt.Errorf("the image is for %s (its manifest says so), not %s; accepted: --arch %s, or no --arch to take the image's", m.Arch, arch, m.Arch)
 	}
-	e, err := c.fetch(ctx, opts, src)
-	if err != nil {
-		return Entry{}, err
-	}
-	imgArch, err := c.checkImported(e, arch)
-	if err != nil {
-		if uerr := before.restore(c, e.Digest); uerr != nil {
-			slog.Warn("undo a refused import", "digest", e.Digest, "err", uerr)
-		}
-		return Entry{}, fmt.Errorf("import %s: %w", src, err)
-	}
-	if e.Arch != imgArch {
-		e.Arch = imgArch
-		if err := c.writeEntry(e); err != nil {
-			return Entry{}, err
-		}
-	}
-	return e, nil
+	return nil
 }
 
-// checkImported checks the cached entry e as a fetched file is checked and
-// returns the arch it is for.
-func (c *Cache) checkImported(e Entry, arch string) (string, error) {
-	d, err := ParseDigest(e.Digest)
+// fetchImport fetches src for Import and records its entry only once its
+// bytes passed the check, so a refused import is never listed and leaves
+// the cache as it found it. Fetched bytes are refused before they enter
+// blobs/. Bytes that were there already are checked here, as fetched ones
+// are (an older vmdock took anything), and a refusal leaves them and their
+// entry alone: what other entries or instances use is not this import's
+// to delete.
+func (c *Cache) fetchImport(ctx context.Context, opts Options, src source, arch string) (Entry, error) {
+	d, fi, err := c.fetchBlob(ctx, opts, src, arch)
+	if err != nil {
+		return Entry{}, err
+	}
+	if src.Arch, err = c.checkCached(d, arch); err != nil {
+		return Entry{}, fmt.Errorf("import %s: %w", src, err)
+	}
+	return c.record(src, d, fi)
+}
+
+// checkCached checks the cached blob d as checkFetchedDisk checks a fetched
+// file and returns the arch its entry is for: a vmdock image's manifest's,
+// else arch, else the host's. For bytes just fetched it is cheap, as their
+// unpack is in place. It writes nothing but d's unpack folder, and only
+// once the check passed.
+func (c *Cache) checkCached(d Digest, arch string) (string, error) {
+	if m, err := checkUnpacked(c.unpackDir(d)); err == nil {
+		// Unpacked, and so checked, by an earlier fetch or start.
+		if err := checkManifestArch(m, arch); err != nil {
+			return "", err
+		}
+		return m.Arch, nil
+	}
+	imgArch, settle, err := c.checkFetchedDisk(c.blobPath(d), d, arch)
 	if err != nil {
 		return "", err
 	}
-	blob := c.blobPath(d)
-	switch e.Kind {
-	case KindVMDock:
-		// Unpacked already by the fetch's check; an image cached before
-		// that check is unpacked (and so checked) here, once.
-		m, err := c.unpacked(blob, c.unpackDir(d))
-		if err != nil {
-			return "", err
-		}
-		if arch != "" && m.Arch != arch {
-			return "", fmt.Errorf("the image is for %s (its manifest says so), not %s; accepted: --arch %s, or no --arch to take the image's", m.Arch, arch, m.Arch)
-		}
-		return m.Arch, nil
-	case KindQCOW2:
-		err = checkQCOW2File(blob)
-	case KindRaw:
-		err = checkRawFile(blob)
-	default:
-		err = fmt.Errorf("unknown kind %q", e.Kind)
+	if err := settle(nil); err != nil { // the blob is in already
+		return "", err
 	}
-	return orHostArch(arch), err
-}
-
-// cacheSnapshot is what an import may change: which blobs and unpacked
-// folders exist, and each entry's bytes.
-type cacheSnapshot struct {
-	blobs    map[string]bool   // by Digest.key
-	entries  map[string][]byte // by Digest.key
-	unpacked map[string]bool   // by Digest.key
-}
-
-func (c *Cache) snapshot() (cacheSnapshot, error) {
-	s := cacheSnapshot{blobs: map[string]bool{}, entries: map[string][]byte{}, unpacked: map[string]bool{}}
-	des, err := os.ReadDir(filepath.Join(c.Dir, "blobs"))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return s, fmt.Errorf("list image cache: %w", err)
+	if imgArch == "" {
+		imgArch = orHostArch(arch)
 	}
-	for _, de := range des {
-		key, isEntry := strings.CutSuffix(de.Name(), ".json")
-		if !isEntry {
-			s.blobs[key] = true
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(c.Dir, "blobs", de.Name()))
-		if err != nil {
-			return s, fmt.Errorf("read image cache: %w", err)
-		}
-		s.entries[key] = b
-	}
-	des, err = os.ReadDir(filepath.Join(c.Dir, "unpacked"))
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return s, fmt.Errorf("list image cache: %w", err)
-	}
-	for _, de := range des {
-		s.unpacked[de.Name()] = true
-	}
-	return s, nil
-}
-
-// restore puts the files of digest back as s saw them: an image new since
-// then is removed whole; one cached before gets its entry back and loses
-// only an unpacked folder made since.
-func (s cacheSnapshot) restore(c *Cache, digest string) error {
-	d, err := ParseDigest(digest)
-	if err != nil {
-		return err
-	}
-	key := d.key()
-	if !s.blobs[key] {
-		return c.Remove(digest)
-	}
-	var errs []error
-	if old, ok := s.entries[key]; ok {
-		errs = append(errs, atomicfile.WriteFile(c.metaPath(d), old, 0o644))
-	} else if err := os.Remove(c.metaPath(d)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		errs = append(errs, err)
-	}
-	if !s.unpacked[key] {
-		errs = append(errs, os.RemoveAll(c.unpackDir(d)))
-	}
-	return errors.Join(errs...)
+	return imgArch, nil
 }
