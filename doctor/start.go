@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/images"
-	"github.com/vmdock/vmdock/vm/driver"
+	"github.com/vmdock/vmdock/vm"
+	"github.com/vmdock/vmdock/vm/sockpath"
 )
 
 // checkConfig judges the config a start would run against this host, the
@@ -76,57 +76,22 @@ func shortDigest(d string) string {
 	return d
 }
 
-// qemuSocketMax is the longest socket path the QEMU driver accepts on any
-// OS: it holds Linux to macOS's sun_path, so one VMDOCK_HOME works on both.
-const qemuSocketMax = 103
-
-type socketPath struct {
-	path string
-	max  int
-}
-
-// socketPaths are the unix sockets a start of f.Instance would bind, each
-// with the longest path it may have.
-func socketPaths(f Facts) []socketPath {
-	inst := f.Instance
-	hostMax := f.SunPathMax - 1 // the path's NUL takes the last byte
-	s := []socketPath{{inst.ControlSocketPath(), hostMax}}
-	if f.Config.Runtime == "containerd" {
-		s = append(s, socketPath{inst.ContainerdSocketPath(), hostMax})
-	} else {
-		s = append(s, socketPath{inst.DockerSocketPath(), hostMax})
-	}
-	if usesQEMU(f) {
-		qmax := min(hostMax, qemuSocketMax)
-		s = append(s,
-			socketPath{filepath.Join(inst.Dir, driver.QMPSocketFile), qmax},
-			socketPath{filepath.Join(inst.Dir, agent.HostSocketName), qmax})
-		if f.Config.MountType == driver.MountVirtiofs && len(f.Config.Mounts) > 0 {
-			last := strings.Replace(driver.VirtiofsSocketFiles, "*", fmt.Sprint(len(f.Config.Mounts)-1), 1)
-			s = append(s, socketPath{filepath.Join(inst.Dir, last), qmax})
-		}
-	}
-	return s
-}
-
 // checkSockets: a long VMDOCK_HOME makes a socket path too long to bind,
 // which surfaces late and obscurely (EINVAL from bind, or QEMU refusing).
+// The paths are the ones `vmdock start` checks; the limit is the host's.
 func checkSockets(_ context.Context, f Facts) Result {
-	var longest socketPath
-	var tooLong []string
-	for _, s := range socketPaths(f) {
-		if len(s.path) > s.max {
-			tooLong = append(tooLong, fmt.Sprintf("%s (%d bytes, at most %d)", s.path, len(s.path), s.max))
-		}
-		if len(s.path)-s.max > len(longest.path)-longest.max || longest.path == "" {
-			longest = s
+	max := f.SunPathMax - 1 // the path's NUL takes the last byte
+	paths := vm.SocketPaths(f.Instance, f.Config)
+	if err := sockpath.Check(max, paths...); err != nil {
+		return fail("set VMDOCK_HOME to a shorter folder (the default is ~/.vmdock), or use a shorter profile name", "%v", err)
+	}
+	longest := ""
+	for _, p := range paths {
+		if len(p) > len(longest) {
+			longest = p
 		}
 	}
-	if len(tooLong) > 0 {
-		return fail("set VMDOCK_HOME to a shorter folder (the default is ~/.vmdock), or use a shorter profile name",
-			"socket paths too long for a unix socket: %s", strings.Join(tooLong, ", "))
-	}
-	return ok("longest %s: %d of %d bytes", longest.path, len(longest.path), longest.max)
+	return ok("longest %s: %d of %d bytes", longest, len(longest), max)
 }
 
 // Free space a start needs: the image (about 1.5 GiB compressed, more
