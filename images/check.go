@@ -85,7 +85,8 @@ func unpackVMDockFile(path, dir string) (*Manifest, error) {
 	return unpackVMDock(f, dir, imageLimits)
 }
 
-func checkRawFile(path string) error {
+// withFile calls check on the file at path and its size.
+func withFile(path string, check func(f *os.File, size int64) error) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -95,21 +96,19 @@ func checkRawFile(path string) error {
 	if err != nil {
 		return err
 	}
-	return checkRawDisk(f, fi.Size())
+	return check(f, fi.Size())
+}
+
+func checkRawFile(path string) error {
+	return withFile(path, func(f *os.File, size int64) error { return checkRawDisk(f, size) })
 }
 
 // checkQCOW2File refuses a qcow2 image vmdock would not boot.
 func checkQCOW2File(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
+	err := withFile(path, func(f *os.File, size int64) error {
+		_, err := openQCOW2(f, size)
 		return err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	_, err = openQCOW2(f, fi.Size())
+	})
 	if errors.Is(err, ErrUnsafeImage) || errors.Is(err, ErrEncryptedImage) {
 		err = fmt.Errorf("%w (make a standalone, unencrypted copy with `qemu-img convert -O qcow2 <in> <out>` and import that)", err)
 	}

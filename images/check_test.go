@@ -13,6 +13,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/vmdock/vmdock/atomicfile"
+	"github.com/vmdock/vmdock/images/imagetest"
 )
 
 func zstdOf(t testing.TB, b []byte, opts ...zstd.EOption) []byte {
@@ -31,24 +32,13 @@ func zstdOf(t testing.TB, b []byte, opts ...zstd.EOption) []byte {
 	return buf.Bytes()
 }
 
-// tarOf packs members as regular files; raw bytes appended after the
-// end-of-archive marker are not needed, so it always closes the archive.
 func tarOf(t testing.TB, members []member) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, m := range members {
-		if err := tw.WriteHeader(&tar.Header{Name: m.name, Mode: 0o644, Size: int64(len(m.data)), Typeflag: tar.TypeReg}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write(m.data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
+	b, err := imagetest.Tar(toImagetest(members))
+	if err != nil {
 		t.Fatal(err)
 	}
-	return buf.Bytes()
+	return b
 }
 
 // headerOnly is a tar header claiming size bytes for name, and no data:

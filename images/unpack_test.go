@@ -1,7 +1,6 @@
 package images
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -13,67 +12,66 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/vmdock/vmdock/images/imagetest"
 )
 
+// member is one file of a test archive; imagetest packs it. The tests
+// here build members unkeyed, which vet allows only for a local type.
 type member struct {
 	name string
 	data []byte
 }
 
-// fakeDisk is 4 MiB with data at both ends and zeros between, so a sparse
-// unpack has a hole to leave.
-func fakeDisk() []byte {
-	d := make([]byte, 4<<20)
-	copy(d, "ext4 superblock, honestly")
-	copy(d[len(d)-100:], "last block")
-	return d
+func toImagetest(members []member) []imagetest.Member {
+	out := make([]imagetest.Member, len(members))
+	for i, m := range members {
+		out[i] = imagetest.Member{Name: m.name, Data: m.data}
+	}
+	return out
 }
+
+var fakeDisk = imagetest.Disk
 
 func writeArchive(t *testing.T, path string, members []member) {
 	t.Helper()
-	var buf bytes.Buffer
-	zw, err := zstd.NewWriter(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tw := tar.NewWriter(zw)
-	for _, m := range members {
-		if err := tw.WriteHeader(&tar.Header{Name: m.name, Mode: 0o644, Size: int64(len(m.data)), Typeflag: tar.TypeReg}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write(m.data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+	if err := imagetest.Write(path, toImagetest(members)); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // fakeImage returns the members of a valid vmdock image for arch; edit
-// lets a test damage the manifest before it is encoded.
+// lets a test damage the manifest, as a Manifest, before it is encoded.
 func fakeImage(t testing.TB, arch string, edit func(*Manifest)) []member {
 	t.Helper()
-	files := []member{{"disk.raw", fakeDisk()}, {"vmlinuz", []byte("kernel")}, {"initrd.img", []byte("initrd")}}
-	m := Manifest{Arch: arch, Cmdline: "root=/dev/vda rw console=ttyS0", Files: map[string]string{},
-		Packages: map[string]string{"docker.io": "26.1.5"}, BuildTime: "2026-01-01T00:00:00Z"}
-	for _, f := range files {
-		m.Files[f.name] = strings.TrimPrefix(sha256Of(f.data), "sha256:")
-	}
-	if edit != nil {
+	var err error
+	members := imagetest.Members(arch, func(raw map[string]any) {
+		if edit == nil {
+			return
+		}
+		// Through a Manifest and back; keys a Manifest lacks stay as they are.
+		var b []byte
+		var m Manifest
+		if b, err = json.Marshal(raw); err != nil {
+			return
+		}
+		if err = json.Unmarshal(b, &m); err != nil {
+			return
+		}
 		edit(&m)
-	}
-	b, err := json.Marshal(m)
+		if b, err = json.Marshal(m); err != nil {
+			return
+		}
+		err = json.Unmarshal(b, &raw)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return append([]member{{"./manifest.json", b}}, files...)
+	out := make([]member, len(members))
+	for i, m := range members {
+		out[i] = member{m.Name, m.Data}
+	}
+	return out
 }
 
 func TestEnsureVMDockImage(t *testing.T) {

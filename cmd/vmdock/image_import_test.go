@@ -1,17 +1,14 @@
 package main
 
 import (
-	"archive/tar"
-	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/vmdock/vmdock/images/imagetest"
 )
 
 // `image import` refuses a file that is no image in one line naming it,
@@ -70,33 +67,12 @@ func zstdBytes(t *testing.T, b []byte) []byte {
 	return zw.EncodeAll(b, nil)
 }
 
-// tinyVMDockImage is a vmdock archive of small stand-in files.
+// tinyVMDockImage is imagetest's vmdock archive for arch.
 func tinyVMDockImage(t *testing.T, arch string) []byte {
 	t.Helper()
-	files := map[string][]byte{"disk.raw": make([]byte, 4096), "vmlinuz": []byte("kernel"), "initrd.img": []byte("initrd")}
-	sums := map[string]string{}
-	for name, b := range files {
-		s := sha256.Sum256(b)
-		sums[name] = hex.EncodeToString(s[:])
-	}
-	manifest, err := json.Marshal(map[string]any{"arch": arch, "files": sums})
+	b, err := imagetest.Encode(imagetest.Members(arch, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, name := range []string{"disk.raw", "vmlinuz", "initrd.img", "manifest.json"} {
-		b := files[name]
-		if name == "manifest.json" {
-			b = manifest
-		}
-		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(b)), Typeflag: tar.TypeReg}); err != nil {
-			t.Fatal(err)
-		}
-		tw.Write(b)
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return zstdBytes(t, buf.Bytes())
+	return b
 }

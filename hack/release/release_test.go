@@ -1,96 +1,56 @@
 package main
 
 import (
-	"archive/tar"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
-	"github.com/klauspost/compress/zstd"
-
 	"github.com/vmdock/vmdock/images"
+	"github.com/vmdock/vmdock/images/imagetest"
 )
 
-// member is one file of a synthetic archive.
-type member struct {
-	name string
-	data []byte
-}
-
-// goodMembers returns an archive's members for arch as build.sh lays
-// them out: the image files, then manifest.json naming their sums.
-func goodMembers(t *testing.T, arch string, edit func(m map[string]any)) []member {
-	t.Helper()
-	files := []member{
-		{"disk.raw", bytes.Repeat([]byte("disk-"+arch), 1000)},
-		{"vmlinuz", []byte("kernel " + arch)},
-		{"initrd.img", []byte("initrd " + arch)},
-	}
-	sums := map[string]any{}
-	for _, f := range files {
-		s := sha256.Sum256(f.data)
-		sums[f.name] = hex.EncodeToString(s[:])
-	}
-	m := map[string]any{
-		"arch":          arch,
-		"cmdline":       "console=hvc0",
-		"kernelVersion": "6.12.0-" + arch,
-		"buildTime":     "2025-01-02T03:04:05Z",
-		"suite":         "trixie",
-		"files":         sums,
-		"packages":      map[string]any{"docker.io": "26.1.5+dfsg1-9", "containerd": "1.7.24~ds1-6", "runc": "1.1.15"},
-	}
-	if edit != nil {
-		edit(m)
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return append(files, member{manifestMember, b})
+// goodMembers returns imagetest's image for arch in build.sh's order (the
+// image files, then manifest.json), with a kernel per arch and Debian's
+// package versions, which Write must copy as they are.
+func goodMembers(arch string, edit func(m map[string]any)) []imagetest.Member {
+	ms := imagetest.Members(arch, func(m map[string]any) {
+		m["kernelVersion"] = "6.12.0-" + arch
+		m["buildTime"] = "2025-01-02T03:04:05Z"
+		m["suite"] = "trixie"
+		m["packages"] = map[string]any{"docker.io": "26.1.5+dfsg1-9", "containerd": "1.7.24~ds1-6", "runc": "1.1.15"}
+		if edit != nil {
+			edit(m)
+		}
+	})
+	manifest := ms[0]
+	manifest.Name = manifestMember
+	return append(ms[1:], manifest)
 }
 
 // writeArchive writes members as a zstd-compressed tar at p and returns
 // the file's bytes.
-func writeArchive(t *testing.T, p string, members []member) []byte {
+func writeArchive(t *testing.T, p string, members []imagetest.Member) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	zw, err := zstd.NewWriter(&buf)
+	b, err := imagetest.Encode(members)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tw := tar.NewWriter(zw)
-	for _, m := range members {
-		if err := tw.WriteHeader(&tar.Header{Name: m.name, Mode: 0o644, Size: int64(len(m.data)), Typeflag: tar.TypeReg}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write(m.data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
+	if err := os.WriteFile(p, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return b
 }
 
 func TestWriteRoundTripsThroughParseReleaseManifest(t *testing.T) {
 	dir := t.TempDir()
 	raw := map[string][]byte{}
 	for _, arch := range []string{"amd64", "arm64"} {
-		raw[arch] = writeArchive(t, filepath.Join(dir, archiveName(arch)), goodMembers(t, arch, nil))
+		raw[arch] = writeArchive(t, filepath.Join(dir, archiveName(arch)), goodMembers(arch, nil))
 	}
 	if _, err := Write(dir, "v1.2.3", []string{"amd64", "arm64"}); err != nil {
 		t.Fatal(err)
@@ -134,7 +94,7 @@ func TestWriteRoundTripsThroughParseReleaseManifest(t *testing.T) {
 
 func TestWriteOneArch(t *testing.T) {
 	dir := t.TempDir()
-	writeArchive(t, filepath.Join(dir, archiveName("amd64")), goodMembers(t, "amd64", nil))
+	writeArchive(t, filepath.Join(dir, archiveName("amd64")), goodMembers("amd64", nil))
 	m, err := Write(dir, "v1", []string{"amd64"})
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +109,7 @@ func TestWriteOneArch(t *testing.T) {
 func TestSHA256CoversTrailingBytes(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, archiveName("amd64"))
-	b := writeArchive(t, p, goodMembers(t, "amd64", nil))
+	b := writeArchive(t, p, goodMembers("amd64", nil))
 	before, _, _, err := inspect(p)
 	if err != nil {
 		t.Fatal(err)
@@ -186,38 +146,38 @@ func TestWriteRefuses(t *testing.T) {
 			os.WriteFile(p, []byte("plain text, not an image"), 0o644)
 		}, "v1", "vmdock-amd64.tar.zst"},
 		{"no manifest", func(t *testing.T, p string) {
-			writeArchive(t, p, goodMembers(t, "amd64", nil)[:3])
+			writeArchive(t, p, goodMembers("amd64", nil)[:3])
 		}, "v1", "no manifest.json"},
 		{"member differs from its sum", func(t *testing.T, p string) {
-			ms := goodMembers(t, "amd64", nil)
-			ms[1].data = []byte("another kernel")
+			ms := goodMembers("amd64", nil)
+			ms[1].Data = []byte("another kernel")
 			writeArchive(t, p, ms)
 		}, "v1", "vmlinuz: sha256"},
 		{"member missing", func(t *testing.T, p string) {
-			ms := goodMembers(t, "amd64", nil)
+			ms := goodMembers("amd64", nil)
 			writeArchive(t, p, append(ms[:2:2], ms[3]))
 		}, "v1", "no initrd.img"},
 		{"unexpected member", func(t *testing.T, p string) {
-			writeArchive(t, p, append([]member{{"etc/passwd", []byte("x")}}, goodMembers(t, "amd64", nil)...))
+			writeArchive(t, p, append([]imagetest.Member{{Name: "etc/passwd", Data: []byte("x")}}, goodMembers("amd64", nil)...))
 		}, "v1", `unexpected member "etc/passwd"`},
 		{"other arch inside", func(t *testing.T, p string) {
-			writeArchive(t, p, goodMembers(t, "arm64", nil))
+			writeArchive(t, p, goodMembers("arm64", nil))
 		}, "v1", `says arch "arm64"`},
 		{"no docker version", func(t *testing.T, p string) {
-			writeArchive(t, p, goodMembers(t, "amd64", func(m map[string]any) {
+			writeArchive(t, p, goodMembers("amd64", func(m map[string]any) {
 				delete(m["packages"].(map[string]any), "docker.io")
 			}))
 		}, "v1", `packages["docker.io"]`},
 		{"no containerd version", func(t *testing.T, p string) {
-			writeArchive(t, p, goodMembers(t, "amd64", func(m map[string]any) {
+			writeArchive(t, p, goodMembers("amd64", func(m map[string]any) {
 				delete(m["packages"].(map[string]any), "containerd")
 			}))
 		}, "v1", `packages["containerd"]`},
 		{"no kernel version", func(t *testing.T, p string) {
-			writeArchive(t, p, goodMembers(t, "amd64", func(m map[string]any) { delete(m, "kernelVersion") }))
+			writeArchive(t, p, goodMembers("amd64", func(m map[string]any) { delete(m, "kernelVersion") }))
 		}, "v1", "kernelVersion"},
 		{"no version", func(t *testing.T, p string) {
-			writeArchive(t, p, goodMembers(t, "amd64", nil))
+			writeArchive(t, p, goodMembers("amd64", nil))
 		}, "", "--version"},
 	}
 	for _, tc := range tests {

@@ -53,14 +53,11 @@ func Members(arch string, edit func(manifest map[string]any)) []Member {
 	return append([]Member{{"./manifest.json", b}}, files...)
 }
 
-// Encode packs members as a zstd tar.
-func Encode(members []Member) ([]byte, error) {
+// Tar packs members as regular files in an uncompressed tar, for a test
+// that compresses it its own way.
+func Tar(members []Member) ([]byte, error) {
 	var buf bytes.Buffer
-	zw, err := zstd.NewWriter(&buf)
-	if err != nil {
-		return nil, err
-	}
-	tw := tar.NewWriter(zw)
+	tw := tar.NewWriter(&buf)
 	for _, m := range members {
 		if err := tw.WriteHeader(&tar.Header{Name: m.Name, Mode: 0o644, Size: int64(len(m.Data)), Typeflag: tar.TypeReg}); err != nil {
 			return nil, err
@@ -70,6 +67,23 @@ func Encode(members []Member) ([]byte, error) {
 		}
 	}
 	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Encode packs members as a zstd tar.
+func Encode(members []Member) ([]byte, error) {
+	t, err := Tar(members)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	zw, err := zstd.NewWriter(&buf)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := zw.Write(t); err != nil {
 		return nil, err
 	}
 	if err := zw.Close(); err != nil {
