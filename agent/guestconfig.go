@@ -6,8 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"path"
-
-	"github.com/vmdock/vmdock/vm/driver"
 )
 
 // LoadGuestConfig reads and validates agent.json.
@@ -59,7 +57,7 @@ func (c GuestConfig) Serial() string {
 	if c.SerialPath != "" {
 		return c.SerialPath
 	}
-	return path.Join("/dev/virtio-ports", driver.AgentSerialName)
+	return path.Join("/dev/virtio-ports", SerialName)
 }
 
 // Port is the vsock port the guest listens on.
@@ -67,5 +65,5 @@ func (c GuestConfig) Port() uint32 {
 	if c.VsockPort != 0 {
 		return c.VsockPort
 	}
-	return driver.AgentVsockPort
+	return VsockPort
 }

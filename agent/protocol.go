@@ -209,13 +209,23 @@ const (
 	ChannelVsock        = "vsock"
 )
 
+// Where the agent channel is, on each kind: the hypervisor backends put it
+// there and the guest agent opens it.
+const (
+	// VsockPort is the vsock port the guest agent listens on (vz).
+	VsockPort = 2222
+	// SerialName is the virtio-serial port name the guest agent opens
+	// (qemu), /dev/virtio-ports/<SerialName> in the guest.
+	SerialName = "org.vmdock.agent"
+)
+
 // GuestConfig is agent.json on the boot disk, written by the host; the guest
 // agent reads it through --config.
 type GuestConfig struct {
 	Channel string `json:"channel"` // ChannelVirtioSerial or ChannelVsock
-	// SerialPath overrides /dev/virtio-ports/<driver.AgentSerialName>.
+	// SerialPath overrides /dev/virtio-ports/<SerialName>.
 	SerialPath string `json:"serialPath,omitempty"`
-	// VsockPort overrides driver.AgentVsockPort.
+	// VsockPort overrides the package's VsockPort.
 	VsockPort uint32 `json:"vsockPort,omitempty"`
 	LogLevel  string `json:"logLevel,omitempty"` // debug, info (default), warn, error
 }

@@ -93,12 +93,6 @@ type Spec struct {
 	SerialLog string // serial console output file
 }
 
-// AgentVsockPort is the vsock port the guest agent listens on (vz).
-const AgentVsockPort = 2222
-
-// AgentSerialName is the virtio-serial port name the guest agent opens (qemu).
-const AgentSerialName = "org.vmdock.agent"
-
 // ErrUnavailable is returned by Validate and Start when the driver cannot
 // run on this host at all, whatever the spec (vz on Linux, or a vmdock
 // built without cgo on macOS).

@@ -428,7 +428,7 @@ func agentChannelArgs(dir string) ([]string, error) {
 	return []string{
 		"-device", "virtio-serial-pci,id=vser0",
 		"-chardev", "socket,id=agent,path=" + esc(AgentSocketPath(dir)) + ",server=on,wait=off",
-		"-device", "virtserialport,bus=vser0.0,chardev=agent,name=" + driver.AgentSerialName,
+		"-device", "virtserialport,bus=vser0.0,chardev=agent,name=" + agent.SerialName,
 	}, nil
 }
 

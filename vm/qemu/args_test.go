@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/vm/driver"
 )
 
@@ -524,7 +525,7 @@ func TestAgentChannelArgs(t *testing.T) {
 	wantArgv(t, got, err,
 		"-device", "virtio-serial-pci,id=vser0",
 		"-chardev", "socket,id=agent,path=/a,,b/agent.sock,server=on,wait=off",
-		"-device", "virtserialport,bus=vser0.0,chardev=agent,name="+driver.AgentSerialName)
+		"-device", "virtserialport,bus=vser0.0,chardev=agent,name="+agent.SerialName)
 }
 
 func TestShareArgs(t *testing.T) {

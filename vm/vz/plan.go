@@ -193,7 +193,7 @@ func Plan(spec driver.Spec, host HostInfo) (*VMPlan, error) {
 
 	p := &VMPlan{
 		NAT:         true,
-		VsockPort:   driver.AgentVsockPort,
+		VsockPort:   agent.VsockPort,
 		Entropy:     true,
 		Balloon:     true,
 		Console:     ConsolePlan{Log: spec.SerialLog, Append: true},

@@ -71,7 +71,7 @@ func TestPlanFull(t *testing.T) {
 		},
 		Shares:      []SharePlan{{Tag: "m0", HostPath: "/Users/me"}, {Tag: "m1", HostPath: "/opt/ro", ReadOnly: true}},
 		NAT:         true,
-		VsockPort:   driver.AgentVsockPort,
+		VsockPort:   agent.VsockPort,
 		Entropy:     true,
 		Balloon:     true,
 		Console:     ConsolePlan{Log: "/inst/serial.log", Append: true},
