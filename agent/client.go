@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/yamux"
+
+	"github.com/vmdock/vmdock/connpipe"
 )
 
 // Version is the agent protocol/binary version, set with
@@ -238,16 +240,10 @@ func (c *Client) Dial(ctx context.Context, network, addr string) (net.Conn, erro
 	// udp streams carry length-prefixed datagrams; the caller frames them
 	// (NewDatagramConn, or the port forwarder's own packet stream), so
 	// nothing frames twice.
-	return halfCloseStream{st}, nil
+	// A yamux Close only ends our sending side: as CloseWrite it lets
+	// network.Pipe pass a client's end of input on to the guest.
+	return connpipe.CloseIsCloseWrite(st), nil
 }
-
-// halfCloseStream lets network.Pipe pass a client's end of input on to the
-// guest: a yamux Close only ends our sending side (reads go on until the
-// guest's FIN), which is exactly a TCP CloseWrite. Without it an echo-style
-// exchange (send, shut down writing, read the reply) waits forever.
-type halfCloseStream struct{ *yamux.Stream }
-
-func (s halfCloseStream) CloseWrite() error { return s.Stream.Close() }
 
 // maxPortEventLine bounds one line of the port watch. An event is under
 // 100 bytes; a guest that sends more without a newline is broken or

@@ -4,6 +4,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/vmdock/vmdock/sparsefile"
 )
 
 // cloneFile makes dst a copy-on-write clone of src (FICLONE: btrfs, XFS).
@@ -13,13 +15,7 @@ func cloneFile(src, dst string) error {
 		return err
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
-	err = unix.IoctlFileClone(int(out.Fd()), int(in.Fd()))
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return sparsefile.Create(dst, os.O_EXCL, 0o600, func(out *os.File) error {
+		return unix.IoctlFileClone(int(out.Fd()), int(in.Fd()))
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/vmdock/vmdock/atomicfile"
+	"github.com/vmdock/vmdock/sparsefile"
 )
 
 // PrepareDisk makes the instance root disk dst from img, sized to at least
@@ -103,15 +104,7 @@ func copyRaw(src, dst string) error {
 		return err
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if err != nil {
-		return err
-	}
-	err = copySparse(out, in)
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return sparsefile.Create(dst, os.O_EXCL, 0o600, func(out *os.File) error { return copySparse(out, in) })
 }
 
 // EnsureDataDisk makes the data disk at path, for container data, hold
@@ -122,19 +115,11 @@ func EnsureDataDisk(path string, size int64) error {
 	if size <= 0 {
 		return fmt.Errorf("data disk size %d: must be positive", size)
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	err := sparsefile.New(path, os.O_EXCL, 0o600, size)
 	if errors.Is(err, fs.ErrExist) {
 		return growDataDisk(path, size)
 	}
 	if err != nil {
-		return fmt.Errorf("create data disk %s: %w", path, err)
-	}
-	err = f.Truncate(size)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(path)
 		return fmt.Errorf("create data disk %s: %w", path, err)
 	}
 	return nil

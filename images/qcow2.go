@@ -10,6 +10,8 @@ import (
 	"os"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/vmdock/vmdock/sparsefile"
 )
 
 // A pure-Go qcow2 reader, just enough to turn an image into a raw disk:
@@ -332,16 +334,7 @@ func ConvertQCOW2(src, dst string) error {
 		return fmt.Errorf("convert %s: %w", src, err)
 	}
 	defer q.close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		return fmt.Errorf("convert %s: %w", src, err)
-	}
-	err = q.convert(out)
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(dst)
+	if err := sparsefile.Create(dst, os.O_EXCL, 0o644, q.convert); err != nil {
 		return fmt.Errorf("convert %s: %w", src, err)
 	}
 	return nil

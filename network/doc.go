@@ -8,6 +8,8 @@ package network
 import (
 	"context"
 	"net"
+
+	"github.com/vmdock/vmdock/connpipe"
 )
 
 // DialFunc opens a stream to network/addr as seen from the guest, e.g.
@@ -20,6 +22,4 @@ type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 
 // CloseWriter is a conn that can shut down its sending side while still
 // reading (TCP, unix sockets, a yamux stream's Close).
-type CloseWriter interface {
-	CloseWrite() error
-}
+type CloseWriter = connpipe.CloseWriter

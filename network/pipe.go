@@ -2,45 +2,16 @@ package network
 
 import (
 	"context"
-	"errors"
-	"io"
 	"net"
-	"sync"
 	"time"
+
+	"github.com/vmdock/vmdock/connpipe"
 )
 
 // Pipe copies a<->b until both directions end, passing each end-of-stream
-// on as a half-close so request/response protocols that shut down their
-// sending side (docker attach with stdin, `nc -N`) still get the reply.
-// It closes both conns before it returns.
-func Pipe(a, b net.Conn) {
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); copyHalf(b, a) }()
-	go func() { defer wg.Done(); copyHalf(a, b) }()
-	wg.Wait()
-	a.Close()
-	b.Close()
-}
-
-// copyHalf copies src into dst, then half-closes dst. When the copy fails
-// (not a clean EOF) both conns are closed, so the other direction ends too
-// instead of waiting forever on a peer that is gone.
-func copyHalf(dst, src net.Conn) {
-	_, err := io.Copy(dst, src)
-	if err != nil && !errors.Is(err, net.ErrClosed) {
-		dst.Close()
-		src.Close()
-		return
-	}
-	if cw, ok := dst.(CloseWriter); ok {
-		if cw.CloseWrite() == nil {
-			return
-		}
-	}
-	// Without a half-close the other direction may still carry a reply;
-	// Pipe closes dst once both directions are done.
-}
+// on as a half-close; it closes both conns before it returns. It is
+// connpipe.Pipe, which the guest agent shares.
+func Pipe(a, b net.Conn) { connpipe.Pipe(a, b) }
 
 // dialAndPipe connects c to a new guest connection and pipes the two until
 // both ends are done. Both stay in conns meanwhile, so a forwarder's Close

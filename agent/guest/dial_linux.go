@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/connpipe"
 )
 
 func (s *Server) dial(ctx context.Context, st net.Conn, req agent.Request) {
@@ -30,7 +31,7 @@ func (s *Server) dial(ctx context.Context, st net.Conn, req agent.Request) {
 		proxyDatagrams(agent.NewDatagramConn(st), c)
 		return
 	}
-	proxy(st, c)
+	connpipe.Pipe(connpipe.CloseIsCloseWrite(st), c)
 }
 
 // proxyDatagrams copies whole datagrams between a stream and a udp socket.

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/connpipe"
 )
 
 const hostAccessChain = "VMDOCK-HOST"
@@ -103,7 +104,7 @@ func (s *Server) hostDial(c net.Conn) {
 		c.Close()
 		return
 	}
-	proxy(c, st)
+	connpipe.Pipe(c, connpipe.CloseIsCloseWrite(st))
 }
 
 // originalPort reads the port the client asked for before REDIRECT.

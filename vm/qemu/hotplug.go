@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/vmdock/vmdock/sparsefile"
 )
 
 // ScratchSlots is how many scratch disks a VM can hold at once: one per
@@ -115,8 +117,8 @@ func (m *Machine) AttachScratch(ctx context.Context, slot int, diskSync string) 
 	if err := m.DetachScratch(ctx, slot); err != nil {
 		return "", err
 	}
-	if err := createSparse(path, ScratchSize); err != nil {
-		return "", err
+	if err := sparsefile.New(path, os.O_TRUNC, 0o600, ScratchSize); err != nil {
+		return "", fmt.Errorf("create scratch disk %s: %w", path, err)
 	}
 	for i, c := range cmds {
 		if err := m.qmp.execute(ctx, c.Name, c.Args, nil); err != nil {
@@ -186,20 +188,4 @@ func isNoSuchNode(err error) bool {
 func unplugUnderWay(err error) bool {
 	var qe *qmpError
 	return errors.As(err, &qe) && strings.Contains(qe.Desc, "in the process of unplug")
-}
-
-func createSparse(path string, size int64) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
-		return fmt.Errorf("create scratch disk %s: %w", path, err)
-	}
-	err = f.Truncate(size)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(path)
-		return fmt.Errorf("create scratch disk %s: %w", path, err)
-	}
-	return nil
 }
