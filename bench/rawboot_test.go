@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/yamux"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/vm/driver"
 )
 
@@ -92,7 +93,7 @@ func (d fakeDriver) Start(_ context.Context, s driver.Spec) (driver.Machine, err
 
 func TestRawBoot(t *testing.T) {
 	m := &bootingMachine{bootFor: 300 * time.Millisecond, off: make(chan struct{})}
-	spec := driver.Spec{Name: "x", Shares: []driver.Share{{Tag: "home", HostPath: "/home"}}}
+	spec := driver.Spec{Name: "x", Shares: []mounts.Share{{Tag: "home", HostPath: "/home"}}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	took, uptime, err := RawBoot(ctx, fakeDriver{m}, spec)

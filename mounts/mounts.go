@@ -1,8 +1,8 @@
 // Package mounts turns the user's folder-sharing requests (-V flags or the
 // YAML mounts: list) into checked, absolute mount specs and the tagged
-// shares a VM driver exports. It knows nothing about instances or drivers'
-// internals, so config and the host agent depend on it and not the other
-// way round.
+// shares (Share) a VM driver exports. It knows nothing about instances or
+// drivers, so config, the drivers (driver.Spec.Shares), the host agent and
+// the guest agent depend on it and not the other way round.
 package mounts
 
 import (
@@ -13,8 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"github.com/vmdock/vmdock/vm/driver"
 )
 
 // Mount is one host folder shared into the guest, from a -V flag or the
@@ -45,12 +43,32 @@ type Mount struct {
 	Cache string `yaml:"cache,omitempty" json:"cache,omitempty"`
 }
 
+// Share types: how a shared folder reaches the guest.
+const (
+	TypeVirtiofs = "virtiofs"
+	Type9p       = "9p"
+)
+
+// Share is one host folder exported to the guest under Tag and mounted at
+// GuestPath; Shares resolves the config's mounts into these, and a VM
+// driver exports them (driver.Spec.Shares).
+type Share struct {
+	Tag       string
+	HostPath  string
+	GuestPath string // where the guest mounts it; drivers do not need it
+	ReadOnly  bool
+	Type      string   // TypeVirtiofs or Type9p
+	Exclude   []string `json:",omitempty"` // subfolders kept on the guest's data disk instead; drivers ignore it
+	Inotify   bool     `json:",omitempty"` // host edits become guest inotify events (the host agent's job; drivers ignore it)
+	Cache     string   `json:",omitempty"` // caching mode (CacheModes); empty: the type's default
+}
+
 // CacheModes are the accepted cache settings per share type, the default
 // first: virtiofsd's --cache (qemu only; vz's virtiofs has no setting) and
 // the 9p client's cache= option.
 var CacheModes = map[string][]string{
-	driver.MountVirtiofs: {"auto", "always", "never"},
-	driver.Mount9p:       {"mmap", "loose", "none"},
+	TypeVirtiofs: {"auto", "always", "never"},
+	Type9p:       {"mmap", "loose", "none"},
 }
 
 // Mount modes.
@@ -132,13 +150,13 @@ func Tag(i int) string { return fmt.Sprintf("vmdock%d", i) }
 // and only writable mounts are writable. This is the one place these rules
 // live: the host agent, status and bench all read shares from here. Mounts
 // should already be resolved (Resolve).
-func Shares(ms []Mount, defaultType string) []driver.Share {
-	out := make([]driver.Share, 0, len(ms))
+func Shares(ms []Mount, defaultType string) []Share {
+	out := make([]Share, 0, len(ms))
 	for i, m := range ms {
 		if m.IsSync() {
 			continue // not a device: see Syncs
 		}
-		sh := driver.Share{Tag: Tag(i), HostPath: m.Location, GuestPath: m.GuestPath, ReadOnly: !m.Writable, Type: m.Type, Exclude: m.Exclude,
+		sh := Share{Tag: Tag(i), HostPath: m.Location, GuestPath: m.GuestPath, ReadOnly: !m.Writable, Type: m.Type, Exclude: m.Exclude,
 			Inotify: m.Inotify == nil || *m.Inotify, Cache: m.Cache}
 		if sh.Type == "" {
 			sh.Type = defaultType

@@ -8,8 +8,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/vmdock/vmdock/vm/driver"
 )
 
 func TestParseFlag(t *testing.T) {
@@ -145,28 +143,28 @@ func TestShares(t *testing.T) {
 		name        string
 		mounts      []Mount
 		defaultType string
-		want        []driver.Share
+		want        []Share
 	}{
-		{name: "none", defaultType: driver.MountVirtiofs, want: []driver.Share{}},
+		{name: "none", defaultType: TypeVirtiofs, want: []Share{}},
 		{
-			name: "own type else the default, in list order", defaultType: driver.Mount9p,
+			name: "own type else the default, in list order", defaultType: Type9p,
 			mounts: []Mount{
 				{Location: "/a", GuestPath: "/a", Writable: true},
-				{Location: "/b", GuestPath: "/b", Type: driver.MountVirtiofs},
-				{Location: "/c", GuestPath: "/c", Type: driver.Mount9p},
+				{Location: "/b", GuestPath: "/b", Type: TypeVirtiofs},
+				{Location: "/c", GuestPath: "/c", Type: Type9p},
 			},
-			want: []driver.Share{
-				{Tag: "vmdock0", HostPath: "/a", GuestPath: "/a", Type: driver.Mount9p, Inotify: true},
-				{Tag: "vmdock1", HostPath: "/b", GuestPath: "/b", ReadOnly: true, Type: driver.MountVirtiofs, Inotify: true},
-				{Tag: "vmdock2", HostPath: "/c", GuestPath: "/c", ReadOnly: true, Type: driver.Mount9p, Inotify: true},
+			want: []Share{
+				{Tag: "vmdock0", HostPath: "/a", GuestPath: "/a", Type: Type9p, Inotify: true},
+				{Tag: "vmdock1", HostPath: "/b", GuestPath: "/b", ReadOnly: true, Type: TypeVirtiofs, Inotify: true},
+				{Tag: "vmdock2", HostPath: "/c", GuestPath: "/c", ReadOnly: true, Type: Type9p, Inotify: true},
 			},
 		},
 		{
-			name: "guest path: its own, else the host path", defaultType: driver.MountVirtiofs,
+			name: "guest path: its own, else the host path", defaultType: TypeVirtiofs,
 			mounts: []Mount{{Location: "/src", GuestPath: "/work", Writable: true}, {Location: "/data"}},
-			want: []driver.Share{
-				{Tag: "vmdock0", HostPath: "/src", GuestPath: "/work", Type: driver.MountVirtiofs, Inotify: true},
-				{Tag: "vmdock1", HostPath: "/data", GuestPath: "/data", ReadOnly: true, Type: driver.MountVirtiofs, Inotify: true},
+			want: []Share{
+				{Tag: "vmdock0", HostPath: "/src", GuestPath: "/work", Type: TypeVirtiofs, Inotify: true},
+				{Tag: "vmdock1", HostPath: "/data", GuestPath: "/data", ReadOnly: true, Type: TypeVirtiofs, Inotify: true},
 			},
 		},
 	}
@@ -190,10 +188,10 @@ func TestSharesAfterResolve(t *testing.T) {
 		}
 		ms = append(ms, m)
 	}
-	got := Shares(Resolve(ms, "/home/u"), driver.Mount9p)
-	want := []driver.Share{
-		{Tag: "vmdock0", HostPath: "/home/u/src", GuestPath: "/src", Type: driver.Mount9p, Inotify: true},
-		{Tag: "vmdock1", HostPath: "/home/u", GuestPath: "/home/u", ReadOnly: true, Type: driver.Mount9p, Inotify: true},
+	got := Shares(Resolve(ms, "/home/u"), Type9p)
+	want := []Share{
+		{Tag: "vmdock0", HostPath: "/home/u/src", GuestPath: "/src", Type: Type9p, Inotify: true},
+		{Tag: "vmdock1", HostPath: "/home/u", GuestPath: "/home/u", ReadOnly: true, Type: Type9p, Inotify: true},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Shares = %+v\nwant %+v", got, want)

@@ -29,7 +29,7 @@ func SocketPaths(inst *store.Instance, cfg config.Config) []string {
 	paths = append(paths, filepath.Join(inst.Dir, driver.QMPSocketFile), inst.AgentSocketPath())
 	shares := mounts.Shares(cfg.Mounts, cfg.MountType)
 	for _, sh := range shares {
-		if sh.Type == driver.MountVirtiofs {
+		if sh.Type == mounts.TypeVirtiofs {
 			last := strings.Replace(driver.VirtiofsSocketFiles, "*", strconv.Itoa(len(shares)-1), 1)
 			return append(paths, filepath.Join(inst.Dir, last))
 		}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/sockpath"
@@ -13,19 +14,19 @@ import (
 
 func TestSocketPaths(t *testing.T) {
 	inst := &store.Instance{Name: "p", Dir: "/h/p"}
-	twoShares := []config.Mount{{Location: "/a"}, {Location: "/b", Type: driver.Mount9p}, {Location: "/c", Mode: "sync", Writable: true}}
+	twoShares := []config.Mount{{Location: "/a"}, {Location: "/b", Type: mounts.Type9p}, {Location: "/c", Mode: "sync", Writable: true}}
 	tests := []struct {
 		name string
 		cfg  config.Config
 		want []string
 	}{
-		{"vz, docker", config.Config{VMType: driver.TypeVZ, Runtime: "docker", Mounts: twoShares, MountType: driver.MountVirtiofs},
+		{"vz, docker", config.Config{VMType: driver.TypeVZ, Runtime: "docker", Mounts: twoShares, MountType: mounts.TypeVirtiofs},
 			[]string{"/h/p/ha.sock", "/h/p/docker.sock"}},
 		{"vz, containerd", config.Config{VMType: driver.TypeVZ, Runtime: config.RuntimeContainerd},
 			[]string{"/h/p/ha.sock", "/h/p/containerd.sock"}},
-		{"qemu, virtiofs", config.Config{VMType: driver.TypeQEMU, Runtime: "docker", Mounts: twoShares, MountType: driver.MountVirtiofs},
+		{"qemu, virtiofs", config.Config{VMType: driver.TypeQEMU, Runtime: "docker", Mounts: twoShares, MountType: mounts.TypeVirtiofs},
 			[]string{"/h/p/ha.sock", "/h/p/docker.sock", "/h/p/qmp.sock", "/h/p/agent.sock", "/h/p/virtiofs-1.sock"}},
-		{"qemu, 9p only", config.Config{VMType: driver.TypeQEMU, Runtime: "docker", Mounts: twoShares[:1], MountType: driver.Mount9p},
+		{"qemu, 9p only", config.Config{VMType: driver.TypeQEMU, Runtime: "docker", Mounts: twoShares[:1], MountType: mounts.Type9p},
 			[]string{"/h/p/ha.sock", "/h/p/docker.sock", "/h/p/qmp.sock", "/h/p/agent.sock"}},
 	}
 	for _, tt := range tests {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
-	"github.com/vmdock/vmdock/vm/driver"
+	"github.com/vmdock/vmdock/mounts"
 )
 
 // mount mounts one share at its target, creating the folder; a target that
@@ -25,7 +25,7 @@ func (s *Server) mount(ctx context.Context, m agent.MountRequest) error {
 	}
 	var args []string
 	switch m.Type {
-	case driver.Mount9p:
+	case mounts.Type9p:
 		cache := "mmap"
 		switch m.Cache {
 		case "":
@@ -41,14 +41,14 @@ func (s *Server) mount(ctx context.Context, m agent.MountRequest) error {
 		args = []string{"-t", "9p", "-o", opts, m.Tag, m.Target}
 	case agent.MountTypeSync:
 		return s.mountSyncCopy(m)
-	case driver.MountVirtiofs:
+	case mounts.TypeVirtiofs:
 		args = []string{"-t", "virtiofs"}
 		if m.ReadOnly {
 			args = append(args, "-o", "ro")
 		}
 		args = append(args, m.Tag, m.Target)
 	default:
-		return fmt.Errorf("mount %q: type %q is not %q or %q", m.Target, m.Type, driver.Mount9p, driver.MountVirtiofs)
+		return fmt.Errorf("mount %q: type %q is not %q or %q", m.Target, m.Type, mounts.Type9p, mounts.TypeVirtiofs)
 	}
 	if err := checkExcludes(m.Exclude); err != nil {
 		return fmt.Errorf("mount %q: %w", m.Target, err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/vmdock/vmdock/bench"
+	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/store"
@@ -29,14 +30,14 @@ func TestScratchDisksPerDriver(t *testing.T) {
 // mode, and only those at their host path.
 func TestBenchShares(t *testing.T) {
 	cfg := config.Default(testHost)
-	cfg.MountType = driver.Mount9p
+	cfg.MountType = mounts.Type9p
 	cfg.Mounts = []config.Mount{
 		{Location: "/home/u", GuestPath: "/home/u", Writable: true},
 		{Location: "/src", GuestPath: "/work", Writable: true},
-		{Location: "/data", Type: driver.MountVirtiofs},
+		{Location: "/data", Type: mounts.TypeVirtiofs},
 	}
 	got := benchShares(cfg)
-	want := []bench.Share{{Path: "/home/u", Type: driver.Mount9p, Writable: true}, {Path: "/data", Type: driver.MountVirtiofs}}
+	want := []bench.Share{{Path: "/home/u", Type: mounts.Type9p, Writable: true}, {Path: "/data", Type: mounts.TypeVirtiofs}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("benchShares = %+v, want %+v", got, want)
 	}

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/vm/config"
-	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/store"
 )
 
@@ -14,10 +14,10 @@ import (
 // instance's, its guest path, ro unless writable, in config order.
 func TestStatusShowsResolvedShares(t *testing.T) {
 	cfg := config.Default(testHost)
-	cfg.MountType = driver.MountVirtiofs
+	cfg.MountType = mounts.TypeVirtiofs
 	cfg.Mounts = []config.Mount{
 		{Location: "/home/u", GuestPath: "/home/u", Writable: true},
-		{Location: "/src", GuestPath: "/work", Type: driver.Mount9p},
+		{Location: "/src", GuestPath: "/work", Type: mounts.Type9p},
 		{Location: "/data"},
 	}
 	var out bytes.Buffer

@@ -1,6 +1,9 @@
 package config
 
-import "github.com/vmdock/vmdock/vm/driver"
+import (
+	"github.com/vmdock/vmdock/mounts"
+	"github.com/vmdock/vmdock/vm/driver"
+)
 
 // Host is what the config needs to know about the machine vmdock runs on:
 // defaults and validation read it, nothing here probes. The command line
@@ -28,7 +31,7 @@ func (h Host) DefaultVMType() string {
 // 9p otherwise.
 func (h Host) DefaultMountType(vmType string) string {
 	if vmType == driver.TypeVZ || h.Virtiofsd != "" {
-		return driver.MountVirtiofs
+		return mounts.TypeVirtiofs
 	}
-	return driver.Mount9p
+	return mounts.Type9p
 }

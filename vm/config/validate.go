@@ -70,11 +70,11 @@ func (c Config) ValidateOn(h Host) error {
 		bad("runtime", c.Runtime, "%s, %s", RuntimeDocker, RuntimeContainerd)
 	}
 	switch c.MountType {
-	case driver.MountVirtiofs:
+	case mounts.TypeVirtiofs:
 		if c.VMType == driver.TypeQEMU && h.Virtiofsd == "" {
 			bad("mountType", c.MountType, "9p (no virtiofsd found on PATH, /usr/libexec or /usr/lib/qemu)")
 		}
-	case driver.Mount9p:
+	case mounts.Type9p:
 		if c.VMType == driver.TypeVZ {
 			bad("mountType", c.MountType, "virtiofs (vz has no 9p)")
 		}
@@ -83,11 +83,11 @@ func (c Config) ValidateOn(h Host) error {
 	}
 	for _, m := range c.Mounts {
 		switch m.Type {
-		case "", driver.Mount9p:
+		case "", mounts.Type9p:
 			if m.Type != "" && c.VMType == driver.TypeVZ {
 				bad("mounts[].type", m.Type, "virtiofs (vz has no 9p) for %s", m.Location)
 			}
-		case driver.MountVirtiofs:
+		case mounts.TypeVirtiofs:
 			if c.VMType == driver.TypeQEMU && h.Virtiofsd == "" {
 				bad("mounts[].type", m.Type, "9p for %s (no virtiofsd found)", m.Location)
 			}

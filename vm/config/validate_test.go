@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/network/loopback"
-	"github.com/vmdock/vmdock/vm/driver"
 )
 
 // oneLineErr fails unless err is set, holds every want and is one line.
@@ -211,16 +211,16 @@ func TestMountCache(t *testing.T) {
 		m      Mount
 		want   string // substring of the error; empty: accepted
 	}{
-		{name: "virtiofs always", m: Mount{Type: driver.MountVirtiofs, Cache: "always"}},
-		{name: "9p loose", m: Mount{Type: driver.Mount9p, Cache: "loose"}},
+		{name: "virtiofs always", m: Mount{Type: mounts.TypeVirtiofs, Cache: "always"}},
+		{name: "9p loose", m: Mount{Type: mounts.Type9p, Cache: "loose"}},
 		{name: "default type 9p", m: Mount{Cache: "mmap"}},
-		{name: "9p mode on virtiofs", m: Mount{Type: driver.MountVirtiofs, Cache: "loose"}, want: `mounts[].cache: "loose" is not accepted; accepted: auto, always, never for a virtiofs share`},
-		{name: "unknown", m: Mount{Type: driver.Mount9p, Cache: "fast"}, want: `accepted: mmap, loose, none for a 9p share`},
+		{name: "9p mode on virtiofs", m: Mount{Type: mounts.TypeVirtiofs, Cache: "loose"}, want: `mounts[].cache: "loose" is not accepted; accepted: auto, always, never for a virtiofs share`},
+		{name: "unknown", m: Mount{Type: mounts.Type9p, Cache: "fast"}, want: `accepted: mmap, loose, none for a 9p share`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := validConfig(t, linuxHost)
-			c.MountType = driver.Mount9p
+			c.MountType = mounts.Type9p
 			m := tt.m
 			m.Location, m.GuestPath, m.Writable = c.Mounts[0].Location, c.Mounts[0].GuestPath, true
 			c.Mounts = []Mount{m}

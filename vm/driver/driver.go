@@ -8,18 +8,14 @@ import (
 	"errors"
 	"net"
 	"strings"
+
+	"github.com/vmdock/vmdock/mounts"
 )
 
 // Arch values follow GOARCH names; drivers translate them (x86_64, aarch64).
 const (
 	ArchAMD64 = "amd64"
 	ArchARM64 = "arm64"
-)
-
-// Mount types.
-const (
-	MountVirtiofs = "virtiofs"
-	Mount9p       = "9p"
 )
 
 // Network modes. Isolated keeps the agent channel and every vmdock tunnel
@@ -53,19 +49,6 @@ type Disk struct {
 	CDROM    bool // the cidata boot disk
 }
 
-// Share is one host folder exported to the guest under Tag and mounted at
-// GuestPath; package mounts resolves the config's mounts into these.
-type Share struct {
-	Tag       string
-	HostPath  string
-	GuestPath string // where the guest mounts it; drivers do not need it
-	ReadOnly  bool
-	Type      string   // MountVirtiofs or Mount9p
-	Exclude   []string `json:",omitempty"` // subfolders kept on the guest's data disk instead; drivers ignore it
-	Inotify   bool     `json:",omitempty"` // host edits become guest inotify events (the host agent's job; drivers ignore it)
-	Cache     string   `json:",omitempty"` // caching mode (mounts.CacheModes); empty: the type's default
-}
-
 // Spec describes one VM, independent of the hypervisor.
 type Spec struct {
 	Name      string // instance (profile) name, used in process titles and logs
@@ -80,7 +63,7 @@ type Spec struct {
 	Cmdline string
 
 	Disks    []Disk
-	Shares   []Share
+	Shares   []mounts.Share
 	Network  string // NetworkUser or NetworkIsolated
 	DiskSync string
 	Rosetta  bool   // vz on arm64 only

@@ -69,7 +69,7 @@ func (ha *hostAgent) fingerprint() (resume.Fingerprint, error) {
 	}
 	specSum := sha256.Sum256(specJSON)
 	mountsJSON, err := json.Marshal(struct {
-		Shares []driver.Share
+		Shares []mounts.Share
 		Syncs  []mounts.Sync
 	}{ha.spec.Shares, mounts.Syncs(ha.cfg.Mounts)})
 	if err != nil {

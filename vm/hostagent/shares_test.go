@@ -6,6 +6,7 @@ import (
 
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/images"
+	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/store"
@@ -18,10 +19,10 @@ func TestSpecSharesAndMountRequests(t *testing.T) {
 	ha := &hostAgent{
 		inst: &store.Instance{Name: "x", Dir: "/vmdock/x"},
 		cfg: config.Config{
-			Arch: driver.ArchAMD64, VMType: driver.TypeQEMU, CPUs: 1, MemoryGiB: 1, MountType: driver.MountVirtiofs,
+			Arch: driver.ArchAMD64, VMType: driver.TypeQEMU, CPUs: 1, MemoryGiB: 1, MountType: mounts.TypeVirtiofs,
 			Mounts: []config.Mount{
 				{Location: "/home/u", GuestPath: "/home/u", Writable: true},
-				{Location: "/src", GuestPath: "/work", Type: driver.Mount9p, Exclude: []string{"node_modules"}},
+				{Location: "/src", GuestPath: "/work", Type: mounts.Type9p, Exclude: []string{"node_modules"}},
 			},
 		},
 	}
@@ -29,16 +30,16 @@ func TestSpecSharesAndMountRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantShares := []driver.Share{
-		{Tag: "vmdock0", HostPath: "/home/u", GuestPath: "/home/u", Type: driver.MountVirtiofs, Inotify: true},
-		{Tag: "vmdock1", HostPath: "/src", GuestPath: "/work", ReadOnly: true, Type: driver.Mount9p, Exclude: []string{"node_modules"}, Inotify: true},
+	wantShares := []mounts.Share{
+		{Tag: "vmdock0", HostPath: "/home/u", GuestPath: "/home/u", Type: mounts.TypeVirtiofs, Inotify: true},
+		{Tag: "vmdock1", HostPath: "/src", GuestPath: "/work", ReadOnly: true, Type: mounts.Type9p, Exclude: []string{"node_modules"}, Inotify: true},
 	}
 	if !reflect.DeepEqual(spec.Shares, wantShares) {
 		t.Fatalf("spec shares %+v\nwant %+v", spec.Shares, wantShares)
 	}
 	wantReqs := []agent.MountRequest{
-		{Type: driver.MountVirtiofs, Tag: "vmdock0", Target: "/home/u", HostPath: "/home/u"},
-		{Type: driver.Mount9p, Tag: "vmdock1", Target: "/work", ReadOnly: true, HostPath: "/src", Exclude: []string{"node_modules"}},
+		{Type: mounts.TypeVirtiofs, Tag: "vmdock0", Target: "/home/u", HostPath: "/home/u"},
+		{Type: mounts.Type9p, Tag: "vmdock1", Target: "/work", ReadOnly: true, HostPath: "/src", Exclude: []string{"node_modules"}},
 	}
 	for i, sh := range spec.Shares {
 		if got := mountRequest(sh); !reflect.DeepEqual(got, wantReqs[i]) {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/vm/driver"
 )
 
@@ -111,7 +112,7 @@ type HostEnv struct {
 	Accel     string    // AccelKVM, AccelHVF or AccelTCG
 	Version   Version   // of the qemu binary
 	Firmware  Firmware  // used when Spec.Kernel is empty
-	Virtiofsd Virtiofsd // needed for MountVirtiofs shares; empty Path: not available
+	Virtiofsd Virtiofsd // needed for mounts.TypeVirtiofs shares; empty Path: not available
 
 	// pausedBIOS boots with -S and the machine's default firmware (SeaBIOS
 	// on q35) with no kernel: the process tests need a qemu that stays up
@@ -438,7 +439,7 @@ func agentChannelArgs(dir string) ([]string, error) {
 func shareArgs(spec driver.Spec, virtiofsdPath string) ([]string, error) {
 	if hasVirtiofs(spec.Shares) && virtiofsdPath == "" {
 		return nil, fmt.Errorf("mount type %s needs virtiofsd, which was not found: install the virtiofsd package or use mount type %s",
-			driver.MountVirtiofs, driver.Mount9p)
+			mounts.TypeVirtiofs, mounts.Type9p)
 	}
 	var a []string
 	tags := map[string]bool{}
@@ -451,12 +452,12 @@ func shareArgs(spec driver.Spec, virtiofsdPath string) ([]string, error) {
 		}
 		tags[s.Tag] = true
 		switch s.Type {
-		case driver.MountVirtiofs:
+		case mounts.TypeVirtiofs:
 			a = append(a, virtiofsShareArgs(spec.Dir, i, s)...)
-		case driver.Mount9p:
+		case mounts.Type9p:
 			a = append(a, ninePShareArgs(i, s)...)
 		default:
-			return nil, fmt.Errorf("share %s: mount type %q: accepted values are %s and %s", s.HostPath, s.Type, driver.MountVirtiofs, driver.Mount9p)
+			return nil, fmt.Errorf("share %s: mount type %q: accepted values are %s and %s", s.HostPath, s.Type, mounts.TypeVirtiofs, mounts.Type9p)
 		}
 	}
 	return a, nil
@@ -464,7 +465,7 @@ func shareArgs(spec driver.Spec, virtiofsdPath string) ([]string, error) {
 
 // virtiofsShareArgs connect share i to the virtiofsd the driver starts on
 // the instance's virtiofs-<i>.sock.
-func virtiofsShareArgs(dir string, i int, s driver.Share) []string {
+func virtiofsShareArgs(dir string, i int, s mounts.Share) []string {
 	chr := fmt.Sprintf("vfs%d", i)
 	return []string{
 		"-chardev", fmt.Sprintf("socket,id=%s,path=%s", chr, esc(virtiofsSocketPath(dir, i))),
@@ -482,7 +483,7 @@ func virtiofsShareArgs(dir string, i int, s driver.Share) []string {
 // fail with EPERM unless qemu runs as root, because it insists on chown to
 // the guest uid. multidevs=remap keeps inode numbers unique when the shared
 // tree spans several host file systems.
-func ninePShareArgs(i int, s driver.Share) []string {
+func ninePShareArgs(i int, s mounts.Share) []string {
 	v := fmt.Sprintf("local,path=%s,mount_tag=%s,security_model=none,multidevs=remap,id=fs%d", esc(s.HostPath), esc(s.Tag), i)
 	if s.ReadOnly {
 		v += ",readonly=on"

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/vm/driver"
 )
 
@@ -30,7 +31,7 @@ func baseSpec() driver.Spec {
 			{Path: "/home/u/.vmdock/default/boot.iso", CDROM: true},
 			{Path: "/home/u/.vmdock/default/data.raw", Format: "raw"},
 		},
-		Shares:    []driver.Share{{Tag: "m0", HostPath: "/home/u", Type: driver.Mount9p}, {Tag: "m1", HostPath: "/opt/ro", ReadOnly: true, Type: driver.Mount9p}},
+		Shares:    []mounts.Share{{Tag: "m0", HostPath: "/home/u", Type: mounts.Type9p}, {Tag: "m1", HostPath: "/opt/ro", ReadOnly: true, Type: mounts.Type9p}},
 		Network:   driver.NetworkIsolated,
 		DiskSync:  driver.DiskSyncFsync,
 		SerialLog: "/home/u/.vmdock/default/serial.log",
@@ -119,7 +120,7 @@ func TestArgs(t *testing.T) {
 		},
 		{
 			name:   "virtiofs shares use vhost-user-fs and shared memfd RAM",
-			mutate: func(s *driver.Spec) { allShares(s, driver.MountVirtiofs) },
+			mutate: func(s *driver.Spec) { allShares(s, mounts.TypeVirtiofs) },
 			env:    HostEnv{Accel: AccelTCG, Virtiofsd: Virtiofsd{Path: "/usr/libexec/virtiofsd", Rust: true}},
 			want: map[string][]string{
 				"-machine": {"q35,memory-backend=mem"},
@@ -147,7 +148,7 @@ func TestArgs(t *testing.T) {
 			mutate: func(s *driver.Spec) {
 				s.Dir = "/tmp/a,b"
 				s.Disks = []driver.Disk{{Path: "/tmp/a,b/disk.raw", Format: "qcow2"}}
-				s.Shares = []driver.Share{{Tag: "t", HostPath: "/src/x,y", Type: driver.Mount9p}}
+				s.Shares = []mounts.Share{{Tag: "t", HostPath: "/src/x,y", Type: mounts.Type9p}}
 				s.SerialLog = ""
 			},
 			env: tcgEnv,
@@ -244,7 +245,7 @@ func TestArgsErrors(t *testing.T) {
 		{"old qemu", nil, HostEnv{Accel: AccelTCG, Version: Version{5, 2, 0}}, "qemu 5.2.0 is too old"},
 		{"no x86 firmware", func(s *driver.Spec) { s.Kernel = "" }, tcgEnv, "install the ovmf package"},
 		{"no arm64 firmware", func(s *driver.Spec) { s.Kernel, s.Arch = "", driver.ArchARM64 }, tcgEnv, "install the qemu-efi-aarch64 package"},
-		{"virtiofs without daemon", func(s *driver.Spec) { allShares(s, driver.MountVirtiofs) }, tcgEnv, "needs virtiofsd"},
+		{"virtiofs without daemon", func(s *driver.Spec) { allShares(s, mounts.TypeVirtiofs) }, tcgEnv, "needs virtiofsd"},
 		{"no dir", func(s *driver.Spec) { s.Dir = "" }, tcgEnv, "no instance folder"},
 	}
 	for _, tt := range tests {
@@ -531,10 +532,10 @@ func TestAgentChannelArgs(t *testing.T) {
 func TestShareArgs(t *testing.T) {
 	spec := driver.Spec{
 		Dir: "/d",
-		Shares: []driver.Share{
-			{Tag: "m0", HostPath: "/home/u", Type: driver.Mount9p},
-			{Tag: "m,1", HostPath: "/src", Type: driver.MountVirtiofs},
-			{Tag: "m2", HostPath: "/ro", ReadOnly: true, Type: driver.Mount9p},
+		Shares: []mounts.Share{
+			{Tag: "m0", HostPath: "/home/u", Type: mounts.Type9p},
+			{Tag: "m,1", HostPath: "/src", Type: mounts.TypeVirtiofs},
+			{Tag: "m2", HostPath: "/ro", ReadOnly: true, Type: mounts.Type9p},
 		},
 	}
 	t.Run("each share by its own type", func(t *testing.T) {

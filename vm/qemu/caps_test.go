@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vmdock/vmdock/vm/driver"
+	"github.com/vmdock/vmdock/mounts"
 )
 
 // countingVirtiofsd puts a Rust-dialect virtiofsd first on PATH that records
@@ -66,7 +66,7 @@ func TestVirtiofsdProbedOncePerProcess(t *testing.T) {
 	t.Run("validate and start a virtiofs spec", func(t *testing.T) {
 		needQEMU(t)
 		spec := pausedSpec(t, shortDir(t))
-		allShares(&spec, driver.MountVirtiofs)
+		allShares(&spec, mounts.TypeVirtiofs)
 		d := pausedDriver()
 		if err := d.Validate(spec); err != nil {
 			t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/sockpath"
 )
@@ -137,9 +138,9 @@ func (d *Driver) virtiofsd() (Virtiofsd, error) {
 }
 
 // hasVirtiofs reports whether any share needs a virtiofsd.
-func hasVirtiofs(shares []driver.Share) bool {
+func hasVirtiofs(shares []mounts.Share) bool {
 	for _, s := range shares {
-		if s.Type == driver.MountVirtiofs {
+		if s.Type == mounts.TypeVirtiofs {
 			return true
 		}
 	}

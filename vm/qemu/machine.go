@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/atomicfile"
+	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/vm/driver"
 )
 
@@ -282,7 +283,7 @@ const virtiofsdStartTimeout = 5 * time.Second
 func (m *Machine) startVirtiofsd(ctx context.Context, v Virtiofsd, logW io.Writer) error {
 	asRoot := os.Geteuid() == 0
 	for i, s := range m.spec.Shares {
-		if s.Type != driver.MountVirtiofs {
+		if s.Type != mounts.TypeVirtiofs {
 			continue
 		}
 		sock := virtiofsSocketPath(m.spec.Dir, i)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/sockpath"
 )
@@ -58,7 +59,7 @@ func pausedSpec(t *testing.T, dir string) driver.Spec {
 	return driver.Spec{
 		Name: "test", Dir: dir, Arch: driver.ArchAMD64, CPUs: 1, MemoryMiB: 128,
 		Disks:     []driver.Disk{{Path: disk, Format: "raw"}, {Path: iso, CDROM: true}},
-		Shares:    []driver.Share{{Tag: "s0", HostPath: share, Type: driver.Mount9p}, {Tag: "s1", HostPath: share, ReadOnly: true, Type: driver.Mount9p}},
+		Shares:    []mounts.Share{{Tag: "s0", HostPath: share, Type: mounts.Type9p}, {Tag: "s1", HostPath: share, ReadOnly: true, Type: mounts.Type9p}},
 		Network:   driver.NetworkIsolated,
 		SerialLog: filepath.Join(dir, "serial.log"),
 	}
@@ -204,7 +205,7 @@ func TestValidateRejectsMissingFiles(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			spec := spec0
 			spec.Disks = append([]driver.Disk(nil), spec0.Disks...)
-			spec.Shares = append([]driver.Share(nil), spec0.Shares...)
+			spec.Shares = append([]mounts.Share(nil), spec0.Shares...)
 			tt.mutate(&spec)
 			err := pausedDriver().Validate(spec)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -314,7 +315,7 @@ func TestVirtiofsd(t *testing.T) {
 			t.Fatalf("DetectVirtiofsd = %+v, %v; want legacy", v, err)
 		}
 		sock := virtiofsSocketPath(dir, 0)
-		d, err := startDaemon(context.Background(), v.Path, v.args(sock, driver.Share{Tag: "t", HostPath: dir}, true),
+		d, err := startDaemon(context.Background(), v.Path, v.args(sock, mounts.Share{Tag: "t", HostPath: dir}, true),
 			sock, virtiofsdPIDPath(dir, 0), os.Stderr)
 		if err != nil {
 			if d != nil {
@@ -332,7 +333,7 @@ func TestVirtiofsd(t *testing.T) {
 	t.Run("qemu with virtiofs shares", func(t *testing.T) {
 		dir := shortDir(t)
 		spec := pausedSpec(t, dir)
-		allShares(&spec, driver.MountVirtiofs)
+		allShares(&spec, mounts.TypeVirtiofs)
 		m := startPaused(t, spec)
 		if len(m.daemons) != 2 {
 			t.Fatalf("%d virtiofsd running, want 2", len(m.daemons))
@@ -360,7 +361,7 @@ func TestVirtiofsd(t *testing.T) {
 	t.Run("a virtiofsd killed while the VM runs shows in Info", func(t *testing.T) {
 		dir := shortDir(t)
 		spec := pausedSpec(t, dir)
-		allShares(&spec, driver.MountVirtiofs)
+		allShares(&spec, mounts.TypeVirtiofs)
 		m := startPaused(t, spec)
 		if p := m.Info().Problems; len(p) != 0 {
 			t.Fatalf("problems before any fault: %v", p)
@@ -382,7 +383,7 @@ func TestVirtiofsd(t *testing.T) {
 	t.Run("daemon failure is reported", func(t *testing.T) {
 		dir := shortDir(t)
 		spec := pausedSpec(t, dir)
-		allShares(&spec, driver.MountVirtiofs)
+		allShares(&spec, mounts.TypeVirtiofs)
 		_, err := New(Options{pausedBIOS: true, Virtiofsd: "/bin/false"}).Start(context.Background(), spec)
 		if err == nil || !strings.Contains(err.Error(), "virtiofsd for") {
 			t.Errorf("Start with a failing virtiofsd = %v", err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/vm/driver"
 )
 
@@ -103,7 +104,7 @@ func TestResumeRefusesOtherQEMUVersion(t *testing.T) {
 }
 
 func TestSaveBlockerNamesTheShare(t *testing.T) {
-	spec := driver.Spec{Shares: []driver.Share{{HostPath: "/home/u", Type: driver.MountVirtiofs}}}
+	spec := driver.Spec{Shares: []mounts.Share{{HostPath: "/home/u", Type: mounts.TypeVirtiofs}}}
 	err := New(Options{}).SaveBlocker(spec)
 	if err == nil || !strings.Contains(err.Error(), "/home/u") || !strings.Contains(err.Error(), "sync mounts") {
 		t.Fatalf("SaveBlocker = %v", err)

@@ -5,7 +5,7 @@ import (
 	"os/exec"
 	"strings"
 
-	"github.com/vmdock/vmdock/vm/driver"
+	"github.com/vmdock/vmdock/mounts"
 )
 
 // Virtiofsd is one virtiofs daemon binary and the flag dialect it speaks:
@@ -36,7 +36,7 @@ func isRustVirtiofsd(help string) bool { return strings.Contains(help, "--shared
 // creates files as the host user, which is what a dev share wants. The
 // legacy daemon only runs as root and has no read-only switch; for a read-only share the guest
 // mounts it ro.
-func (v Virtiofsd) args(socket string, share driver.Share, asRoot bool) []string {
+func (v Virtiofsd) args(socket string, share mounts.Share, asRoot bool) []string {
 	if v.Rust {
 		a := []string{
 			"--socket-path=" + socket,
@@ -68,7 +68,7 @@ func (v Virtiofsd) args(socket string, share driver.Share, asRoot bool) []string
 
 // cacheMode is the share's virtiofsd cache setting: auto unless the mount
 // asks for always (faster metadata, host edits seen later) or never.
-func cacheMode(share driver.Share) string {
+func cacheMode(share mounts.Share) string {
 	if share.Cache != "" {
 		return share.Cache
 	}

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/vmdock/vmdock/vm/driver"
+	"github.com/vmdock/vmdock/mounts"
 )
 
 func TestVirtiofsdArgs(t *testing.T) {
@@ -12,28 +12,28 @@ func TestVirtiofsdArgs(t *testing.T) {
 	tests := []struct {
 		name   string
 		v      Virtiofsd
-		share  driver.Share
+		share  mounts.Share
 		asRoot bool
 		want   []string
 	}{
 		{
 			name: "legacy C daemon as root", v: Virtiofsd{Path: "/usr/lib/qemu/virtiofsd"},
-			share: driver.Share{Tag: "t", HostPath: "/src/a,b"}, asRoot: true,
+			share: mounts.Share{Tag: "t", HostPath: "/src/a,b"}, asRoot: true,
 			want: []string{"--socket-path=" + sock, "-o", `source=/src/a\,b`, "-o", "cache=auto", "-o", "announce_submounts"},
 		},
 		{
 			name: "rust daemon unprivileged, read-only", v: Virtiofsd{Path: "/usr/libexec/virtiofsd", Rust: true},
-			share: driver.Share{Tag: "t", HostPath: "/src", ReadOnly: true},
+			share: mounts.Share{Tag: "t", HostPath: "/src", ReadOnly: true},
 			want:  []string{"--socket-path=" + sock, "--shared-dir=/src", "--cache=auto", "--announce-submounts", "--sandbox=none", "--readonly"},
 		},
 		{
 			name: "legacy daemon, cache always", v: Virtiofsd{Path: "/usr/lib/qemu/virtiofsd"},
-			share: driver.Share{Tag: "t", HostPath: "/src", Cache: "always"}, asRoot: true,
+			share: mounts.Share{Tag: "t", HostPath: "/src", Cache: "always"}, asRoot: true,
 			want: []string{"--socket-path=" + sock, "-o", "source=/src", "-o", "cache=always", "-o", "announce_submounts"},
 		},
 		{
 			name: "rust daemon as root keeps its sandbox", v: Virtiofsd{Rust: true},
-			share: driver.Share{Tag: "t", HostPath: "/src"}, asRoot: true,
+			share: mounts.Share{Tag: "t", HostPath: "/src"}, asRoot: true,
 			want: []string{"--socket-path=" + sock, "--shared-dir=/src", "--cache=auto", "--announce-submounts"},
 		},
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/macos"
 )
@@ -396,7 +397,7 @@ func planShares(spec driver.Spec) ([]SharePlan, error) {
 			return nil, fmt.Errorf("vz: share tag %q used twice (or reserved)", s.Tag)
 		case !filepath.IsAbs(s.HostPath):
 			return nil, fmt.Errorf("vz: share path %q is not absolute", s.HostPath)
-		case s.Type != driver.MountVirtiofs:
+		case s.Type != mounts.TypeVirtiofs:
 			return nil, fmt.Errorf("vz: share %s: mount type %q not supported (accepted: virtiofs)", s.HostPath, s.Type)
 		}
 		seen[s.Tag] = true

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/vm/driver"
 )
 
@@ -49,7 +50,7 @@ func baseSpec(t *testing.T) driver.Spec {
 			{Path: "/inst/disk.raw", Format: "raw"},
 			{Path: "/inst/boot.iso", Format: "raw", CDROM: true},
 		},
-		Shares:    []driver.Share{{Tag: "m0", HostPath: "/Users/me", Type: driver.MountVirtiofs}, {Tag: "m1", HostPath: "/opt/ro", ReadOnly: true, Type: driver.MountVirtiofs}},
+		Shares:    []mounts.Share{{Tag: "m0", HostPath: "/Users/me", Type: mounts.TypeVirtiofs}, {Tag: "m1", HostPath: "/opt/ro", ReadOnly: true, Type: mounts.TypeVirtiofs}},
 		Network:   driver.NetworkUser,
 		DiskSync:  driver.DiskSyncFsync,
 		SerialLog: "/inst/serial.log",
@@ -230,7 +231,7 @@ func TestPlanErrors(t *testing.T) {
 		{"vmdk disk", armHost, func(s *driver.Spec) { s.Disks[0].Format = "vmdk" }, `format "vmdk" (accepted: raw)`},
 		{"bad sync", armHost, func(s *driver.Spec) { s.DiskSync = "sometimes" }, `disk sync "sometimes" unknown (accepted: full, fsync, none)`},
 		{"bad network", armHost, func(s *driver.Spec) { s.Network = "bridged" }, `network mode "bridged"`},
-		{"9p", armHost, func(s *driver.Spec) { s.Shares[1].Type = driver.Mount9p }, `share /opt/ro: mount type "9p" not supported (accepted: virtiofs)`},
+		{"9p", armHost, func(s *driver.Spec) { s.Shares[1].Type = mounts.Type9p }, `share /opt/ro: mount type "9p" not supported (accepted: virtiofs)`},
 		{"empty tag", armHost, func(s *driver.Spec) { s.Shares[0].Tag = "" }, "empty tag"},
 		{"long tag", armHost, func(s *driver.Spec) { s.Shares[0].Tag = strings.Repeat("t", 37) }, "at most 36"},
 		{"duplicate tag", armHost, func(s *driver.Spec) { s.Shares[1].Tag = "m0" }, `tag "m0" used twice`},

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/vm/driver"
 )
 
@@ -211,7 +212,7 @@ func TestCheckSavedState(t *testing.T) {
 }
 
 func TestSaveBlocker(t *testing.T) {
-	share := driver.Spec{Shares: []driver.Share{{Tag: "home", HostPath: "/Users/ann", Type: driver.MountVirtiofs}}}
+	share := driver.Spec{Shares: []mounts.Share{{Tag: "home", HostPath: "/Users/ann", Type: mounts.TypeVirtiofs}}}
 	rosetta := driver.Spec{Rosetta: true}
 	arm := func(v string) HostInfo { return HostInfo{Arch: driver.ArchARM64, MacOSVersion: v} }
 	tests := []struct {
