@@ -23,7 +23,7 @@ import (
 // Sections, in run order.
 var Sections = []string{"disk", "tree", "propagate", "ports", "api", "boot", "memory", "sync"}
 
-// ExecFunc runs argv in the guest (vm.Exec without the instance).
+// ExecFunc runs argv in the guest (instance.Exec without the instance).
 type ExecFunc func(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) (int, error)
 
 // Share is one mounted host folder, visible in the guest at the same path.

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/images"
-	"github.com/vmdock/vmdock/vm"
+	"github.com/vmdock/vmdock/vm/instance"
 	"github.com/vmdock/vmdock/vm/sockpath"
 )
 
@@ -81,7 +81,7 @@ func shortDigest(d string) string {
 // The paths are the ones `vmdock start` checks; the limit is the host's.
 func checkSockets(_ context.Context, f Facts) Result {
 	max := f.SunPathMax - 1 // the path's NUL takes the last byte
-	paths := vm.SocketPaths(f.Instance, f.Config)
+	paths := instance.SocketPaths(f.Instance, f.Config)
 	if err := sockpath.Check(max, paths...); err != nil {
 		return fail("set VMDOCK_HOME to a shorter folder (the default is ~/.vmdock), or use a shorter profile name", "%v", err)
 	}

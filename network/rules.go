@@ -7,7 +7,7 @@ import (
 )
 
 // RuleSpec is one configured port map as written by the user (the same
-// shape as vm.PortRule, copied so this package does not import vm).
+// shape as config.PortRule, copied so this package does not import vm/config).
 type RuleSpec struct {
 	Guest string // "8080" or "8000-8010"
 	Host  string // same shape and length as Guest

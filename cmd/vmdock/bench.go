@@ -14,10 +14,10 @@ import (
 	"github.com/vmdock/vmdock/bench"
 	"github.com/vmdock/vmdock/bench/scratch"
 	"github.com/vmdock/vmdock/mounts"
-	"github.com/vmdock/vmdock/vm"
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/control"
 	"github.com/vmdock/vmdock/vm/driver"
+	"github.com/vmdock/vmdock/vm/instance"
 	"github.com/vmdock/vmdock/vm/qemu"
 	"github.com/vmdock/vmdock/vm/store"
 )
@@ -141,7 +141,7 @@ func benchEnv(cmd *cobra.Command, inst *store.Instance, cfg config.Config) (benc
 	}
 	env.Shares = benchShares(cfg)
 	env.PortPath = func(ctx context.Context, proto string, guestPort int) string {
-		st, err := vm.HostAgentState(ctx, inst)
+		st, err := instance.HostAgentState(ctx, inst)
 		if err != nil {
 			return ""
 		}
@@ -164,7 +164,7 @@ func benchEnv(cmd *cobra.Command, inst *store.Instance, cfg config.Config) (benc
 	}
 	m := bench.HostMachine()
 	m.Driver, m.GuestCPUs, m.GuestMemGiB, m.DiskSync = cfg.VMType, cfg.CPUs, cfg.MemoryGiB, cfg.DiskSync
-	st, err := vm.HostAgentState(ctx, inst)
+	st, err := instance.HostAgentState(ctx, inst)
 	if err != nil {
 		return env, m, fmt.Errorf("ask the host agent: %w", err)
 	}

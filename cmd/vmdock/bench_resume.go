@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vmdock/vmdock/bench"
-	"github.com/vmdock/vmdock/vm"
 	"github.com/vmdock/vmdock/vm/config"
+	"github.com/vmdock/vmdock/vm/instance"
 	"github.com/vmdock/vmdock/vm/resume"
 	"github.com/vmdock/vmdock/vm/store"
 )
@@ -48,12 +48,12 @@ func runResumeCycle(cmd *cobra.Command, inst *store.Instance, h config.Host, pat
 		}
 		return time.Since(began), nil
 	}
-	quiet := vm.StartOptions{Progress: io.Discard}
+	quiet := instance.StartOptions{Progress: io.Discard}
 	cold, err := timed("cold start", func() error { return startVM(ctx, inst, cfg, quiet) })
 	if err != nil {
 		return err
 	}
-	save, err := timed("stop (saves)", func() error { return stopVM(ctx, inst, vm.StopOptions{}) })
+	save, err := timed("stop (saves)", func() error { return stopVM(ctx, inst, instance.StopOptions{}) })
 	if err != nil {
 		return err
 	}
@@ -68,7 +68,7 @@ func runResumeCycle(cmd *cobra.Command, inst *store.Instance, h config.Host, pat
 	if resume.Exists(inst.SavedStateDir()) {
 		return errors.New("--resume-cycle: the start did not take the saved state (see `vmdock logs`)")
 	}
-	powerOff, err := timed("stop (powers off)", func() error { return stopVM(ctx, inst, vm.StopOptions{NoSave: true}) })
+	powerOff, err := timed("stop (powers off)", func() error { return stopVM(ctx, inst, instance.StopOptions{NoSave: true}) })
 	if err != nil {
 		return err
 	}

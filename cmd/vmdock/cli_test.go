@@ -17,8 +17,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vmdock/vmdock/vm"
 	"github.com/vmdock/vmdock/vm/config"
+	"github.com/vmdock/vmdock/vm/instance"
 	"github.com/vmdock/vmdock/vm/store"
 )
 
@@ -35,16 +35,18 @@ func installFake(t *testing.T) *fakeVM {
 	t.Helper()
 	f := &fakeVM{}
 	saved := [...]any{startVM, stopVM, deleteVM, execVM, runHostAgent, execVMIn}
-	startVM = func(_ context.Context, _ *store.Instance, cfg config.Config, _ vm.StartOptions) error {
+	startVM = func(_ context.Context, _ *store.Instance, cfg config.Config, _ instance.StartOptions) error {
 		f.starts = append(f.starts, cfg)
 		return nil
 	}
-	stopVM = func(_ context.Context, _ *store.Instance, opts vm.StopOptions) error {
+	stopVM = func(_ context.Context, _ *store.Instance, opts instance.StopOptions) error {
 		f.stops = append(f.stops, opts.Force)
 		f.noSave = append(f.noSave, opts.NoSave)
 		return nil
 	}
-	deleteVM = func(_ context.Context, inst *store.Instance, _ vm.DeleteOptions) error { return os.RemoveAll(inst.Dir) }
+	deleteVM = func(_ context.Context, inst *store.Instance, _ instance.DeleteOptions) error {
+		return os.RemoveAll(inst.Dir)
+	}
 	execVM = func(_ context.Context, _ *store.Instance, argv []string, _ io.Reader, _, _ io.Writer) (int, error) {
 		f.execs = append(f.execs, argv)
 		return 3, nil
@@ -57,9 +59,9 @@ func installFake(t *testing.T) *fakeVM {
 	runHostAgent = func(context.Context, *store.Instance, config.Host) error { return errors.New("fake host agent") }
 	t.Cleanup(func() {
 		execVMIn = saved[5].(func(context.Context, *store.Instance, string, []string, io.Reader, io.Writer, io.Writer) (int, error))
-		startVM = saved[0].(func(context.Context, *store.Instance, config.Config, vm.StartOptions) error)
-		stopVM = saved[1].(func(context.Context, *store.Instance, vm.StopOptions) error)
-		deleteVM = saved[2].(func(context.Context, *store.Instance, vm.DeleteOptions) error)
+		startVM = saved[0].(func(context.Context, *store.Instance, config.Config, instance.StartOptions) error)
+		stopVM = saved[1].(func(context.Context, *store.Instance, instance.StopOptions) error)
+		deleteVM = saved[2].(func(context.Context, *store.Instance, instance.DeleteOptions) error)
 		execVM = saved[3].(func(context.Context, *store.Instance, []string, io.Reader, io.Writer, io.Writer) (int, error))
 		runHostAgent = saved[4].(func(context.Context, *store.Instance, config.Host) error)
 	})
@@ -421,13 +423,13 @@ func TestExitCode(t *testing.T) {
 	}
 }
 
-// TestDeleteKeepsDataDisk runs the real vm.Delete on a stopped instance: a
+// TestDeleteKeepsDataDisk runs the real instance.Delete on a stopped instance: a
 // plain delete keeps data.raw and says where; `delete --data` then removes
 // the leftover even though the profile no longer has a config.
 func TestDeleteKeepsDataDisk(t *testing.T) {
 	home, _ := env(t)
 	installFake(t)
-	deleteVM = vm.Delete
+	deleteVM = instance.Delete
 	if _, err := run("start"); err != nil {
 		t.Fatal(err)
 	}
@@ -484,7 +486,7 @@ func TestBenchRawBootNeedsAnEarlierBoot(t *testing.T) {
 func TestRuntimeStaysWithTheDataDisk(t *testing.T) {
 	home, _ := env(t)
 	installFake(t)
-	deleteVM = vm.Delete
+	deleteVM = instance.Delete
 	if _, err := run("start"); err != nil {
 		t.Fatal(err)
 	}

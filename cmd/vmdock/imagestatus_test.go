@@ -10,8 +10,8 @@ import (
 
 	"github.com/vmdock/vmdock/images"
 	"github.com/vmdock/vmdock/images/imagetest"
-	"github.com/vmdock/vmdock/vm"
 	"github.com/vmdock/vmdock/vm/config"
+	"github.com/vmdock/vmdock/vm/instance"
 	"github.com/vmdock/vmdock/vm/store"
 )
 
@@ -81,7 +81,7 @@ func TestStartUpgradeImageRequest(t *testing.T) {
 	installFake(t)
 	marker := filepath.Join(home, "default", "upgrade-image")
 	var sawMarker bool
-	startVM = func(_ context.Context, inst *store.Instance, _ config.Config, _ vm.StartOptions) error {
+	startVM = func(_ context.Context, inst *store.Instance, _ config.Config, _ instance.StartOptions) error {
 		_, err := os.Stat(inst.UpgradeImagePath())
 		sawMarker = err == nil
 		return os.ErrDeadlineExceeded

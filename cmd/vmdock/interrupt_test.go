@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vmdock/vmdock/vm"
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/control"
+	"github.com/vmdock/vmdock/vm/instance"
 	"github.com/vmdock/vmdock/vm/store"
 )
 
@@ -81,9 +81,9 @@ func TestSlowHostAgent(t *testing.T) {
 // startWithSlowHostAgent makes `start` spawn the slow fake host agent.
 func startWithSlowHostAgent(t *testing.T) {
 	saved := startVM
-	startVM = func(ctx context.Context, inst *store.Instance, cfg config.Config, opts vm.StartOptions) error {
+	startVM = func(ctx context.Context, inst *store.Instance, cfg config.Config, opts instance.StartOptions) error {
 		opts.HostAgentArgs = []string{os.Args[0], "-test.run=^TestSlowHostAgent$"}
-		return vm.Start(ctx, inst, cfg, opts)
+		return instance.Start(ctx, inst, cfg, opts)
 	}
 	if t != nil {
 		t.Cleanup(func() { startVM = saved })

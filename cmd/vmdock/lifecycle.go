@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/vmdock/vmdock/vm"
 	"github.com/vmdock/vmdock/vm/config"
+	"github.com/vmdock/vmdock/vm/instance"
 )
 
 func newStopCmd(g *globals) *cobra.Command {
@@ -26,7 +26,7 @@ func newStopCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer lock.Unlock()
-			if err := stopVM(cmd.Context(), inst, vm.StopOptions{Force: force, NoSave: noSave, Progress: cmd.OutOrStdout()}); err != nil {
+			if err := stopVM(cmd.Context(), inst, instance.StopOptions{Force: force, NoSave: noSave, Progress: cmd.OutOrStdout()}); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "profile %q stopped\n", inst.Name)
@@ -56,7 +56,7 @@ func newRestartCmd(g *globals) *cobra.Command {
 			if err := cfg.ValidateOn(g.host); err != nil {
 				return err
 			}
-			if err := vm.CheckSocketPaths(inst, cfg); err != nil {
+			if err := instance.CheckSocketPaths(inst, cfg); err != nil {
 				return err
 			}
 			lock, err := inst.Lock()
@@ -64,16 +64,16 @@ func newRestartCmd(g *globals) *cobra.Command {
 				return err
 			}
 			defer lock.Unlock()
-			if err := stopVM(cmd.Context(), inst, vm.StopOptions{Progress: cmd.OutOrStdout()}); err != nil {
+			if err := stopVM(cmd.Context(), inst, instance.StopOptions{Progress: cmd.OutOrStdout()}); err != nil {
 				return err
 			}
-			return startVM(cmd.Context(), inst, cfg, vm.StartOptions{Progress: cmd.OutOrStdout()})
+			return startVM(cmd.Context(), inst, cfg, instance.StartOptions{Progress: cmd.OutOrStdout()})
 		},
 	}
 }
 
 func newDeleteCmd(g *globals) *cobra.Command {
-	var opts vm.DeleteOptions
+	var opts instance.DeleteOptions
 	cmd := &cobra.Command{
 		Use:   "delete",
 		Short: "Delete the instance (its data disk stays unless --data)",
@@ -89,7 +89,7 @@ func newDeleteCmd(g *globals) *cobra.Command {
 				}
 				inst = leftover
 			}
-			if err := vm.CheckDelete(inst); err != nil {
+			if err := instance.CheckDelete(inst); err != nil {
 				return err
 			}
 			lock, err := inst.Lock()

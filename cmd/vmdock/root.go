@@ -8,9 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/vmdock/vmdock/vm"
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/hostagent"
+	"github.com/vmdock/vmdock/vm/instance"
 	"github.com/vmdock/vmdock/vm/qemu"
 	"github.com/vmdock/vmdock/vm/store"
 )
@@ -21,11 +21,11 @@ const ProfileEnv = "VMDOCK_PROFILE"
 // The VM lifecycle, as variables so CLI tests run every command without
 // booting anything.
 var (
-	startVM      = vm.Start
-	stopVM       = vm.Stop
-	deleteVM     = vm.Delete
-	execVM       = vm.Exec
-	execVMIn     = vm.ExecIn
+	startVM      = instance.Start
+	stopVM       = instance.Stop
+	deleteVM     = instance.Delete
+	execVM       = instance.Exec
+	execVMIn     = instance.ExecIn
 	runHostAgent = func(ctx context.Context, inst *store.Instance, h config.Host) error {
 		return hostagent.Run(ctx, inst, hostagent.Options{Host: h})
 	}

@@ -14,8 +14,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/vmdock/vmdock/mounts"
-	"github.com/vmdock/vmdock/vm"
 	"github.com/vmdock/vmdock/vm/config"
+	"github.com/vmdock/vmdock/vm/instance"
 	"github.com/vmdock/vmdock/vm/macos"
 	"github.com/vmdock/vmdock/vm/resume"
 	"github.com/vmdock/vmdock/vm/store"
@@ -105,7 +105,7 @@ func runStart(ctx context.Context, g *globals, fs *pflag.FlagSet, f *startFlags,
 	if err != nil {
 		return err
 	}
-	if err := vm.CheckSocketPaths(inst, cfg); err != nil {
+	if err := instance.CheckSocketPaths(inst, cfg); err != nil {
 		return err
 	}
 	st := inst.Status(ctx)
@@ -156,7 +156,7 @@ func runStart(ctx context.Context, g *globals, fs *pflag.FlagSet, f *startFlags,
 		lock.Unlock() // the host agent must stay stoppable by `vmdock stop`
 		return runHostAgent(ctx, inst, g.host)
 	}
-	return startVM(ctx, inst, cfg, vm.StartOptions{Progress: out})
+	return startVM(ctx, inst, cfg, instance.StartOptions{Progress: out})
 }
 
 // plannedConfig is the config `start` would save on host h: the saved one

@@ -1,4 +1,4 @@
-package vm
+package instance
 
 import (
 	"path/filepath"
