@@ -1,7 +1,7 @@
 // Package watch reports changes in folder trees, coalesced per tree: the
-// sync engine looks at a side when this tells it to (its own rescan runs
-// only every 10 s), in the guest for the sync copies and on a Linux host
-// for the synced folders.
+// sync engine looks at a side when this tells it to (its own rescan waits
+// 20 times as long as the last one took, at least 10 s), in the guest for
+// the sync copies and on a Linux host for the synced folders.
 //
 // A tree is watched folder by folder (inotify watches folders, not files);
 // new folders are added as they appear. Excluded subfolders (dependency

@@ -23,6 +23,7 @@ import (
 	"github.com/vmdock/vmdock/vm/cidata"
 	"github.com/vmdock/vmdock/vm/control"
 	"github.com/vmdock/vmdock/vm/driver"
+	"github.com/vmdock/vmdock/vm/filesync"
 	"github.com/vmdock/vmdock/vm/logfile"
 )
 
@@ -52,7 +53,7 @@ func (ha *hostAgent) bootSteps() []step {
 		{name: "agent", run: ha.connectAgent, undo: ha.undoAgent},
 		{name: "setup", run: ha.stepSetup},
 		{name: "mounts", run: ha.stepMounts},
-		{name: "sync", run: ha.stepSync, undo: ha.undoSync},
+		{name: "sync", run: ha.syncs.Start, undo: ha.syncs.Stop},
 		{name: rt.name, run: ha.stepRuntime},
 		{name: "tunnels", run: ha.stepTunnels, undo: ha.undoTunnels},
 		{name: rt.name + "-ping", run: ha.stepRuntimePing},
@@ -183,11 +184,11 @@ func (ha *hostAgent) stepMounts(ctx context.Context) error {
 			return fmt.Errorf("mount %s at %s: %w", sh.HostPath, req.Target, err)
 		}
 	}
-	ha.startShareWatch()
+	ha.shares.Start()
 	// Sync copies go over the shares: a project synced inside the shared
 	// home is bound at its deeper path.
 	for _, sy := range mounts.Syncs(ha.cfg.Mounts) {
-		if err := ha.client.Mount(ctx, syncMountRequest(sy)); err != nil {
+		if err := ha.client.Mount(ctx, filesync.MountRequest(sy)); err != nil {
 			return fmt.Errorf("sync mount %s at %s: %w", sy.HostPath, sy.GuestPath, err)
 		}
 	}
@@ -406,7 +407,7 @@ func (ha *hostAgent) guestSetup() agent.Setup {
 
 // mountRequest asks the guest to mount a resolved share where the config
 // put it.
-func mountRequest(sh driver.Share) agent.MountRequest {
+func mountRequest(sh mounts.Share) agent.MountRequest {
 	return agent.MountRequest{Type: sh.Type, Tag: sh.Tag, Target: sh.GuestPath, ReadOnly: sh.ReadOnly, Exclude: sh.Exclude, HostPath: sh.HostPath, Cache: sh.Cache}
 }
 

@@ -22,10 +22,11 @@ import (
 	"github.com/vmdock/vmdock/bench/scratch"
 	"github.com/vmdock/vmdock/images"
 	"github.com/vmdock/vmdock/memtrim"
-	"github.com/vmdock/vmdock/mounts/syncmount"
+	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/control"
 	"github.com/vmdock/vmdock/vm/driver"
+	"github.com/vmdock/vmdock/vm/filesync"
 	"github.com/vmdock/vmdock/vm/logfile"
 	"github.com/vmdock/vmdock/vm/resume"
 	"github.com/vmdock/vmdock/vm/store"
@@ -87,10 +88,10 @@ type hostAgent struct {
 	spec   driver.Spec
 	driver driver.Driver
 	hello  agent.Info // the guest agent's first answer
-	sync   *syncmount.Manager
-	// stopSyncWatch ends the change watchers of the sync mounts.
-	stopSyncWatch func()
-	shareWatch    *shareWatch
+	// syncs runs the sync mounts (the "sync" step); shares relays host
+	// edits in shares to the guest (started by the "mounts" step).
+	syncs  *filesync.SyncMounts
+	shares *filesync.ShareRelay
 
 	mu      sync.Mutex
 	phase   string
@@ -126,6 +127,13 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 	}
 	ha := &hostAgent{inst: inst, cfg: cfg, opts: opts, events: control.NewEventLog(), phase: control.PhaseStarting, stopCh: make(chan control.StopRequest, 1)}
 	ha.seq = &sequence{events: ha.events}
+	ha.syncs = filesync.NewSyncMounts(filesync.SyncConfig{
+		DataDir: inst.SyncDataPath(), Syncs: mounts.Syncs(cfg.Mounts), Live: ha.link.live, Events: ha.events,
+	})
+	ha.shares = filesync.NewShareRelay(filesync.ShareConfig{
+		Shares: mounts.Shares(cfg.Mounts, cfg.MountType), InstanceDir: inst.Dir,
+		Current: func() *agent.Client { c, _ := ha.link.state(); return c },
+	})
 
 	if err := writePID(inst.PIDPath()); err != nil {
 		return err
@@ -140,7 +148,7 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 
 	ctrl, err := control.Listen(inst.ControlSocketPath(), control.Handlers{
 		Status: ha.status, Events: ha.events, Stop: ha.requestStop, OpenStream: ha.openAgentStream,
-		SyncFlush: ha.syncFlush, SyncReset: ha.syncReset, SyncPause: ha.syncPause, SyncResume: ha.syncResume,
+		SyncFlush: ha.syncs.Flush, SyncReset: ha.syncs.Reset, SyncPause: ha.syncs.Pause, SyncResume: ha.syncs.Resume,
 	})
 	if err != nil {
 		return err
@@ -260,7 +268,8 @@ func (ha *hostAgent) setPhase(p string) {
 }
 
 func (ha *hostAgent) status() control.Status {
-	syncs := ha.syncStatuses() // takes ha.mu itself
+	syncs := ha.syncs.Status()
+	shares, shareProblems := ha.shares.Status()
 	ha.mu.Lock()
 	defer ha.mu.Unlock()
 	st := control.Status{
@@ -284,12 +293,8 @@ func (ha *hostAgent) status() control.Status {
 	if ha.tunnels != nil {
 		st.Ports = ha.tunnels.ports()
 	}
-	if ha.shareWatch != nil {
-		st.Shares = ha.shareWatch.status()
-	}
-	if ha.shareWatch != nil && ha.shareWatch.capped() {
-		st.Errors = append(st.Errors, "inotify for shares: the folder watch limit is reached; edits in the unwatched folders raise no events in containers (exclude large subfolders, or raise fs.inotify.max_user_watches)")
-	}
+	st.Shares = shares
+	st.Errors = append(st.Errors, shareProblems...)
 	return st
 }
 
@@ -298,7 +303,7 @@ func (ha *hostAgent) status() control.Status {
 // It returns how the guest went down.
 func (ha *hostAgent) shutdown(req control.StopRequest) string {
 	ha.stopReconnect()
-	ha.stopShareWatch()
+	ha.shares.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), ha.opts.StopTimeout+30*time.Second)
 	defer cancel()
 	ha.mu.Lock()
@@ -306,7 +311,8 @@ func (ha *hostAgent) shutdown(req control.StopRequest) string {
 	ha.mu.Unlock()
 	how := control.StopByForce
 	if m != nil && !req.Force {
-		if c != nil && ha.flushSync(ctx, c) {
+		// The last flush of the sync mounts first asks the guest agent.
+		if c != nil && ha.syncs.FlushBeforeStop(ctx, c, ha.opts.AgentAnswer, ha.stopNote) {
 			c = nil // it did not answer: straight to the power button
 		}
 		if c != nil && !req.NoSave && ha.saveVM(ctx, m, c) {

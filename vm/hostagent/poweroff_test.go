@@ -2,7 +2,6 @@ package hostagent
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"github.com/hashicorp/yamux"
 
 	"github.com/vmdock/vmdock/agent"
-	"github.com/vmdock/vmdock/mounts/syncmount"
 	"github.com/vmdock/vmdock/vm/control"
 	"github.com/vmdock/vmdock/vm/driver"
 )
@@ -129,33 +127,5 @@ func TestPowerOffPaths(t *testing.T) {
 				t.Fatalf("stop notes %q, want one with %q", all, tt.note)
 			}
 		})
-	}
-}
-
-// With sync mounts and a guest agent that is gone, stop does not wait for
-// the sync engine to give up: the agent's silence skips the last flush at
-// once, and the stop says what that means.
-func TestFlushSyncSkipsASilentAgent(t *testing.T) {
-	m, err := syncmount.NewManager(syncmount.Options{DataDir: t.TempDir(), Dial: func(context.Context) (net.Conn, error) {
-		return nil, errors.New("no guest")
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	const answer = 300 * time.Millisecond
-	ha := &hostAgent{events: control.NewEventLog(), opts: Options{AgentAnswer: answer}, sync: m}
-	c := guestAgent(t, newStubMachine(false), false)
-	start := time.Now()
-	if !ha.flushSync(context.Background(), c) {
-		t.Fatal("flushSync did not report the silent agent")
-	}
-	if took := time.Since(start); took > answer+time.Second {
-		t.Fatalf("flushSync took %s with the agent silent; want about %s", took, answer)
-	}
-	past, _, cancel := ha.events.Follow()
-	cancel()
-	if len(past) == 0 || !strings.Contains(past[len(past)-1].Detail, "sync mounts: not flushed, the guest agent does not answer") {
-		t.Fatalf("stop notes %+v", past)
 	}
 }

@@ -184,7 +184,7 @@ func (ha *hostAgent) keepAgentConnected(ctx context.Context) {
 		slog.Info("guest agent reconnected", "after", time.Since(start).Round(time.Millisecond))
 		ha.events.Emit("agent", control.EventNote, "", "guest agent reconnected")
 		go ha.restoreGuestServices(ctx, nc)
-		go ha.reconnectSync(ctx)
+		go ha.syncs.Reconnect(ctx)
 	}
 }
 

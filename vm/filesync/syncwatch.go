@@ -1,4 +1,4 @@
-package hostagent
+package filesync
 
 import (
 	"context"
@@ -14,9 +14,11 @@ import (
 
 // Watchers tell the sync engine when to look: the guest agent watches the
 // copies (inotify) and reports changes over the agent session; on a Linux
-// host the host agent watches the host folders the same way (macOS hosts:
-// the engine's own FSEvents watch). The engine does not poll the sides we
-// watch; a full rescan every 10 s catches what a watcher missed.
+// host SyncMounts watches the host folders the same way (macOS hosts: the
+// engine's own FSEvents watch). The engine does not poll the sides we
+// watch; its backstop rescan catches what a watcher missed, waiting 10 s
+// after each rescan, or 20 times as long as the rescan took when that is
+// longer (mounts/syncmount).
 
 // syncFlushWait bounds one change-triggered flush.
 const syncFlushWait = 30 * time.Second
@@ -64,24 +66,24 @@ func (f *flusher) kick(ctx context.Context, id string) {
 	}()
 }
 
-// watchSyncs starts both watchers for the sync mounts; they end with ctx.
-func (ha *hostAgent) watchSyncs(ctx context.Context, m *syncmount.Manager, syncs []mounts.Sync) {
+// watch starts both watchers for the sync mounts; they end with ctx.
+func (s *SyncMounts) watch(ctx context.Context, m *syncmount.Manager, syncs []mounts.Sync) {
 	f := newFlusher(m.Flush)
-	go ha.followGuestSyncChanges(ctx, f, syncs)
+	go s.followGuestChanges(ctx, f, syncs)
 	if watchHostFolders {
-		ha.watchHostFolders(ctx, m, f, syncs)
+		watchHost(ctx, m, f, syncs)
 	}
 }
 
-// followGuestSyncChanges keeps a sync-watch stream open to the guest agent,
+// followGuestChanges keeps a sync-watch stream open to the guest agent,
 // across reconnects, and flushes each mount it names.
-func (ha *hostAgent) followGuestSyncChanges(ctx context.Context, f *flusher, syncs []mounts.Sync) {
+func (s *SyncMounts) followGuestChanges(ctx context.Context, f *flusher, syncs []mounts.Sync) {
 	req := agent.SyncWatch{}
 	for _, sy := range syncs {
 		req.Mounts = append(req.Mounts, agent.SyncWatchMount{ID: sy.ID, Exclude: sy.Exclude})
 	}
 	for ctx.Err() == nil {
-		c, err := ha.link.live(ctx)
+		c, err := s.cfg.Live(ctx)
 		if err != nil {
 			return
 		}
@@ -97,7 +99,9 @@ func (ha *hostAgent) followGuestSyncChanges(ctx context.Context, f *flusher, syn
 	}
 }
 
-func (ha *hostAgent) watchHostFolders(ctx context.Context, m *syncmount.Manager, f *flusher, syncs []mounts.Sync) {
+// watchHost watches the host folders of the sync mounts and flushes each
+// mount that changed.
+func watchHost(ctx context.Context, m *syncmount.Manager, f *flusher, syncs []mounts.Sync) {
 	var trees []watch.Tree
 	for _, sy := range syncs {
 		trees = append(trees, watch.Tree{ID: sy.ID, Dir: sy.HostPath, Exclude: sy.Exclude})

@@ -1,4 +1,4 @@
-package hostagent
+package filesync
 
 import (
 	"context"
@@ -10,20 +10,50 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/images"
 	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/mounts/watch"
 	"github.com/vmdock/vmdock/mounts/watchscope"
 	"github.com/vmdock/vmdock/vm/control"
-	"github.com/vmdock/vmdock/vm/driver"
 )
 
 // touchEvery batches host edits in shares into one request to the guest.
 const touchEvery = 100 * time.Millisecond
 
-// shareWatch passes host edits in shared folders on to the guest, which
+// capProblem is what status says while the share watch hit its cap.
+const capProblem = "inotify for shares: the folder watch limit is reached; edits in the unwatched folders raise no events in containers (exclude large subfolders, or raise fs.inotify.max_user_watches)"
+
+// ShareConfig is what ShareRelay needs of the instance and the host agent.
+type ShareConfig struct {
+	// Shares are the instance's resolved shares (mounts.Shares); those
+	// with inotify on are watched.
+	Shares []mounts.Share
+	// InstanceDir is the instance folder; vmdock's home, which holds it,
+	// is left out of every watch.
+	InstanceDir string
+	// Current returns the guest agent session now, nil while there is
+	// none; edits collected meanwhile are dropped.
+	Current func() *agent.Client
+}
+
+// ShareRelay passes host edits in shared folders on to the guest, which
 // touches the same paths so its kernel raises the inotify events that
-// virtiofs and 9p do not (webpack, nodemon, Vite in containers).
+// virtiofs and 9p do not (webpack, nodemon, Vite in containers). A nil
+// *ShareRelay is one that never runs.
+type ShareRelay struct {
+	cfg ShareConfig
+
+	mu  sync.Mutex
+	run *shareWatch // nil while not running
+}
+
+// NewShareRelay returns the relay for cfg's shares, not yet running.
+func NewShareRelay(cfg ShareConfig) *ShareRelay {
+	return &ShareRelay{cfg: cfg}
+}
+
+// shareWatch is one run of the relay.
 type shareWatch struct {
 	w      *watch.Watcher
 	cancel context.CancelFunc
@@ -32,21 +62,24 @@ type shareWatch struct {
 	shares []control.ShareWatch // what is watched, for status; fixed at start
 }
 
-// startShareWatch watches the share mounts with inotify on. The first walk
-// of the trees runs in the background: a shared home folder has many
-// folders, and the boot need not wait for them.
-func (ha *hostAgent) startShareWatch() {
-	shares := mounts.Shares(ha.cfg.Mounts, ha.cfg.MountType)
-	trees, status := shareTrees(shares, ha.watchLeftOut(), shareWatchOff)
+// Start watches the share mounts with inotify on. The first walk of the
+// trees runs in the background: a shared home folder has many folders,
+// and the boot need not wait for them.
+func (r *ShareRelay) Start() {
+	if r == nil {
+		return
+	}
+	shares := r.cfg.Shares
+	trees, status := shareTrees(shares, watchLeftOut(r.cfg.InstanceDir), shareWatchOff)
 	guestOf := map[string]string{}
 	for _, sh := range shares {
 		guestOf[sh.Tag] = sh.GuestPath
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	sw := &shareWatch{cancel: cancel, paths: map[string]struct{}{}, shares: status}
-	ha.mu.Lock()
-	ha.shareWatch = sw
-	ha.mu.Unlock()
+	r.mu.Lock()
+	r.run = sw
+	r.mu.Unlock()
 	if len(trees) == 0 {
 		return
 	}
@@ -66,15 +99,46 @@ func (ha *hostAgent) startShareWatch() {
 			for range w.Changes() {
 			}
 		}()
-		sw.sendLoop(ctx, ha)
+		sw.sendLoop(ctx, r.cfg.Current)
 		w.Close()
 	}()
+}
+
+// Stop ends the watch.
+func (r *ShareRelay) Stop() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	sw := r.run
+	r.run = nil
+	r.mu.Unlock()
+	if sw != nil {
+		sw.cancel()
+	}
+}
+
+// Status is what each share's watch covers, and the watch's problems
+// (its cap hit), for the host agent's status; nil while not running.
+func (r *ShareRelay) Status() (shares []control.ShareWatch, problems []string) {
+	if r == nil {
+		return nil, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.run == nil {
+		return nil, nil
+	}
+	if r.run.capped() {
+		problems = append(problems, capProblem)
+	}
+	return r.run.status(), problems
 }
 
 // watchLeftOut are the host folders no share watch covers: vmdock's home
 // (the instance folders: VM disks, the host agent's logs), the image cache
 // and the OS's busy folders in the user's home.
-func (ha *hostAgent) watchLeftOut() []watchscope.Folder {
+func watchLeftOut(instanceDir string) []watchscope.Folder {
 	home, err := os.UserHomeDir()
 	if err != nil {
 		slog.Debug("inotify for shares: no home folder; only vmdock's folders are left out", "err", err)
@@ -85,14 +149,14 @@ func (ha *hostAgent) watchLeftOut() []watchscope.Folder {
 	}
 	// The instance folder is <VMDOCK_HOME>/<profile>, whatever this
 	// process's environment says.
-	return watchscope.Defaults(home, filepath.Dir(ha.inst.Dir), cache)
+	return watchscope.Defaults(home, filepath.Dir(instanceDir), cache)
 }
 
 // shareTrees are the trees to watch for shares, and what status says of
 // each share: a share with inotify on is watched less its excludes and
 // the left-out folders inside it, unless off says why this build watches
 // no share.
-func shareTrees(shares []driver.Share, leftOut []watchscope.Folder, off string) ([]watch.Tree, []control.ShareWatch) {
+func shareTrees(shares []mounts.Share, leftOut []watchscope.Folder, off string) ([]watch.Tree, []control.ShareWatch) {
 	var trees []watch.Tree
 	status := make([]control.ShareWatch, 0, len(shares))
 	for _, sh := range shares {
@@ -160,7 +224,7 @@ func (sw *shareWatch) take() []string {
 
 // sendLoop sends the collected paths to the guest every touchEvery, in
 // requests of at most 4096 paths.
-func (sw *shareWatch) sendLoop(ctx context.Context, ha *hostAgent) {
+func (sw *shareWatch) sendLoop(ctx context.Context, current func() *agent.Client) {
 	t := time.NewTicker(touchEvery)
 	defer t.Stop()
 	for {
@@ -172,8 +236,7 @@ func (sw *shareWatch) sendLoop(ctx context.Context, ha *hostAgent) {
 		paths := sw.take()
 		for len(paths) > 0 {
 			n := min(len(paths), 4096)
-			c, _ := ha.link.state()
-			if c != nil {
+			if c := current(); c != nil {
 				tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 				if err := c.Touch(tctx, paths[:n]); err != nil {
 					slog.Debug("inotify for shares: touch", "err", err)
@@ -202,14 +265,4 @@ func (sw *shareWatch) status() []control.ShareWatch {
 		out[i] = st
 	}
 	return out
-}
-
-func (ha *hostAgent) stopShareWatch() {
-	ha.mu.Lock()
-	sw := ha.shareWatch
-	ha.shareWatch = nil
-	ha.mu.Unlock()
-	if sw != nil {
-		sw.cancel()
-	}
 }

@@ -1,4 +1,4 @@
-package hostagent
+package filesync
 
 // shareWatchOff is empty: on Linux, inotify watches a folder tree cheaply
 // (one watch per folder).

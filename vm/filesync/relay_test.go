@@ -1,4 +1,4 @@
-package hostagent
+package filesync
 
 import (
 	"os"
@@ -10,15 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/mounts/watch"
 	"github.com/vmdock/vmdock/vm/control"
-	"github.com/vmdock/vmdock/vm/driver"
-	"github.com/vmdock/vmdock/vm/store"
 )
 
 // sharedHome is a home folder shared whole, with vmdock's home and the
-// image cache inside it, as by default.
-func sharedHome(t *testing.T) (home string, ha *hostAgent) {
+// image cache inside it, as by default; instDir is the instance folder.
+func sharedHome(t *testing.T) (home, instDir string) {
 	t.Helper()
 	home, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -31,19 +30,19 @@ func sharedHome(t *testing.T) (home string, ha *hostAgent) {
 	}
 	t.Setenv("HOME", home)
 	t.Setenv("VMDOCK_CACHE", filepath.Join(home, ".cache", "vmdock"))
-	return home, &hostAgent{inst: &store.Instance{Name: "default", Dir: filepath.Join(home, ".vmdock", "default")}}
+	return home, filepath.Join(home, ".vmdock", "default")
 }
 
 // A shared home is watched without vmdock's home and the image cache in
 // it, on top of the share's own excludes; status says so. Shares with
 // inotify off, or a build that cannot watch, watch nothing.
 func TestShareTreesLeaveOutVMDockFolders(t *testing.T) {
-	home, ha := sharedHome(t)
-	shares := []driver.Share{
+	home, instDir := sharedHome(t)
+	shares := []mounts.Share{
 		{Tag: "vmdock0", HostPath: home, GuestPath: "/home/u", Exclude: []string{"app/node_modules"}, Inotify: true},
 		{Tag: "vmdock1", HostPath: "/srv", GuestPath: "/srv", Inotify: false},
 	}
-	trees, status := shareTrees(shares, ha.watchLeftOut(), "")
+	trees, status := shareTrees(shares, watchLeftOut(instDir), "")
 	wantTrees := []watch.Tree{{ID: "vmdock0", Dir: home, Exclude: []string{"app/node_modules", ".cache/vmdock", ".vmdock"}}}
 	if !reflect.DeepEqual(trees, wantTrees) {
 		t.Errorf("trees = %+v\nwant %+v", trees, wantTrees)
@@ -63,7 +62,7 @@ func TestShareTreesLeaveOutVMDockFolders(t *testing.T) {
 		t.Errorf("status of an inotify: false share = %+v", st)
 	}
 
-	trees, status = shareTrees(shares, ha.watchLeftOut(), "no watcher in this build")
+	trees, status = shareTrees(shares, watchLeftOut(instDir), "no watcher in this build")
 	if len(trees) != 0 || status[0].Watch != "off" || status[0].Off != "no watcher in this build" {
 		t.Errorf("a build that cannot watch: trees %+v, status %+v", trees, status)
 	}
@@ -73,8 +72,8 @@ func TestShareTreesLeaveOutVMDockFolders(t *testing.T) {
 // host agent's log, a download into the cache) and still reports the
 // user's edits.
 func TestShareWatchIgnoresVMDockWrites(t *testing.T) {
-	home, ha := sharedHome(t)
-	trees, _ := shareTrees([]driver.Share{{Tag: "vmdock0", HostPath: home, GuestPath: "/home/u", Inotify: true}}, ha.watchLeftOut(), "")
+	home, instDir := sharedHome(t)
+	trees, _ := shareTrees([]mounts.Share{{Tag: "vmdock0", HostPath: home, GuestPath: "/home/u", Inotify: true}}, watchLeftOut(instDir), "")
 	var mu sync.Mutex
 	var seen []string
 	w, err := watch.New(trees, watch.Options{OnPath: func(_, p string, _ watch.Op) {
@@ -128,5 +127,32 @@ func TestShareWatchStatus(t *testing.T) {
 	got[0].HostPath = "/changed"
 	if sw.shares[0].HostPath != "/a" {
 		t.Error("status hands out the watch's own slice")
+	}
+}
+
+// The relay reports its shares only between Start and Stop, as the host
+// agent's status showed them before; a nil relay never runs.
+func TestShareRelayStatusWhileRunning(t *testing.T) {
+	r := NewShareRelay(ShareConfig{
+		Shares:      []mounts.Share{{Tag: "vmdock0", HostPath: "/srv", GuestPath: "/srv", Inotify: false}},
+		InstanceDir: filepath.Join(t.TempDir(), "default"),
+	})
+	if sh, probs := r.Status(); sh != nil || probs != nil {
+		t.Fatalf("status before Start: %+v %q", sh, probs)
+	}
+	r.Start()
+	sh, probs := r.Status()
+	if len(sh) != 1 || sh[0].Watch != "off" || probs != nil {
+		t.Fatalf("status while running: %+v %q", sh, probs)
+	}
+	r.Stop()
+	if sh, _ := r.Status(); sh != nil {
+		t.Fatalf("status after Stop: %+v", sh)
+	}
+	var none *ShareRelay
+	none.Start()
+	none.Stop()
+	if sh, probs := none.Status(); sh != nil || probs != nil {
+		t.Fatalf("a nil relay's status: %+v %q", sh, probs)
 	}
 }

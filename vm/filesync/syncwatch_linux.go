@@ -1,5 +1,5 @@
-package hostagent
+package filesync
 
 // watchHostFolders: the sync engine's own watch on Linux covers only a
-// few recently changed paths, so the host agent watches the host folders.
+// few recently changed paths, so SyncMounts watches the host folders.
 const watchHostFolders = true

@@ -1,6 +1,6 @@
 //go:build darwin && !cgo
 
-package hostagent
+package filesync
 
 // shareWatchOff: without cgo the watch package falls back to kqueue,
 // which needs a descriptor per file and would exhaust them on a shared

@@ -1,4 +1,4 @@
-package hostagent
+package filesync
 
 // watchHostFolders: on macOS the sync engine watches the host folders
 // itself (FSEvents), recursively and cheaply.
