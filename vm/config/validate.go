@@ -31,68 +31,106 @@ const (
 var envKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // ValidateOn checks c against host h and reports every problem at once,
-// one line each.
+// one line each, section by section in the order below.
 func (c Config) ValidateOn(h Host) error {
-	var errs []error
-	bad := func(field string, value any, accepted string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %v is not accepted; accepted: %s", field, quote(value), fmt.Sprintf(accepted, args...)))
+	errs := slices.Concat(
+		c.validateMachine(h),
+		c.validateGuest(),
+		c.validateMounts(h),
+		c.validateVZ(h),
+		c.validateAccel(h),
+		c.validateDiskSync(),
+		c.validateImageBaseURL(),
+		c.Network.validate(),
+		validateEnv(c.Env),
+		c.PortForward.validate(),
+	)
+	if err := mounts.Check(c.Mounts); err != nil {
+		errs = append(errs, err)
 	}
+	return errors.Join(errs...)
+}
 
+// problems collects a section's errors, one line each.
+type problems []error
+
+// bad records that field's value is not accepted, and says what is.
+func (p *problems) bad(field string, value any, accepted string, args ...any) {
+	*p = append(*p, fmt.Errorf("%s: %v is not accepted; accepted: %s", field, quote(value), fmt.Sprintf(accepted, args...)))
+}
+
+// validateMachine checks the VM itself: arch, vmType, cpus, memory, disk.
+func (c Config) validateMachine(h Host) []error {
+	var p problems
 	switch c.Arch {
 	case driver.ArchAMD64, driver.ArchARM64:
 	default:
-		bad("arch", c.Arch, "amd64 or arm64")
+		p.bad("arch", c.Arch, "amd64 or arm64")
 	}
 	switch c.VMType {
 	case driver.TypeQEMU:
 	case driver.TypeVZ:
 		if !h.VZ {
-			bad("vmType", c.VMType, "qemu (vz needs macOS %s or later; this host is %s%s)", macos.MinVZ, h.OS, prefixSpace(h.MacOSVersion))
+			p.bad("vmType", c.VMType, "qemu (vz needs macOS %s or later; this host is %s%s)", macos.MinVZ, h.OS, prefixSpace(h.MacOSVersion))
 		} else if c.Arch != h.Arch {
-			bad("vmType", c.VMType, "qemu when arch (%s) differs from the host's (%s): vz cannot emulate", c.Arch, h.Arch)
+			p.bad("vmType", c.VMType, "qemu when arch (%s) differs from the host's (%s): vz cannot emulate", c.Arch, h.Arch)
 		}
 	default:
-		bad("vmType", c.VMType, "vz or qemu")
+		p.bad("vmType", c.VMType, "vz or qemu")
 	}
 	if c.CPUs < 1 || c.CPUs > h.CPUs {
-		bad("cpus", c.CPUs, "1 to %d (this host's cores)", h.CPUs)
+		p.bad("cpus", c.CPUs, "1 to %d (this host's cores)", h.CPUs)
 	}
 	if math.IsNaN(c.MemoryGiB) || c.MemoryGiB < MinMemoryGiB || c.MemoryGiB > MaxMemoryGiB {
-		bad("memory", c.MemoryGiB, "%d to %d GiB", MinMemoryGiB, MaxMemoryGiB)
+		p.bad("memory", c.MemoryGiB, "%d to %d GiB", MinMemoryGiB, MaxMemoryGiB)
 	}
 	if c.DiskGiB < MinDiskGiB || c.DiskGiB > MaxDiskGiB {
-		bad("disk", c.DiskGiB, "%d to %d GiB", MinDiskGiB, MaxDiskGiB)
+		p.bad("disk", c.DiskGiB, "%d to %d GiB", MinDiskGiB, MaxDiskGiB)
 	}
+	return p
+}
+
+// validateGuest checks what the guest runs: the image and the container
+// runtime.
+func (c Config) validateGuest() []error {
+	var p problems
 	if !images.SchemeSupported(c.Image) {
-		bad("image", shorten(c.Image), images.RefAccepted)
+		p.bad("image", shorten(c.Image), images.RefAccepted)
 	}
 	if c.Runtime != RuntimeDocker && c.Runtime != RuntimeContainerd {
-		bad("runtime", c.Runtime, "%s, %s", RuntimeDocker, RuntimeContainerd)
+		p.bad("runtime", c.Runtime, "%s, %s", RuntimeDocker, RuntimeContainerd)
 	}
+	return p
+}
+
+// validateMounts checks mountType and each mount's type and cache against
+// vmType and the host (mounts.Check, run last, checks their paths).
+func (c Config) validateMounts(h Host) []error {
+	var p problems
 	switch c.MountType {
 	case mounts.TypeVirtiofs:
 		if c.VMType == driver.TypeQEMU && h.Virtiofsd == "" {
-			bad("mountType", c.MountType, "9p (no virtiofsd found on PATH, /usr/libexec or /usr/lib/qemu)")
+			p.bad("mountType", c.MountType, "9p (no virtiofsd found on PATH, /usr/libexec or /usr/lib/qemu)")
 		}
 	case mounts.Type9p:
 		if c.VMType == driver.TypeVZ {
-			bad("mountType", c.MountType, "virtiofs (vz has no 9p)")
+			p.bad("mountType", c.MountType, "virtiofs (vz has no 9p)")
 		}
 	default:
-		bad("mountType", c.MountType, "virtiofs or 9p")
+		p.bad("mountType", c.MountType, "virtiofs or 9p")
 	}
 	for _, m := range c.Mounts {
 		switch m.Type {
 		case "", mounts.Type9p:
 			if m.Type != "" && c.VMType == driver.TypeVZ {
-				bad("mounts[].type", m.Type, "virtiofs (vz has no 9p) for %s", m.Location)
+				p.bad("mounts[].type", m.Type, "virtiofs (vz has no 9p) for %s", m.Location)
 			}
 		case mounts.TypeVirtiofs:
 			if c.VMType == driver.TypeQEMU && h.Virtiofsd == "" {
-				bad("mounts[].type", m.Type, "9p for %s (no virtiofsd found)", m.Location)
+				p.bad("mounts[].type", m.Type, "9p for %s (no virtiofsd found)", m.Location)
 			}
 		default:
-			bad("mounts[].type", m.Type, "virtiofs, 9p or empty for %s", m.Location)
+			p.bad("mounts[].type", m.Type, "virtiofs, 9p or empty for %s", m.Location)
 		}
 		if m.Cache != "" && !m.IsSync() {
 			typ := m.Type
@@ -102,54 +140,75 @@ func (c Config) ValidateOn(h Host) error {
 			modes := mounts.CacheModes[typ]
 			switch {
 			case c.VMType == driver.TypeVZ:
-				bad("mounts[].cache", m.Cache, "empty with vz (its virtiofs has no cache setting) for %s", m.Location)
+				p.bad("mounts[].cache", m.Cache, "empty with vz (its virtiofs has no cache setting) for %s", m.Location)
 			case len(modes) > 0 && !slices.Contains(modes, m.Cache):
-				bad("mounts[].cache", m.Cache, "%s for a %s share (%s)", strings.Join(modes, ", "), typ, m.Location)
+				p.bad("mounts[].cache", m.Cache, "%s for a %s share (%s)", strings.Join(modes, ", "), typ, m.Location)
 			}
 		}
 	}
+	return p
+}
+
+// validateVZ checks the vz-only options: vzRosetta and
+// vzNestedVirtualization.
+func (c Config) validateVZ(h Host) []error {
+	var p problems
 	if c.VZRosetta {
 		switch {
 		case c.VMType != driver.TypeVZ:
-			bad("vzRosetta", true, "false unless vmType is vz (it is %q)", c.VMType)
+			p.bad("vzRosetta", true, "false unless vmType is vz (it is %q)", c.VMType)
 		case h.Arch != driver.ArchARM64 || c.Arch != driver.ArchARM64:
-			bad("vzRosetta", true, "false unless host and guest are arm64 (host %s, guest %s)", h.Arch, c.Arch)
+			p.bad("vzRosetta", true, "false unless host and guest are arm64 (host %s, guest %s)", h.Arch, c.Arch)
 		}
 	}
 	if c.VZNested {
-		errs = append(errs, c.validateNestedVirtualization(h)...)
+		p = append(p, c.validateNestedVirtualization(h)...)
 	}
+	return p
+}
+
+// validateAccel checks accel against the host's hardware accelerator and
+// vmType.
+func (c Config) validateAccel(h Host) []error {
+	var p problems
 	switch c.Accel {
 	case driver.AccelAuto, driver.AccelTCG:
 	case driver.AccelKVM, driver.AccelHVF:
 		if native := h.Accel; c.Accel != native {
-			bad("accel", c.Accel, "auto or tcg%s", prefixComma(native))
+			p.bad("accel", c.Accel, "auto or tcg%s", prefixComma(native))
 		} else if c.VMType != driver.TypeQEMU {
-			bad("accel", c.Accel, "auto unless vmType is qemu (vz always uses the hardware)")
+			p.bad("accel", c.Accel, "auto unless vmType is qemu (vz always uses the hardware)")
 		}
 	default:
-		bad("accel", c.Accel, "auto, kvm, hvf or tcg")
+		p.bad("accel", c.Accel, "auto, kvm, hvf or tcg")
 	}
 	if c.Accel == driver.AccelTCG && c.VMType == driver.TypeVZ {
-		bad("accel", c.Accel, "auto unless vmType is qemu (vz always uses the hardware)")
+		p.bad("accel", c.Accel, "auto unless vmType is qemu (vz always uses the hardware)")
 	}
+	return p
+}
+
+// validateDiskSync checks diskSync, how guest disk flushes reach the host.
+func (c Config) validateDiskSync() []error {
+	var p problems
 	switch c.DiskSync {
 	case driver.DiskSyncFull, driver.DiskSyncFsync, driver.DiskSyncNone:
 	default:
-		bad("diskSync", c.DiskSync, "full, fsync or none")
+		p.bad("diskSync", c.DiskSync, "full, fsync or none")
 	}
-	if c.ImageBaseURL != "" {
-		if err := images.CheckBaseURL(c.ImageBaseURL); err != nil {
-			errs = append(errs, fmt.Errorf("imageBaseURL: %w", err))
-		}
+	return p
+}
+
+// validateImageBaseURL checks imageBaseURL, when set, as image downloads
+// will use it.
+func (c Config) validateImageBaseURL() []error {
+	if c.ImageBaseURL == "" {
+		return nil
 	}
-	errs = append(errs, c.Network.validate()...)
-	errs = append(errs, validateEnv(c.Env)...)
-	errs = append(errs, c.PortForward.validate()...)
-	if err := mounts.Check(c.Mounts); err != nil {
-		errs = append(errs, err)
+	if err := images.CheckBaseURL(c.ImageBaseURL); err != nil {
+		return []error{fmt.Errorf("imageBaseURL: %w", err)}
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 func (n NetworkConfig) validate() []error {
@@ -294,18 +353,16 @@ func CheckChange(old, new Config) error {
 // the chip (M3 or newer) only vz can tell, when the machine is planned.
 func (c Config) validateNestedVirtualization(h Host) []error {
 	const field = "vzNestedVirtualization"
-	refuse := func(why string, args ...any) []error {
-		return []error{fmt.Errorf("%s: true is not accepted; accepted: false %s", field, fmt.Sprintf(why, args...))}
-	}
+	var p problems
 	switch v, err := macos.Parse(h.MacOSVersion); {
 	case c.VMType != driver.TypeVZ:
-		return refuse("unless vmType is vz (it is %q)", c.VMType)
+		p.bad(field, true, "false unless vmType is vz (it is %q)", c.VMType)
 	case h.Arch != driver.ArchARM64:
-		return refuse("unless the host is Apple silicon (this one is %s)", h.Arch)
+		p.bad(field, true, "false unless the host is Apple silicon (this one is %s)", h.Arch)
 	case err != nil || v.Less(macos.MinNestedVirtualization):
-		return refuse("before macOS %s (this host runs %q)", macos.MinNestedVirtualization, h.MacOSVersion)
+		p.bad(field, true, "false before macOS %s (this host runs %q)", macos.MinNestedVirtualization, h.MacOSVersion)
 	}
-	return nil
+	return p
 }
 
 func prefixSpace(s string) string {
