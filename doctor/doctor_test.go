@@ -14,6 +14,7 @@ import (
 	"github.com/vmdock/vmdock/images"
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/driver"
+	"github.com/vmdock/vmdock/vm/instance"
 	"github.com/vmdock/vmdock/vm/macos"
 	"github.com/vmdock/vmdock/vm/qemu"
 	"github.com/vmdock/vmdock/vm/store"
@@ -38,7 +39,7 @@ type fakeHost struct {
 	image    images.DefaultImage
 	imgErr   error
 	free     uint64
-	status   *store.InstanceStatus // nil: not created
+	status   *instance.LiveStatus // nil: not created
 	qemuRuns int
 }
 
@@ -93,9 +94,9 @@ func newFake(t *testing.T, h config.Host) *fakeHost {
 			return fh.image, fh.imgErr
 		},
 		FreeBytes: func(string) (uint64, error) { return fh.free, nil },
-		InstanceStatus: func(context.Context) (bool, store.InstanceStatus) {
+		InstanceStatus: func(context.Context) (bool, instance.LiveStatus) {
 			if fh.status == nil {
-				return false, store.InstanceStatus{}
+				return false, instance.LiveStatus{}
 			}
 			return true, *fh.status
 		},
@@ -365,7 +366,7 @@ func TestDockerContext(t *testing.T) {
 	expect(t, fh.result(t, "docker-context"), OK, "vmdock (this instance's)", "")
 	fh.DockerContext = func() string { return "desktop-linux" }
 	expect(t, fh.result(t, "docker-context"), OK, "`vmdock start` switches it to vmdock", "")
-	fh.status = &store.InstanceStatus{State: store.StateRunning, PID: 42}
+	fh.status = &instance.LiveStatus{State: instance.StateRunning, PID: 42}
 	expect(t, fh.result(t, "docker-context"), Warn, "another engine", "docker context use vmdock")
 	fh.env["DOCKER_CONTEXT"] = "colima"
 	expect(t, fh.result(t, "docker-context"), Warn, "DOCKER_CONTEXT=colima", "unset DOCKER_CONTEXT")
@@ -378,9 +379,9 @@ func TestDockerContext(t *testing.T) {
 func TestInstance(t *testing.T) {
 	fh := newFake(t, linux())
 	expect(t, fh.result(t, "instance"), OK, "not created yet", "")
-	fh.status = &store.InstanceStatus{State: store.StateRunning, PID: 42}
+	fh.status = &instance.LiveStatus{State: instance.StateRunning, PID: 42}
 	expect(t, fh.result(t, "instance"), OK, "Running (host agent pid 42)", "")
-	fh.status = &store.InstanceStatus{State: store.StateBroken, Reason: "the VM exited:\nkernel panic"}
+	fh.status = &instance.LiveStatus{State: instance.StateBroken, Reason: "the VM exited:\nkernel panic"}
 	expect(t, fh.result(t, "instance"), Fail, "Broken: the VM exited:; kernel panic", "vmdock logs hostagent -p default")
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/vmdock/vmdock/images"
 	"github.com/vmdock/vmdock/network/dockerctx"
 	"github.com/vmdock/vmdock/vm/config"
+	"github.com/vmdock/vmdock/vm/instance"
 	"github.com/vmdock/vmdock/vm/qemu"
 	"github.com/vmdock/vmdock/vm/store"
 )
@@ -61,7 +62,7 @@ type Facts struct {
 	FreeBytes func(path string) (uint64, error)
 	// InstanceStatus is the live state of Instance; created is false when
 	// it has no config yet.
-	InstanceStatus func(ctx context.Context) (created bool, st store.InstanceStatus)
+	InstanceStatus func(ctx context.Context) (created bool, st instance.LiveStatus)
 }
 
 // Detect describes this host for the instance inst, as main detected it
@@ -86,11 +87,11 @@ func Detect(h config.Host, inst *store.Instance) Facts {
 			return images.ResolveDefault(ctx, arch, images.Options{BaseURL: baseURL})
 		},
 		FreeBytes: freeBytes,
-		InstanceStatus: func(ctx context.Context) (bool, store.InstanceStatus) {
+		InstanceStatus: func(ctx context.Context) (bool, instance.LiveStatus) {
 			if !inst.Exists() {
-				return false, store.InstanceStatus{}
+				return false, instance.LiveStatus{}
 			}
-			return true, inst.Status(ctx)
+			return true, instance.Status(ctx, inst)
 		},
 	}
 	f.Executable, _ = os.Executable()
@@ -167,8 +168,8 @@ func (f Facts) memo() Facts {
 	if s := f.InstanceStatus; s != nil {
 		var once sync.Once
 		var created bool
-		var st store.InstanceStatus
-		f.InstanceStatus = func(ctx context.Context) (bool, store.InstanceStatus) {
+		var st instance.LiveStatus
+		f.InstanceStatus = func(ctx context.Context) (bool, instance.LiveStatus) {
 			once.Do(func() { created, st = s(ctx) })
 			return created, st
 		}

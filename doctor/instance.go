@@ -7,7 +7,7 @@ import (
 
 	"github.com/vmdock/vmdock/network/dockerctx"
 	"github.com/vmdock/vmdock/vm/config"
-	"github.com/vmdock/vmdock/vm/store"
+	"github.com/vmdock/vmdock/vm/instance"
 )
 
 func usesContainerd(f Facts) bool { return f.Config.Runtime == config.RuntimeContainerd }
@@ -54,7 +54,7 @@ func checkDockerContext(ctx context.Context, f Facts) Result {
 	}
 	created, st := f.InstanceStatus(ctx)
 	switch {
-	case created && st.State == store.StateRunning:
+	case created && st.State == instance.StateRunning:
 		return warn(fmt.Sprintf("`docker context use %s`", ours), "%s: docker talks to another engine while %s runs", current, f.Instance.Name)
 	case !f.Config.Activate:
 		return ok("%s; this instance does not switch it (activate: false): `docker context use %s`", current, ours)
@@ -69,7 +69,7 @@ func checkInstance(ctx context.Context, f Facts) Result {
 	switch {
 	case !created:
 		return ok("profile %s not created yet; `vmdock start -p %s` creates it", name, name)
-	case st.State == store.StateBroken:
+	case st.State == instance.StateBroken:
 		return fail(fmt.Sprintf("`vmdock logs hostagent -p %s` says more; `vmdock stop -p %s`, then `vmdock start -p %s`", name, name, name),
 			"profile %s: %s", name, oneLine(st.String()))
 	case st.PID != 0:

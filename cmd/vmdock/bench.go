@@ -55,7 +55,7 @@ func newBenchCmd(g *globals) *cobra.Command {
 			if resumeCycle {
 				return runResumeCycle(cmd, inst, g.host, appendPath, jsonPath)
 			}
-			if st := inst.Status(ctx); st.State != store.StateRunning {
+			if st := instance.Status(ctx, inst); st.State != instance.StateRunning {
 				return fmt.Errorf("profile %q is not running (%s); start it with `vmdock start -p %s`", inst.Name, st, inst.Name)
 			}
 			cfg, err := config.Load(inst.ConfigPath(), g.host)
@@ -277,12 +277,12 @@ func runRawBoot(cmd *cobra.Command, inst *store.Instance, h config.Host, paths .
 	if cfg.VMType != driver.TypeQEMU {
 		return fmt.Errorf("--raw-boot: vm type %q: the raw-boot baseline is measured with qemu only", cfg.VMType)
 	}
-	lock, err := inst.Lock()
+	lock, err := instance.Lock(ctx, inst)
 	if err != nil {
 		return err
 	}
 	defer lock.Unlock()
-	if st := inst.Status(ctx); st.State == store.StateRunning {
+	if st := instance.Status(ctx, inst); st.State == instance.StateRunning {
 		return fmt.Errorf("--raw-boot: profile %q is running; stop it first (the baseline boots the same disks)", inst.Name)
 	}
 	b, err := os.ReadFile(inst.SpecPath())

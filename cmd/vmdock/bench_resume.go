@@ -28,12 +28,12 @@ func runResumeCycle(cmd *cobra.Command, inst *store.Instance, h config.Host, pat
 	if !cfg.Resume {
 		return fmt.Errorf("--resume-cycle: profile %q has resume: false", inst.Name)
 	}
-	lock, err := inst.Lock()
+	lock, err := instance.Lock(ctx, inst)
 	if err != nil {
 		return err
 	}
 	defer lock.Unlock()
-	if st := inst.Status(ctx); st.State != store.StateStopped {
+	if st := instance.Status(ctx, inst); st.State != instance.StateStopped {
 		return fmt.Errorf("--resume-cycle: profile %q is %s; stop it first", inst.Name, st)
 	}
 	if err := resume.Remove(inst.SavedStateDir()); err != nil {

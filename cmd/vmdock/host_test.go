@@ -9,7 +9,9 @@ import (
 	"testing"
 
 	"github.com/vmdock/vmdock/vm/config"
+	"github.com/vmdock/vmdock/vm/instance"
 	"github.com/vmdock/vmdock/vm/macos"
+	"github.com/vmdock/vmdock/vm/qemu"
 	"github.com/vmdock/vmdock/vm/store"
 )
 
@@ -71,19 +73,30 @@ func TestVirtiofsdProbedOncePerCommand(t *testing.T) {
 	}
 }
 
-// Stop and start end the VM processes a dead host agent left: the command
-// line hands vm the QEMU driver's cleanup with every instance it opens.
+// Stop and start end the VM processes a dead host agent left: `vmdock
+// stop` of an instance whose host agent is gone clears the QEMU leftovers
+// (pid file, QMP socket) in its folder; the instance layer does it itself,
+// nothing is handed to it.
 func TestInstancesEndQEMUOrphans(t *testing.T) {
-	env(t)
-	g := &globals{profile: "default", host: testHost}
-	inst, err := g.instance()
-	if err != nil {
+	home, _ := env(t)
+	installFake(t)
+	stopVM = instance.Stop
+	if _, err := run("start"); err != nil {
 		t.Fatal(err)
 	}
-	if inst.EndOrphans == nil {
-		t.Fatal("the instance cannot end a dead host agent's qemu")
+	dir := filepath.Join(home, "default")
+	left := []string{qemu.PIDFilePath(dir), qemu.QMPSocketPath(dir)}
+	for _, p := range left {
+		if err := os.WriteFile(p, []byte("garbage\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := inst.EndOrphans(t.TempDir()); err != nil {
-		t.Errorf("ending orphans in an empty folder: %v", err)
+	if out, err := run("stop"); err != nil {
+		t.Fatalf("stop: %v\n%s", err, out)
+	}
+	for _, p := range left {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s left after stop: %v", p, err)
+		}
 	}
 }

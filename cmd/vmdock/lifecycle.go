@@ -21,7 +21,7 @@ func newStopCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			lock, err := inst.Lock()
+			lock, err := instance.Lock(cmd.Context(), inst)
 			if err != nil {
 				return err
 			}
@@ -59,7 +59,7 @@ func newRestartCmd(g *globals) *cobra.Command {
 			if err := instance.CheckSocketPaths(inst, cfg); err != nil {
 				return err
 			}
-			lock, err := inst.Lock()
+			lock, err := instance.Lock(cmd.Context(), inst)
 			if err != nil {
 				return err
 			}
@@ -92,7 +92,7 @@ func newDeleteCmd(g *globals) *cobra.Command {
 			if err := instance.CheckDelete(inst); err != nil {
 				return err
 			}
-			lock, err := inst.Lock()
+			lock, err := instance.Lock(cmd.Context(), inst)
 			if err != nil {
 				return err
 			}

@@ -11,7 +11,6 @@ import (
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/hostagent"
 	"github.com/vmdock/vmdock/vm/instance"
-	"github.com/vmdock/vmdock/vm/qemu"
 	"github.com/vmdock/vmdock/vm/store"
 )
 
@@ -49,8 +48,6 @@ func (g *globals) instance() (*store.Instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	// vm and store do not import the drivers; QEMU is the one that leaves processes.
-	inst.EndOrphans = qemu.CleanupOrphans
 	return inst, nil
 }
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"github.com/vmdock/vmdock/vm/store"
+	"github.com/vmdock/vmdock/vm/instance"
 )
 
 func newSSHCmd(g *globals) *cobra.Command {
@@ -18,7 +18,7 @@ func newSSHCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if st := inst.Status(cmd.Context()); st.State != store.StateRunning {
+			if st := instance.Status(cmd.Context(), inst); st.State != instance.StateRunning {
 				return fmt.Errorf("profile %q is not running (%s); start it with `vmdock start -p %s`", inst.Name, st, inst.Name)
 			}
 			code, err := execVM(cmd.Context(), inst, args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())

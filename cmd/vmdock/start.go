@@ -108,11 +108,11 @@ func runStart(ctx context.Context, g *globals, fs *pflag.FlagSet, f *startFlags,
 	if err := instance.CheckSocketPaths(inst, cfg); err != nil {
 		return err
 	}
-	st := inst.Status(ctx)
-	if (st.State == store.StateRunning || st.State == store.StateStarting) && old != nil && !reflect.DeepEqual(*old, cfg) {
+	st := instance.Status(ctx, inst)
+	if (st.State == instance.StateRunning || st.State == instance.StateStarting) && old != nil && !reflect.DeepEqual(*old, cfg) {
 		return fmt.Errorf("profile %q is running; its settings change only when stopped: run `vmdock stop -p %s` first", inst.Name, inst.Name)
 	}
-	if st.State != store.StateRunning && st.State != store.StateStarting {
+	if st.State != instance.StateRunning && st.State != instance.StateStarting {
 		if err := offerRosetta(cfg, in, errOut); err != nil {
 			return err
 		}
@@ -121,7 +121,7 @@ func runStart(ctx context.Context, g *globals, fs *pflag.FlagSet, f *startFlags,
 	if err := inst.Create(); err != nil {
 		return err
 	}
-	lock, err := inst.Lock()
+	lock, err := instance.Lock(ctx, inst)
 	if err != nil {
 		return err
 	}
@@ -133,7 +133,7 @@ func runStart(ctx context.Context, g *globals, fs *pflag.FlagSet, f *startFlags,
 		return err
 	}
 	printWarnings(errOut, cfg.Warnings())
-	if f.cold && st.State != store.StateRunning && st.State != store.StateStarting {
+	if f.cold && st.State != instance.StateRunning && st.State != instance.StateStarting {
 		if resume.Exists(inst.SavedStateDir()) {
 			fmt.Fprintln(out, "booting cold (--cold): the saved VM state is dropped")
 		}
@@ -142,7 +142,7 @@ func runStart(ctx context.Context, g *globals, fs *pflag.FlagSet, f *startFlags,
 		}
 	}
 	if f.upgradeImage {
-		if st.State == store.StateRunning || st.State == store.StateStarting {
+		if st.State == instance.StateRunning || st.State == instance.StateStarting {
 			return fmt.Errorf("profile %q is running; --upgrade-image remakes its root disk: run `vmdock stop -p %s` first", inst.Name, inst.Name)
 		}
 		if err := requestImageUpgrade(inst, out); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/control"
+	"github.com/vmdock/vmdock/vm/instance"
 	"github.com/vmdock/vmdock/vm/resume"
 	"github.com/vmdock/vmdock/vm/store"
 )
@@ -49,7 +50,7 @@ type resumableJSON struct {
 
 // resumable reads the saved state of a stopped instance, if any.
 func resumable(inst *store.Instance, state string) *resumableJSON {
-	if state != store.StateStopped {
+	if state != instance.StateStopped {
 		return nil
 	}
 	s, err := resume.Load(inst.SavedStateDir())
@@ -84,7 +85,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st := inst.Status(cmd.Context())
+			st := instance.Status(cmd.Context(), inst)
 			s := statusJSON{Profile: inst.Name, Status: st.State, Reason: st.Reason, Dir: inst.Dir, PID: st.PID,
 				HostAgent: st.HostAgent, LastError: st.LastError, Resumable: resumable(inst, st.State)}
 			if cfg, err := config.Load(inst.ConfigPath(), g.host); err != nil {
@@ -108,7 +109,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if st.State != store.StateRunning {
+			if st.State != instance.StateRunning {
 				return exitError{code: 1}
 			}
 			return nil
@@ -118,7 +119,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-func writeStatusText(w io.Writer, s statusJSON, st store.InstanceStatus) error {
+func writeStatusText(w io.Writer, s statusJSON, st instance.LiveStatus) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "profile:\t%s\n", s.Profile)
 	if r := s.Resumable; r != nil {
@@ -163,7 +164,7 @@ func writeStatusText(w io.Writer, s statusJSON, st store.InstanceStatus) error {
 	for _, w := range s.Warnings {
 		fmt.Fprintf(tw, "warning:\t%s\n", w)
 	}
-	if s.Status == store.StateRunning {
+	if s.Status == instance.StateRunning {
 		if s.DockerSocket != "" {
 			fmt.Fprintf(tw, "docker socket:\t%s\n", s.DockerSocket)
 		}
@@ -221,7 +222,7 @@ func newListCmd(g *globals) *cobra.Command {
 			}
 			rows := make([]listJSON, 0, len(insts))
 			for _, inst := range insts {
-				st := inst.Status(cmd.Context())
+				st := instance.Status(cmd.Context(), inst)
 				r := listJSON{Profile: inst.Name, Status: st.State, Reason: st.Reason, Dir: inst.Dir}
 				if c, err := config.Load(inst.ConfigPath(), g.host); err == nil {
 					r.Arch, r.CPUs, r.Memory, r.Disk, r.Runtime, r.VMType = c.Arch, c.CPUs, c.MemoryGiB, c.DiskGiB, c.Runtime, c.VMType

@@ -7,7 +7,7 @@ import (
 
 	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/vm/config"
-	"github.com/vmdock/vmdock/vm/store"
+	"github.com/vmdock/vmdock/vm/instance"
 )
 
 // status shows each share as the guest gets it: its own type else the
@@ -21,8 +21,8 @@ func TestStatusShowsResolvedShares(t *testing.T) {
 		{Location: "/data"},
 	}
 	var out bytes.Buffer
-	s := statusJSON{Profile: "default", Status: store.StateStopped, Config: &cfg}
-	if err := writeStatusText(&out, s, store.InstanceStatus{State: store.StateStopped}); err != nil {
+	s := statusJSON{Profile: "default", Status: instance.StateStopped, Config: &cfg}
+	if err := writeStatusText(&out, s, instance.LiveStatus{State: instance.StateStopped}); err != nil {
 		t.Fatal(err)
 	}
 	var got []string

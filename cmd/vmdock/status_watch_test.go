@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/vmdock/vmdock/vm/control"
-	"github.com/vmdock/vmdock/vm/store"
+	"github.com/vmdock/vmdock/vm/instance"
 )
 
 var watchedShares = []control.ShareWatch{
@@ -22,8 +22,8 @@ var watchedShares = []control.ShareWatch{
 // status says per share how host edits are watched and what is left out.
 func TestStatusShowsShareWatches(t *testing.T) {
 	var out bytes.Buffer
-	s := statusJSON{Profile: "default", Status: store.StateRunning, HostAgent: &control.Status{PID: 1, Phase: control.PhaseRunning, Shares: watchedShares}}
-	if err := writeStatusText(&out, s, store.InstanceStatus{State: store.StateRunning}); err != nil {
+	s := statusJSON{Profile: "default", Status: instance.StateRunning, HostAgent: &control.Status{PID: 1, Phase: control.PhaseRunning, Shares: watchedShares}}
+	if err := writeStatusText(&out, s, instance.LiveStatus{State: instance.StateRunning}); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
@@ -45,7 +45,7 @@ func TestStatusShowsShareWatches(t *testing.T) {
 // status --json carries the same under hostAgent.shares.
 func TestStatusJSONShareWatches(t *testing.T) {
 	var out bytes.Buffer
-	s := statusJSON{Profile: "default", Status: store.StateRunning, HostAgent: &control.Status{Shares: watchedShares}}
+	s := statusJSON{Profile: "default", Status: instance.StateRunning, HostAgent: &control.Status{Shares: watchedShares}}
 	if err := writeJSON(&out, s); err != nil {
 		t.Fatal(err)
 	}

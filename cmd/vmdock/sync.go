@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vmdock/vmdock/vm/control"
-	"github.com/vmdock/vmdock/vm/store"
+	"github.com/vmdock/vmdock/vm/instance"
 )
 
 func newSyncCmd(g *globals) *cobra.Command {
@@ -79,8 +79,8 @@ func runningHostAgent(ctx context.Context, g *globals) (*control.Status, error) 
 	if err != nil {
 		return nil, err
 	}
-	st := inst.Status(ctx)
-	if st.State != store.StateRunning || st.HostAgent == nil {
+	st := instance.Status(ctx, inst)
+	if st.State != instance.StateRunning || st.HostAgent == nil {
 		return nil, fmt.Errorf("profile %q is not running (%s); start it with `vmdock start -p %s`", inst.Name, st, inst.Name)
 	}
 	return st.HostAgent, nil

@@ -54,15 +54,15 @@ func Start(ctx context.Context, inst *store.Instance, cfg config.Config, opts St
 	if progress == nil {
 		progress = io.Discard
 	}
-	st := inst.Status(ctx)
+	st := Status(ctx, inst)
 	switch st.State {
-	case store.StateRunning:
+	case StateRunning:
 		fmt.Fprintf(progress, "instance %q is already running (host agent pid %d)\n", inst.Name, st.PID)
 		return activateContext(inst, cfg)
-	case store.StateStarting:
+	case StateStarting:
 		fmt.Fprintf(progress, "instance %q is already starting (host agent pid %d, step %s); following its boot\n", inst.Name, st.PID, st.HostAgent.Step)
 		return finishStart(ctx, inst, cfg, st.PID, progress)
-	case store.StateStopping:
+	case StateStopping:
 		fmt.Fprintf(progress, "instance %q is stopping (host agent pid %d); waiting for it to finish\n", inst.Name, st.PID)
 		if !waitPIDExitCtx(ctx, st.PID, 3*time.Minute) {
 			return fmt.Errorf("instance %q is still stopping (host agent pid %d); try again when `vmdock status -p %s` says Stopped", inst.Name, st.PID, inst.Name)
@@ -158,7 +158,7 @@ func followStart(ctx context.Context, inst *store.Instance, pid int, progress io
 		if ctx.Err() != nil {
 			return interrupted(inst, pid)
 		}
-		if !store.ProcessAlive(pid) || time.Now().After(deadline) {
+		if !processAlive(pid) || time.Now().After(deadline) {
 			return startFailure(inst, "host agent", fmt.Errorf("host agent (pid %d) did not come up: %v", pid, err))
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -195,7 +195,7 @@ func followStart(ctx context.Context, inst *store.Instance, pid int, progress io
 			return startFailure(inst, ev.Step, errors.New(ev.Error))
 		}
 	}
-	if ctx.Err() != nil && store.ProcessAlive(pid) {
+	if ctx.Err() != nil && processAlive(pid) {
 		return interrupted(inst, pid)
 	}
 	waitPIDExit(pid, 5*time.Second)
@@ -400,9 +400,9 @@ func CheckDelete(inst *store.Instance) error {
 // liveHostAgent reports the host agent's pid when it is alive and answers
 // on its control socket.
 func liveHostAgent(ctx context.Context, inst *store.Instance) (int, bool) {
-	st := inst.Status(ctx)
+	st := Status(ctx, inst)
 	switch st.State {
-	case store.StateRunning, store.StateStarting, store.StateStopping:
+	case StateRunning, StateStarting, StateStopping:
 		return st.PID, true
 	}
 	return st.PID, false
@@ -412,7 +412,7 @@ func liveHostAgent(ctx context.Context, inst *store.Instance) (int, bool) {
 // `start` recovers without --force. A live host agent that no longer
 // answers is ended first.
 func cleanupStale(inst *store.Instance) error {
-	if pid, err := store.ReadPID(inst.PIDPath()); err == nil && store.ProcessAlive(pid) {
+	if pid, err := store.ReadPID(inst.PIDPath()); err == nil && processAlive(pid) {
 		if ours, why := isOwnHostAgent(inst, pid, inst.PIDPath()); ours {
 			slog.Info("ending the instance's unresponsive host agent", "pid", pid)
 			syscall.Kill(pid, syscall.SIGKILL)
@@ -438,24 +438,24 @@ func HostAgentState(ctx context.Context, inst *store.Instance) (*control.Status,
 func waitPIDExit(pid int, timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		if !store.ProcessAlive(pid) {
+		if !processAlive(pid) {
 			return true
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return !store.ProcessAlive(pid)
+	return !processAlive(pid)
 }
 
 // waitPIDExitCtx is waitPIDExit that also ends with ctx.
 func waitPIDExitCtx(ctx context.Context, pid int, timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if !store.ProcessAlive(pid) {
+		if !processAlive(pid) {
 			return true
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return !store.ProcessAlive(pid)
+	return !processAlive(pid)
 }
 
 func tailFile(path string, n int) string {

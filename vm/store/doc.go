@@ -1,6 +1,6 @@
 // Package store is where instances live on disk: the vmdock home, one
 // folder per profile holding every file vmdock and its drivers keep (each
-// with its path method on Instance), the profile lock, and the instance's
-// live state (Running, Stopped, Broken ...) derived from its host agent's
-// pid file and control socket.
+// with its path method on Instance), the profile lock, and reading those
+// files (ReadPID). The instance's live state (Running, Stopped, Broken ...),
+// which asks its host agent, is package vm/instance's Status.
 package store

@@ -20,11 +20,6 @@ import (
 type Instance struct {
 	Name string // profile name
 	Dir  string // <home>/<profile>, mode 0700
-
-	// EndOrphans ends VM processes (qemu, virtiofsd) that a host agent
-	// which died left running for Dir. store sits below the drivers, so
-	// the program that links them (cmd/vmdock) sets it; nil ends nothing.
-	EndOrphans func(dir string) error
 }
 
 func (i *Instance) path(name string) string { return filepath.Join(i.Dir, name) }

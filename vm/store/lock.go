@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -35,7 +34,7 @@ func (i *Instance) Lock() (*Lock, error) {
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		defer f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return nil, i.busy(lockHolder(path), path)
+			return nil, &BusyError{Profile: i.Name, Holder: lockHolder(path), Path: path}
 		}
 		return nil, fmt.Errorf("lock profile %s: %w", i.Name, err)
 	}
@@ -77,16 +76,17 @@ func lockHolder(path string) string {
 	return "another process"
 }
 
-// busy explains a held lock. The common case is a `vmdock start` that holds
-// it for the whole boot: say that the instance is starting and how to
-// watch it, rather than only that something holds a file.
-func (i *Instance) busy(holder, path string) error {
-	if st := i.Status(context.Background()); st.State == StateStarting {
-		step := ""
-		if st.HostAgent != nil && st.HostAgent.Step != "" {
-			step = ", step " + st.HostAgent.Step
-		}
-		return fmt.Errorf("instance %q is still starting (host agent pid %d%s; %s holds the profile lock); wait for it or run `vmdock status -p %s`: %w", i.Name, st.PID, step, holder, i.Name, ErrLocked)
-	}
-	return fmt.Errorf("profile %s is busy: %s holds %s (another vmdock command is running): %w", i.Name, holder, path, ErrLocked)
+// BusyError is Lock's error when another process holds the lock; it
+// wraps ErrLocked. Holder names that process ("pid 123"). Package
+// instance adds what the holder is doing when the instance is starting.
+type BusyError struct {
+	Profile string
+	Holder  string
+	Path    string
 }
+
+func (e *BusyError) Error() string {
+	return fmt.Sprintf("profile %s is busy: %s holds %s (another vmdock command is running): %v", e.Profile, e.Holder, e.Path, ErrLocked)
+}
+
+func (e *BusyError) Unwrap() error { return ErrLocked }

@@ -2,12 +2,8 @@ package store
 
 import (
 	"bufio"
-	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,8 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/vmdock/vmdock/vm/control"
 )
 
 func TestOpenInstanceProfile(t *testing.T) {
@@ -161,95 +155,6 @@ func TestLockNotReentrant(t *testing.T) {
 		t.Fatalf("Lock after Unlock: %v", err)
 	}
 	b.Unlock()
-}
-
-func TestStatus(t *testing.T) {
-	// Unix socket paths are short-limited; t.TempDir under /tmp is fine.
-	newInst := func(t *testing.T) *Instance {
-		dir, err := os.MkdirTemp("", "vmst")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.RemoveAll(dir) })
-		return &Instance{Name: "x", Dir: dir}
-	}
-	serve := func(t *testing.T, inst *Instance, h http.Handler) {
-		ln, err := net.Listen("unix", inst.ControlSocketPath())
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := &http.Server{Handler: h}
-		go srv.Serve(ln)
-		t.Cleanup(func() { srv.Close() })
-	}
-	writePID := func(t *testing.T, inst *Instance, pid int) {
-		if err := os.WriteFile(inst.PIDPath(), []byte(strconv.Itoa(pid)+"\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	dead := deadPID(t)
-	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != control.StatusPath {
-			http.NotFound(w, r)
-			return
-		}
-		json.NewEncoder(w).Encode(control.Status{PID: os.Getpid(), Phase: control.PhaseRunning})
-	})
-	tests := []struct {
-		name   string
-		setup  func(*testing.T, *Instance)
-		state  string
-		reason string
-	}{
-		{name: "nothing", setup: func(*testing.T, *Instance) {}, state: StateStopped},
-		{name: "running", setup: func(t *testing.T, i *Instance) { writePID(t, i, os.Getpid()); serve(t, i, ok) }, state: StateRunning},
-		{name: "stale pid", setup: func(t *testing.T, i *Instance) { writePID(t, i, dead) }, state: StateBroken, reason: "is not running"},
-		{name: "garbage pid", setup: func(t *testing.T, i *Instance) { os.WriteFile(i.PIDPath(), []byte("x"), 0o600) }, state: StateBroken, reason: "unreadable pid file"},
-		{name: "alive no socket", setup: func(t *testing.T, i *Instance) { writePID(t, i, os.Getpid()) }, state: StateBroken, reason: "no control socket"},
-		{name: "stale socket", setup: func(t *testing.T, i *Instance) { os.WriteFile(i.ControlSocketPath(), nil, 0o600) }, state: StateBroken, reason: "stale control socket"},
-		{name: "broken after the VM died", setup: func(t *testing.T, i *Instance) {
-			os.WriteFile(i.BrokenPath(), []byte("the guest kernel panicked: Kernel panic - not syncing: x\n"), 0o600)
-		}, state: StateBroken, reason: "the guest kernel panicked"},
-		{name: "broken while the host agent unwinds", setup: func(t *testing.T, i *Instance) {
-			writePID(t, i, os.Getpid())
-			serve(t, i, ok)
-			os.WriteFile(i.BrokenPath(), []byte("the VM exited unexpectedly: signal: killed\n"), 0o600)
-		}, state: StateBroken, reason: "the VM exited unexpectedly"},
-		{name: "socket errors", setup: func(t *testing.T, i *Instance) {
-			writePID(t, i, os.Getpid())
-			serve(t, i, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "boom", 500) }))
-		}, state: StateBroken, reason: "does not answer"},
-		{name: "socket hangs", setup: func(t *testing.T, i *Instance) {
-			writePID(t, i, os.Getpid())
-			serve(t, i, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
-		}, state: StateBroken, reason: "does not answer"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			inst := newInst(t)
-			tt.setup(t, inst)
-			start := time.Now()
-			st := inst.Status(context.Background())
-			if st.State != tt.state || !strings.Contains(st.Reason, tt.reason) {
-				t.Fatalf("Status = %+v, want %s with %q", st, tt.state, tt.reason)
-			}
-			if d := time.Since(start); d > 3*time.Second {
-				t.Fatalf("Status took %s", d)
-			}
-			if tt.state == StateRunning && (st.HostAgent == nil || st.HostAgent.Phase != "running") {
-				t.Fatalf("Running without decoded host agent status: %+v", st)
-			}
-		})
-	}
-}
-
-// deadPID is the pid of a process that has exited and been reaped.
-func deadPID(t *testing.T) int {
-	cmd := exec.Command("true")
-	if err := cmd.Run(); err != nil {
-		t.Fatal(err)
-	}
-	return cmd.Process.Pid
 }
 
 // The winner of a lock writes its pid a moment after taking it; a loser
