@@ -1,8 +1,9 @@
 // Package scratch is the host agent route through which `vmdock bench`
 // hot-plugs scratch disks into the running VM: the host agent owns the
 // hypervisor (QEMU serves one QMP client, and the host agent is it), so the
-// bench asks it. Client and server are here together; the host agent only
-// mounts Handler on its control socket.
+// bench asks it. Client and server are here together; the command line
+// mounts Handler on the host agent's control socket (hostagent.Options.Routes),
+// so the host agent itself does not import the bench.
 package scratch
 
 import (

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -234,6 +235,20 @@ func scratchDisks(inst *store.Instance, vmDriver string) (bench.ScratchDisks, st
 		return nil, fmt.Sprintf("the %s driver cannot attach a disk to a running VM, so the --disk-sync modes cannot be compared within one boot (compare them across restarts with `vmdock start --disk-sync <mode>`)", vmDriver)
 	}
 	return scratch.Client{HTTP: control.NewClient(inst.ControlSocketPath()).HTTP()}, ""
+}
+
+// benchRoutes are the bench's routes on the host agent's control socket
+// (hostagent.Options.Routes): the scratch disks scratchDisks hot-plugs
+// through it. The host agent serves them without importing the bench.
+func benchRoutes(machine func() driver.Machine) map[string]http.Handler {
+	return map[string]http.Handler{
+		"POST " + scratch.Path: scratch.Handler(func() any {
+			if m := machine(); m != nil {
+				return m
+			}
+			return nil
+		}),
+	}
 }
 
 // defaultHelper is where `make bench` (hack/bench/run.sh) puts the guest helper: beside

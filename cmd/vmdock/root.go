@@ -26,7 +26,7 @@ var (
 	execVM       = instance.Exec
 	execVMIn     = instance.ExecIn
 	runHostAgent = func(ctx context.Context, inst *store.Instance, h config.Host) error {
-		return hostagent.Run(ctx, inst, hostagent.Options{Host: h})
+		return hostagent.Run(ctx, inst, hostagent.Options{Host: h, Routes: benchRoutes})
 	}
 )
 

@@ -62,8 +62,9 @@ func Listen(path string, h Handlers) (*Server, error) {
 	return s, nil
 }
 
-// Handle adds a route that belongs to another package (the bench's
-// scratch disks), on the same socket.
+// Handle adds a route that belongs to another package (the command line
+// adds the bench's scratch disks through hostagent.Options.Routes), on the
+// same socket.
 func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
 // Close stops serving, giving open requests up to 2 s; the events streams

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -19,7 +20,6 @@ import (
 
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/atomicfile"
-	"github.com/vmdock/vmdock/bench/scratch"
 	"github.com/vmdock/vmdock/images"
 	"github.com/vmdock/vmdock/memtrim"
 	"github.com/vmdock/vmdock/mounts"
@@ -52,6 +52,12 @@ type Options struct {
 	// Host is this machine as the command line detected it; the instance's
 	// config is read with its defaults.
 	Host config.Host
+	// Routes adds handlers to the control socket, keyed by their
+	// http.ServeMux pattern ("POST /path"). It is called once, with machine,
+	// which returns the running VM (nil while none runs). The command line
+	// adds the bench's scratch-disk route here: the host agent knows no
+	// added route's meaning, and the daemon does not import the bench.
+	Routes func(machine func() driver.Machine) map[string]http.Handler
 }
 
 func (o *Options) setDefaults() {
@@ -153,7 +159,11 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 	if err != nil {
 		return err
 	}
-	ctrl.Handle("POST "+scratch.Path, scratch.Handler(ha.currentMachine))
+	if opts.Routes != nil {
+		for pattern, h := range opts.Routes(ha.currentMachine) {
+			ctrl.Handle(pattern, h)
+		}
+	}
 	defer func() {
 		// Give followers a moment to read the final event before the socket goes.
 		time.Sleep(300 * time.Millisecond)
@@ -243,14 +253,11 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 	}
 }
 
-// currentMachine is the running VM for the bench's scratch disks; nil
-// while none runs.
-func (ha *hostAgent) currentMachine() any {
+// currentMachine is the running VM, for the routes Options.Routes adds;
+// nil while none runs.
+func (ha *hostAgent) currentMachine() driver.Machine {
 	ha.mu.Lock()
 	defer ha.mu.Unlock()
-	if ha.machine == nil {
-		return nil
-	}
 	return ha.machine
 }
 
