@@ -1,0 +1,133 @@
+package layers
+
+import (
+	"bytes"
+	"go/build"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// moduleImports lists every package of the module with the module
+// packages it imports (its tests' too), as go list sees them for each
+// GOOS vmdock runs on; cgo on, so vz's macOS files count.
+func moduleImports(t *testing.T) map[string][]string {
+	t.Helper()
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		goCmd = filepath.Join(build.Default.GOROOT, "bin", "go")
+	}
+	sets := map[string]map[string]bool{}
+	for _, goos := range []string{"linux", "darwin"} {
+		cmd := exec.Command(goCmd, "list", "-e", "-f",
+			`{{.ImportPath}}|{{with .Error}}{{.Err}}{{end}}|{{join .Imports " "}} {{join .TestImports " "}} {{join .XTestImports " "}}`,
+			Module+"/...")
+		cmd.Env = append(os.Environ(), "GOOS="+goos, "CGO_ENABLED=1")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list (GOOS=%s): %v\n%s", goos, err, stderr.String())
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			f := strings.SplitN(line, "|", 3)
+			if len(f) != 3 {
+				t.Fatalf("go list (GOOS=%s) said %q", goos, line)
+			}
+			if f[1] != "" {
+				t.Fatalf("go list (GOOS=%s): %s: %s", goos, f[0], f[1])
+			}
+			p, ok := below(f[0])
+			if !ok {
+				continue
+			}
+			if sets[p] == nil {
+				sets[p] = map[string]bool{}
+			}
+			for _, d := range strings.Fields(f[2]) {
+				if d, ok := below(d); ok && d != p {
+					sets[p][d] = true
+				}
+			}
+		}
+	}
+	imports := map[string][]string{}
+	for p, deps := range sets {
+		imports[p] = []string{}
+		for d := range deps {
+			imports[p] = append(imports[p], d)
+		}
+	}
+	return imports
+}
+
+// below is path relative to Module, if it is one of the module's.
+func below(path string) (string, bool) {
+	if path == Module {
+		return ".", true
+	}
+	return strings.CutPrefix(path, Module+"/")
+}
+
+// Every package is in one layer and imports only its own layer or lower
+// ones.
+func TestModuleKeepsItsLayers(t *testing.T) {
+	imports := moduleImports(t)
+	if len(imports) < 10 {
+		t.Fatalf("go list found only %d packages: %v", len(imports), imports)
+	}
+	for _, p := range Check(Table, imports) {
+		t.Error(p)
+	}
+}
+
+// The check refuses the three arrows issue 27 removed: the guest agent
+// protocol and mounts leaning on vm/driver, the daemon on the bench.
+func TestCheckRefusesArrowsUp(t *testing.T) {
+	imports := map[string][]string{
+		"agent":         {"vm/driver"},
+		"mounts":        {"vm/driver"},
+		"vm/driver":     {"mounts"},
+		"vm/hostagent":  {"bench/scratch", "vm/driver", "agent"},
+		"bench/scratch": {},
+	}
+	table := []Layer{
+		{"bench", []string{"bench/..."}},
+		{"host agent", []string{"vm/hostagent"}},
+		{"driver", []string{"vm/driver"}},
+		{"agent", []string{"agent/..."}},
+		{"mounts", []string{"mounts/..."}},
+	}
+	got := Check(table, imports)
+	want := []string{
+		`agent (layer 3 "agent") imports vm/driver (layer 2 "driver"): an arrow up`,
+		`mounts (layer 4 "mounts") imports vm/driver (layer 2 "driver"): an arrow up`,
+		`vm/hostagent (layer 1 "host agent") imports bench/scratch (layer 0 "bench"): an arrow up`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Check said\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A package the table does not place, one it places twice and an entry
+// that names nothing are each an error, so the table follows the code.
+func TestCheckWantsEveryPackagePlacedOnce(t *testing.T) {
+	imports := map[string][]string{"a": {}, "b/c": {}, "new": {}}
+	table := []Layer{
+		{"top", []string{"a", "b/..."}},
+		{"bottom", []string{"b/c", "gone"}},
+	}
+	got := Check(table, imports)
+	for _, w := range []string{
+		"package b/c is in more than one layer",
+		"package new is in no layer",
+		`layer "bottom" names gone, which is no package of the module`,
+	} {
+		if !slices.ContainsFunc(got, func(p string) bool { return strings.Contains(p, w) }) {
+			t.Errorf("Check said %q, want a problem saying %q", got, w)
+		}
+	}
+}
