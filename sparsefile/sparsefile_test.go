@@ -1,6 +1,7 @@
 package sparsefile
 
 import (
+	"bytes"
 	"errors"
 	"io/fs"
 	"os"
@@ -54,5 +55,32 @@ func TestCreateRemovesOnFailure(t *testing.T) {
 	}
 	if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("a failed New left the file: %v", err)
+	}
+}
+
+// A disk that is mostly hole takes only its written part on the host.
+func TestAllocated(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "disk")
+	const size, written = 64 << 20, 1 << 20
+	err := Create(p, os.O_EXCL, 0o600, func(f *os.File) error {
+		if err := f.Truncate(size); err != nil {
+			return err
+		}
+		// Not zeros, which a compressing file system keeps as a hole.
+		_, err := f.WriteAt(bytes.Repeat([]byte{1}, written), 8<<20)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok := Allocated(fi)
+	// A file system allocates in blocks (and may add metadata blocks):
+	// what was written, give or take a little, never the whole size.
+	if !ok || got < written || got > written+1<<20 || fi.Size() != size {
+		t.Errorf("size %d, allocated %d (%v); want %d with about %d allocated", fi.Size(), got, ok, size, written)
 	}
 }

@@ -181,6 +181,10 @@ func writeStatusText(w io.Writer, s statusJSON, st instance.LiveStatus) error {
 			}
 			fmt.Fprintf(tw, "accel:\t%s\n", accel)
 		}
+		if c := h.Cost; c != nil {
+			fmt.Fprintf(tw, "host cost:\t%s\n", costLine(c))
+			fmt.Fprintf(tw, "disks:\t%s\n", disksLine(c.Disks))
+		}
 		for _, p := range h.Ports {
 			line := fmt.Sprintf("%s/%d -> %s", p.Proto, p.GuestPort, p.HostAddr)
 			if p.Path != "" && p.Error == "" {
@@ -257,6 +261,50 @@ func writeJSON(w io.Writer, v any) error {
 		return fmt.Errorf("write JSON: %w", err)
 	}
 	return nil
+}
+
+// costLine is the VM's memory and CPU on the host, or why they are not
+// known.
+func costLine(c *control.HostCost) string {
+	var parts []string
+	if c.VMResidentBytes > 0 {
+		mem := "VM " + sizeText(c.VMResidentBytes) + " resident"
+		if c.GuestRAMResidentBytes > 0 {
+			mem += " (guest RAM " + sizeText(c.GuestRAMResidentBytes) + ")"
+		}
+		parts = append(parts, mem)
+	}
+	if c.CPUPercent != nil {
+		parts = append(parts, fmt.Sprintf("CPU %.1f%% of a core over the last %.0f s", *c.CPUPercent, c.CPUWindowSeconds))
+	}
+	if c.Unmeasured != "" {
+		parts = append(parts, "not measured: "+c.Unmeasured)
+	}
+	if len(parts) == 0 {
+		return "measuring"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// disksLine is each disk's space on the host against its size.
+func disksLine(disks []control.DiskCost) string {
+	var parts []string
+	for _, d := range disks {
+		if d.Error != "" {
+			parts = append(parts, d.Name+": "+d.Error)
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %s on the host of %s", d.Name, sizeText(d.AllocatedBytes), sizeText(d.SizeBytes)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// sizeText is n bytes in MiB below a GiB, else in GiB.
+func sizeText(n int64) string {
+	if n < 1<<30 {
+		return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
 }
 
 // shareWatchLine says how host edits in a share reach the guest's

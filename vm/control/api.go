@@ -78,6 +78,39 @@ type Status struct {
 	// to raise as inotify events in the guest; set once the shares are
 	// mounted.
 	Shares []ShareWatch `json:"shares,omitempty"`
+	// Cost is what the instance costs the host; set while the VM runs.
+	Cost *HostCost `json:"cost,omitempty"`
+}
+
+// HostCost is the VM's use of the host: the VM process's memory and CPU,
+// and the disk files' space.
+type HostCost struct {
+	// VMResidentBytes is the VM process's resident memory, and
+	// GuestRAMResidentBytes the part of it that is the guest's RAM block
+	// (QEMU; absent when that block was not found).
+	VMResidentBytes       int64 `json:"vmResidentBytes,omitempty"`
+	GuestRAMResidentBytes int64 `json:"guestRamResidentBytes,omitempty"`
+	// CPUPercent is the VM process's CPU use over the last
+	// CPUWindowSeconds (a minute once the instance has run that long), in
+	// percent of one core; absent until the second sample, 10 s after
+	// the instance is ready.
+	CPUPercent       *float64 `json:"cpuPercent,omitempty"`
+	CPUWindowSeconds float64  `json:"cpuWindowSeconds,omitempty"`
+	// Unmeasured says why memory or CPU figures are absent.
+	Unmeasured string     `json:"unmeasured,omitempty"`
+	Disks      []DiskCost `json:"disks"`
+}
+
+// DiskCost is one disk file: the size the guest sees, and the space it
+// takes on the host (less while it has holes).
+type DiskCost struct {
+	Name           string `json:"name"` // root, data
+	Path           string `json:"path"`
+	SizeBytes      int64  `json:"sizeBytes"`
+	AllocatedBytes int64  `json:"allocatedBytes"`
+	// Error says why figures are missing (0): the file could not be read,
+	// or its space is not known on this OS.
+	Error string `json:"error,omitempty"`
 }
 
 // ShareWatch is what the host agent watches of one share.

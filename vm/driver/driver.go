@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/vmdock/vmdock/mounts"
 )
@@ -109,6 +110,26 @@ type Machine interface {
 // path. GuestRoutable is false when the VM has no such network (isolated).
 type RoutedGuest interface {
 	GuestRoutable() bool
+}
+
+// CostReporter is a Machine whose VM process the host agent can measure,
+// for `vmdock status` to show what the instance costs the host. A driver
+// whose VM runs outside vmdock's reach returns an error saying why.
+type CostReporter interface {
+	// CPUTime is the user plus system CPU time the VM process has used
+	// since it started; cheap, so the host agent samples it.
+	CPUTime() (time.Duration, error)
+	// Memory reads the VM process's resident memory now; it walks the
+	// process's mappings, so it is read on demand only.
+	Memory() (MemoryUse, error)
+}
+
+// MemoryUse is a VM process's resident memory, in bytes.
+type MemoryUse struct {
+	Resident int64
+	// GuestRAMResident is the part of Resident that is the guest's RAM
+	// block; 0 when the driver could not tell it apart.
+	GuestRAMResident int64
 }
 
 // Saver is a Machine that can write its running state to a file and exit,

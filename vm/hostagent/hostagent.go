@@ -98,6 +98,8 @@ type hostAgent struct {
 	// edits in shares to the guest (started by the "mounts" step).
 	syncs  *filesync.SyncMounts
 	shares *filesync.ShareRelay
+	// cpu holds the running VM's CPU time samples (cost.go).
+	cpu cpuRing
 
 	mu      sync.Mutex
 	phase   string
@@ -207,6 +209,7 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 	vmExited := make(chan error, 1)
 	go func() { vmExited <- ha.machine.Wait() }()
 	go ha.keepClockInSync(ctx)
+	go ha.sampleCPU(ctx)
 	// The boot's work (share walks, image checks, the first sync) leaves
 	// heap and touched code behind that an idle agent does not need.
 	go memtrim.WhenQuiet(ctx, memtrim.QuietOptions{Period: 10 * time.Second})
@@ -277,6 +280,10 @@ func (ha *hostAgent) setPhase(p string) {
 func (ha *hostAgent) status() control.Status {
 	syncs := ha.syncs.Status()
 	shares, shareProblems := ha.shares.Status()
+	var cost *control.HostCost
+	if m := ha.currentMachine(); m != nil {
+		cost = ha.hostCost(m) // reads files: not under mu
+	}
 	ha.mu.Lock()
 	defer ha.mu.Unlock()
 	st := control.Status{
@@ -302,6 +309,7 @@ func (ha *hostAgent) status() control.Status {
 	}
 	st.Shares = shares
 	st.Errors = append(st.Errors, shareProblems...)
+	st.Cost = cost
 	return st
 }
 

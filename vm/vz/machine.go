@@ -123,8 +123,9 @@ type machine struct {
 }
 
 var (
-	_ driver.Machine     = (*machine)(nil)
-	_ driver.RoutedGuest = (*machine)(nil)
+	_ driver.Machine      = (*machine)(nil)
+	_ driver.RoutedGuest  = (*machine)(nil)
+	_ driver.CostReporter = (*machine)(nil)
 )
 
 // GuestRoutable: the NAT network's guest address is reachable from the Mac
@@ -229,6 +230,14 @@ func (m *machine) Wait() error {
 func (m *machine) Info() driver.MachineInfo {
 	return driver.MachineInfo{Driver: DriverName, Accel: "vz", PID: os.Getpid(), Version: m.cfg.HostVersion}
 }
+
+// errNoCost: the guest's memory and vCPUs live in the
+// com.apple.Virtualization.VirtualMachine process launchd starts for the
+// VM, not in vmdock, so vmdock's own figures would say nothing about them.
+var errNoCost = errors.New("vz: the VM runs in Apple's XPC service")
+
+func (m *machine) CPUTime() (time.Duration, error)   { return 0, errNoCost }
+func (m *machine) Memory() (driver.MemoryUse, error) { return driver.MemoryUse{}, errNoCost }
 
 // DialAgent connects to the guest agent's vsock port, retrying briefly
 // while the guest does not listen yet.

@@ -70,6 +70,19 @@ func TestMachineStartsAndRuns(t *testing.T) {
 	}
 }
 
+// vmdock's process holds none of a vz VM's memory or vCPU time, so the
+// machine reports none, and says why.
+func TestMachineReportsNoCost(t *testing.T) {
+	m := bootFake(t, newFakeVZ())
+	_, cpuErr := m.CPUTime()
+	_, memErr := m.Memory()
+	for _, err := range []error{cpuErr, memErr} {
+		if err == nil || err.Error() != "vz: the VM runs in Apple's XPC service" {
+			t.Errorf("cost error = %v, want the XPC service reason", err)
+		}
+	}
+}
+
 func TestMachineStartFailureLeavesNothing(t *testing.T) {
 	f := newFakeVZ()
 	f.startErr = errors.New("Internal Virtualization error")
