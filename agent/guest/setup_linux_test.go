@@ -258,3 +258,50 @@ func TestMount9pCache(t *testing.T) {
 		t.Fatalf("cache fscache: %v, ran %q", err, fos2.ran())
 	}
 }
+
+// binfmt falls back to systemd-binfmt when update-binfmts fails, and
+// reports both failures when neither works.
+func TestBinfmt(t *testing.T) {
+	s, fos := newTestServer(t)
+	must(t, s.binfmt(context.Background()))
+	if got := fos.ran(); got != "update-binfmts --enable" {
+		t.Fatalf("ran %q", got)
+	}
+
+	s, fos = newTestServer(t)
+	fos.results = map[string]error{"update-binfmts": exitErr(2)}
+	must(t, s.binfmt(context.Background()))
+	if got := fos.ran(); got != "update-binfmts --enable\nsystemctl restart systemd-binfmt" {
+		t.Fatalf("ran %q, want the systemd-binfmt fallback", got)
+	}
+
+	s, fos = newTestServer(t)
+	fos.results = map[string]error{"update-binfmts": exitErr(2), "systemctl": exitErr(5)}
+	err := s.setup(context.Background(), agent.Setup{Binfmt: true})
+	if err == nil || !strings.Contains(err.Error(), "binfmt: exit status 2") || !strings.Contains(err.Error(), "exit status 5") {
+		t.Fatalf("both failing: %v; want both reasons", err)
+	}
+}
+
+// An exclude's mount point is created in the share; when that fails on a
+// read-only share the error says where the folder has to be made.
+func TestMountExcludeMountPointFails(t *testing.T) {
+	for _, ro := range []bool{true, false} {
+		s, fos := newTestServer(t)
+		must(t, os.MkdirAll(filepath.Join(s.Root, "src/app"), 0o755))
+		// A file where the mount point should be: no folder can be made there.
+		must(t, os.WriteFile(filepath.Join(s.Root, "src/app/node_modules"), nil, 0o644))
+		m := agent.MountRequest{Type: "virtiofs", Tag: "vmdock0", Target: "/src/app", HostPath: "/src/app", ReadOnly: ro, Exclude: []string{"node_modules"}}
+		err := s.mount(context.Background(), m)
+		if err == nil || !strings.Contains(err.Error(), "exclude node_modules: create its mount point in the share") {
+			t.Fatalf("read-only %v: %v", ro, err)
+		}
+		hint := strings.Contains(err.Error(), "the share is read-only: create the folder on the host")
+		if hint != ro {
+			t.Errorf("read-only %v: error %q; want the read-only hint only for a read-only share", ro, err)
+		}
+		if strings.Contains(fos.ran(), "--bind") {
+			t.Errorf("read-only %v: bound without a mount point: %s", ro, fos.ran())
+		}
+	}
+}

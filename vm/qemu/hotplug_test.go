@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -212,13 +213,24 @@ func TestScratchPortArgs(t *testing.T) {
 }
 
 // fakeQMP answers each command with the next scripted reply for it and
-// records the order of the commands.
+// records the order of the commands. A reply of hangUp closes the
+// connection instead, as QEMU does after quit; onCommand, when set
+// (startFakeQMPWith), is called with each command before its reply.
 type fakeQMP struct {
-	replies map[string][]string // command -> raw replies, last one repeats
-	seen    chan string
+	replies   map[string][]string // command -> raw replies, last one repeats
+	seen      chan string         // each command with its JSON arguments
+	onCommand func(string)
 }
 
+const hangUp = ""
+
 func startFakeQMP(t *testing.T, replies map[string][]string) (*Machine, *fakeQMP) {
+	t.Helper()
+	return startFakeQMPWith(t, replies, nil)
+}
+
+// startFakeQMPWith is startFakeQMP with onCommand set before it serves.
+func startFakeQMPWith(t *testing.T, replies map[string][]string, onCommand func(string)) (*Machine, *fakeQMP) {
 	t.Helper()
 	dir := shortDir(t)
 	sock := filepath.Join(dir, "qmp.sock")
@@ -227,7 +239,7 @@ func startFakeQMP(t *testing.T, replies map[string][]string) (*Machine, *fakeQMP
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	f := &fakeQMP{replies: replies, seen: make(chan string, 1000)}
+	f := &fakeQMP{replies: replies, seen: make(chan string, 1000), onCommand: onCommand}
 	go f.serve(ln)
 	q, err := dialQMP(context.Background(), sock)
 	if err != nil {
@@ -248,10 +260,14 @@ func (f *fakeQMP) serve(ln net.Listener) {
 	sc := bufio.NewScanner(c)
 	for sc.Scan() {
 		var req struct {
-			Execute string `json:"execute"`
+			Execute   string          `json:"execute"`
+			Arguments json.RawMessage `json:"arguments"`
 		}
 		_ = json.Unmarshal(sc.Bytes(), &req)
-		f.seen <- req.Execute
+		f.seen <- strings.TrimSpace(req.Execute + " " + string(req.Arguments))
+		if f.onCommand != nil {
+			f.onCommand(req.Execute)
+		}
 		rs := f.replies[req.Execute]
 		reply := `{"return": {}}`
 		if len(rs) > 0 {
@@ -260,11 +276,25 @@ func (f *fakeQMP) serve(ln net.Listener) {
 				f.replies[req.Execute] = rs[1:]
 			}
 		}
+		if reply == hangUp {
+			return
+		}
 		fmt.Fprintln(c, reply)
 	}
 }
 
+// commands drains the names of the commands seen so far.
 func (f *fakeQMP) commands() []string {
+	var out []string
+	for _, c := range f.commandsWithArgs() {
+		name, _, _ := strings.Cut(c, " ")
+		out = append(out, name)
+	}
+	return out
+}
+
+// commandsWithArgs drains the commands seen so far, with their arguments.
+func (f *fakeQMP) commandsWithArgs() []string {
 	var out []string
 	for {
 		select {
@@ -357,5 +387,96 @@ func TestDetachScratchOtherError(t *testing.T) {
 	}
 	if got := f.commands(); !slices.Equal(got, []string{"device_del"}) {
 		t.Errorf("QMP commands = %q", got)
+	}
+}
+
+// replies of an empty slot: nothing to unplug, no node to delete.
+func emptySlotReplies() map[string][]string {
+	return map[string][]string{
+		"device_del":   {`{"error": {"class": "DeviceNotFound", "desc": "Device 'scratchdev1' not found"}}`},
+		"blockdev-del": {`{"error": {"class": "GenericError", "desc": "Failed to find node with node-name='scratch1'"}}`},
+	}
+}
+
+// Attach empties the slot, makes the file (all hole), then adds the node
+// over that file and the device with the slot's serial on its port.
+func TestAttachScratchSequence(t *testing.T) {
+	m, f := startFakeQMP(t, emptySlotReplies())
+	serial, err := m.AttachScratch(context.Background(), 1, driver.DiskSyncNone)
+	if err != nil || serial != "vmdock-scratch1" {
+		t.Fatalf("AttachScratch = %q, %v", serial, err)
+	}
+	path := ScratchPath(m.spec.Dir, 1)
+	calls := f.commandsWithArgs()
+	if len(calls) != 4 {
+		t.Fatalf("QMP commands = %q, want device_del, blockdev-del, blockdev-add, device_add", calls)
+	}
+	for i, want := range []string{"device_del ", "blockdev-del ", "blockdev-add ", "device_add "} {
+		if !strings.HasPrefix(calls[i], want) {
+			t.Fatalf("QMP commands = %q, want device_del, blockdev-del, blockdev-add, device_add", calls)
+		}
+	}
+	for _, want := range []string{`"filename":"` + path + `"`, `"node-name":"scratch1"`, `"no-flush":true`} {
+		if !strings.Contains(calls[2], want) {
+			t.Errorf("blockdev-add %s: missing %s", calls[2], want)
+		}
+	}
+	for _, want := range []string{`"bus":"scratchport1"`, `"serial":"vmdock-scratch1"`, `"drive":"scratch1"`, `"write-cache":"on"`} {
+		if !strings.Contains(calls[3], want) {
+			t.Errorf("device_add %s: missing %s", calls[3], want)
+		}
+	}
+	st, err := os.Stat(path)
+	if err != nil || st.Size() != ScratchSize || st.Mode().Perm() != 0o600 {
+		t.Fatalf("scratch file: %v, %v; want %d bytes, mode 0600", st, err, ScratchSize)
+	}
+	if blocks := st.Sys().(*syscall.Stat_t).Blocks; blocks != 0 {
+		t.Errorf("scratch file has %d blocks allocated; want a sparse file", blocks)
+	}
+}
+
+// A file that cannot be made fails the attach before QEMU is asked to
+// open it.
+func TestAttachScratchFileNotMade(t *testing.T) {
+	m, f := startFakeQMP(t, emptySlotReplies())
+	m.spec.Dir = filepath.Join(m.spec.Dir, "gone")
+	_, err := m.AttachScratch(context.Background(), 1, driver.DiskSyncFsync)
+	if err == nil || !strings.Contains(err.Error(), "create scratch disk "+ScratchPath(m.spec.Dir, 1)) {
+		t.Fatalf("AttachScratch in a missing folder = %v", err)
+	}
+	if got := f.commands(); !slices.Equal(got, []string{"device_del", "blockdev-del"}) {
+		t.Errorf("QMP commands = %q; want no blockdev-add", got)
+	}
+}
+
+// A refused device_add takes the node back out and removes the file.
+func TestAttachScratchDeviceRefused(t *testing.T) {
+	replies := emptySlotReplies()
+	replies["device_add"] = []string{`{"error": {"class": "GenericError", "desc": "Bus 'scratchport1' not found"}}`}
+	m, f := startFakeQMP(t, replies)
+	_, err := m.AttachScratch(context.Background(), 1, driver.DiskSyncFull)
+	if err == nil || !strings.Contains(err.Error(), "attach scratch disk 1 (disk-sync full)") || !strings.Contains(err.Error(), "Bus 'scratchport1' not found") {
+		t.Fatalf("AttachScratch = %v", err)
+	}
+	want := []string{"device_del", "blockdev-del", "blockdev-add", "device_add", "blockdev-del"}
+	if got := f.commands(); !slices.Equal(got, want) {
+		t.Errorf("QMP commands = %q, want %q", got, want)
+	}
+	if _, err := os.Stat(ScratchPath(m.spec.Dir, 1)); !os.IsNotExist(err) {
+		t.Errorf("refused attach left the file: %v", err)
+	}
+}
+
+func TestScratchOnAStoppedVM(t *testing.T) {
+	m, f := startFakeQMP(t, nil)
+	close(m.done)
+	if _, err := m.AttachScratch(context.Background(), 0, driver.DiskSyncFsync); err == nil || !strings.Contains(err.Error(), "not running") {
+		t.Fatalf("AttachScratch after the VM ended = %v", err)
+	}
+	if got := f.commands(); len(got) != 0 {
+		t.Errorf("QMP commands to an ended VM: %q", got)
+	}
+	if left, _ := filepath.Glob(filepath.Join(m.spec.Dir, "scratch*")); len(left) != 0 {
+		t.Errorf("files made for an ended VM: %q", left)
 	}
 }

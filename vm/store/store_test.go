@@ -178,3 +178,158 @@ func TestLockHolderWaitsForThePid(t *testing.T) {
 		t.Fatalf("holder of a lock without a pid = %q", got)
 	}
 }
+
+// A relative $VMDOCK_HOME is made absolute: the host agent and the
+// commands run from different folders and must name the same home.
+func TestHomeRelativeAndUnknown(t *testing.T) {
+	cwd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(HomeEnv, "rel/home")
+	if h, err := Home(); err != nil || h != filepath.Join(cwd, "rel/home") {
+		t.Fatalf("Home = %q, %v; want %s", h, err, filepath.Join(cwd, "rel/home"))
+	}
+	t.Setenv(HomeEnv, "")
+	t.Setenv("HOME", "")
+	if h, err := Home(); err == nil || !strings.Contains(err.Error(), "$"+HomeEnv) {
+		t.Fatalf("Home without a home folder = %q, %v; want an error naming $%s", h, err, HomeEnv)
+	}
+}
+
+func TestValidateProfileMessage(t *testing.T) {
+	err := ValidateProfile("Bad Name")
+	if err == nil || !strings.Contains(err.Error(), `"Bad Name"`) || !strings.Contains(err.Error(), "a-z 0-9 . _ -") {
+		t.Fatalf("ValidateProfile = %v; want the name and what is accepted", err)
+	}
+}
+
+// Create tightens a folder that already exists (made by hand, or by an
+// older version) to 0700.
+func TestCreateTightensAnExistingFolder(t *testing.T) {
+	home := t.TempDir()
+	inst, _ := Open(home, "x")
+	if err := os.Mkdir(inst.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(inst.Dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := inst.Create(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(inst.Dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("mode after Create: %v, %v", fi.Mode(), err)
+	}
+	if inst.Exists() {
+		t.Fatal("a folder without a config exists")
+	}
+}
+
+func TestCreateRefusesWhatIsNotAFolder(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	inst, _ := Open(filepath.Join(file, "home"), "x")
+	if err := inst.Create(); err == nil || !strings.Contains(err.Error(), "create vmdock home") {
+		t.Fatalf("Create under a file = %v", err)
+	}
+	// A dangling link in the instance's place is not a folder.
+	home := t.TempDir()
+	inst, _ = Open(home, "x")
+	if err := os.Symlink(filepath.Join(home, "gone"), inst.Dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := inst.Create(); err == nil || !strings.Contains(err.Error(), "create instance folder") {
+		t.Fatalf("Create over a dangling link = %v", err)
+	}
+}
+
+func TestListSkipsFilesAndFailsOnAFileHome(t *testing.T) {
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, "stray"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := List(home); err != nil || len(l) != 0 {
+		t.Fatalf("List with only a file = %v, %v", l, err)
+	}
+	if _, err := List(filepath.Join(home, "stray")); err == nil || !strings.Contains(err.Error(), "list instances") {
+		t.Fatalf("List of a file = %v", err)
+	}
+}
+
+func TestReadPID(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := ReadPID(filepath.Join(dir, "missing")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("missing pid file: %v; want os.ErrNotExist", err)
+	}
+	for content, want := range map[string]int{"123\n": 123, " 42 ": 42, "7": 7} {
+		p := filepath.Join(dir, "ok")
+		os.WriteFile(p, []byte(content), 0o600)
+		if pid, err := ReadPID(p); err != nil || pid != want {
+			t.Errorf("ReadPID(%q) = %d, %v; want %d", content, pid, err, want)
+		}
+	}
+	for _, content := range []string{"", "\n", "abc", "0", "-5", "12 34"} {
+		p := filepath.Join(dir, "bad")
+		os.WriteFile(p, []byte(content), 0o600)
+		if pid, err := ReadPID(p); err == nil || errors.Is(err, os.ErrNotExist) || !strings.Contains(err.Error(), "no pid") {
+			t.Errorf("ReadPID(%q) = %d, %v; want a 'no pid' error", content, pid, err)
+		}
+	}
+}
+
+// The holder's pid is in the lock file while it holds the lock, and gone
+// once it lets go, so a stale pid never names an idle process.
+func TestLockFileHoldsThePid(t *testing.T) {
+	inst := &Instance{Name: "x", Dir: t.TempDir()}
+	l, err := inst.Lock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pid, err := ReadPID(inst.LockPath()); err != nil || pid != os.Getpid() {
+		t.Fatalf("pid in the lock: %d, %v; want %d", pid, err, os.Getpid())
+	}
+	if err := l.Unlock(); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(inst.LockPath()); err != nil || len(b) != 0 {
+		t.Fatalf("lock file after Unlock: %q, %v; want empty", b, err)
+	}
+	var none *Lock
+	if err := none.Unlock(); err != nil {
+		t.Fatalf("nil Unlock: %v", err)
+	}
+}
+
+func TestLockMissingFolder(t *testing.T) {
+	inst := &Instance{Name: "x", Dir: filepath.Join(t.TempDir(), "missing")}
+	_, err := inst.Lock()
+	if err == nil || errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "lock profile x") {
+		t.Fatalf("Lock without the folder = %v; want a plain error, not ErrLocked", err)
+	}
+}
+
+// BusyError carries what package instance needs to say more about the
+// holder: the profile, the holder and the lock's path.
+func TestBusyError(t *testing.T) {
+	inst := &Instance{Name: "x", Dir: t.TempDir()}
+	a, err := inst.Lock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Unlock()
+	_, err = inst.Lock()
+	var be *BusyError
+	if !errors.As(err, &be) {
+		t.Fatalf("second Lock = %v (%T); want a *BusyError", err, err)
+	}
+	if be.Profile != "x" || be.Holder != "pid "+strconv.Itoa(os.Getpid()) || be.Path != inst.LockPath() {
+		t.Fatalf("BusyError = %+v", be)
+	}
+	want := "profile x is busy: pid " + strconv.Itoa(os.Getpid()) + " holds " + inst.LockPath() + " (another vmdock command is running): instance is locked"
+	if err.Error() != want {
+		t.Fatalf("error %q, want %q", err, want)
+	}
+}
