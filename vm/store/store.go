@@ -65,6 +65,13 @@ func (i *Instance) Create() error {
 	if err := os.Mkdir(i.Dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("create instance folder %s: %w", i.Dir, err)
 	}
+	// Something of the user's in the folder's place is left as it is,
+	// mode included.
+	if fi, err := os.Stat(i.Dir); err != nil {
+		return fmt.Errorf("create instance folder %s: %w", i.Dir, err)
+	} else if !fi.IsDir() {
+		return fmt.Errorf("create instance folder %s: a file of that name is in the way (move it, or use another profile name)", i.Dir)
+	}
 	if err := os.Chmod(i.Dir, 0o700); err != nil {
 		return fmt.Errorf("create instance folder %s: %w", i.Dir, err)
 	}

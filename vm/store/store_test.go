@@ -333,3 +333,20 @@ func TestBusyError(t *testing.T) {
 		t.Fatalf("error %q, want %q", err, want)
 	}
 }
+
+// A file of the user's where the instance folder would go is refused and
+// left as it was, mode and content.
+func TestCreateRefusesAFileInTheWay(t *testing.T) {
+	inst, _ := Open(t.TempDir(), "x")
+	if err := os.WriteFile(inst.Dir, []byte("notes"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := inst.Create()
+	if err == nil || !strings.Contains(err.Error(), inst.Dir) || !strings.Contains(err.Error(), "in the way") {
+		t.Fatalf("Create over a file = %v, want a refusal naming it", err)
+	}
+	fi, _ := os.Stat(inst.Dir)
+	if b, _ := os.ReadFile(inst.Dir); string(b) != "notes" || fi.Mode().Perm() != 0o644 {
+		t.Errorf("the file changed: %q, mode %v", b, fi.Mode())
+	}
+}
