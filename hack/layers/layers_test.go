@@ -16,6 +16,7 @@ import (
 // GOOS vmdock runs on; cgo on, so vz's macOS files count.
 func moduleImports(t *testing.T) map[string][]string {
 	t.Helper()
+	readSources(t)
 	goCmd, err := exec.LookPath("go")
 	if err != nil {
 		goCmd = filepath.Join(build.Default.GOROOT, "bin", "go")
@@ -129,5 +130,35 @@ func TestCheckWantsEveryPackagePlacedOnce(t *testing.T) {
 		if !slices.ContainsFunc(got, func(p string) bool { return strings.Contains(p, w) }) {
 			t.Errorf("Check said %q, want a problem saying %q", got, w)
 		}
+	}
+}
+
+// readSources reads every Go file and folder of the module. go test caches
+// a passing result keyed on what the test itself opened, and go list runs
+// in a child process: without this, a new package or import would be
+// judged only once this package changed.
+func readSources(t *testing.T) {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && p != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "bin" || d.Name() == "out" || d.Name() == "testdata"):
+			return filepath.SkipDir
+		case d.IsDir():
+			_, err := os.ReadDir(p)
+			return err
+		case strings.HasSuffix(p, ".go"):
+			_, err := os.ReadFile(p)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("read the module's sources: %v", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/vmdock/vmdock/vm/control"
 	"github.com/vmdock/vmdock/vm/store"
+	"github.com/vmdock/vmdock/vm/store/storetest"
 )
 
 // serveHostAgent plays a live host agent in phase/step on inst's control
@@ -63,7 +64,7 @@ func TestStatusShowsPhase(t *testing.T) {
 func TestLockWhileStartingSaysSo(t *testing.T) {
 	inst := shortInstance(t)
 	serveHostAgent(t, inst, "starting", "image")
-	pid, release := lockInOtherProcess(t, inst.Dir)
+	pid, release := storetest.LockInOtherProcess(t, inst.Dir)
 	defer release()
 	_, err := Lock(context.Background(), inst)
 	want := []string{"still starting", "step image", "pid " + strconv.Itoa(pid), "vmdock status -p x"}

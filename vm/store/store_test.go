@@ -1,11 +1,8 @@
 package store
 
 import (
-	"bufio"
 	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -80,60 +77,6 @@ func TestCreateAndList(t *testing.T) {
 	if l, err := List(filepath.Join(home, "missing")); err != nil || len(l) != 0 {
 		t.Fatalf("missing home: %v, %v", l, err)
 	}
-}
-
-// TestLockHelper is not a test: it is the other process of TestLockOtherProcess.
-func TestLockHelper(t *testing.T) {
-	dir := os.Getenv("VMDOCK_TEST_LOCK_DIR")
-	if dir == "" {
-		t.Skip("helper process only")
-	}
-	inst := &Instance{Name: "x", Dir: dir}
-	l, err := inst.Lock()
-	if err != nil {
-		fmt.Println("error", err)
-		os.Exit(1)
-	}
-	fmt.Println("locked")
-	bufio.NewReader(os.Stdin).ReadString('\n') // hold until the parent closes stdin
-	l.Unlock()
-	os.Exit(0)
-}
-
-// lockInOtherProcess has TestLockHelper take dir's lock in a child
-// process; release lets it go and waits for the child to exit.
-func lockInOtherProcess(t *testing.T, dir string) (pid int, release func() error) {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestLockHelper$")
-	cmd.Env = append(os.Environ(), "VMDOCK_TEST_LOCK_DIR="+dir)
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	release = func() error { stdin.Close(); return cmd.Wait() }
-	if line, _ := bufio.NewReader(stdout).ReadString('\n'); strings.TrimSpace(line) != "locked" {
-		release()
-		t.Fatalf("helper said %q", line)
-	}
-	return cmd.Process.Pid, release
-}
-
-func TestLockOtherProcess(t *testing.T) {
-	inst := &Instance{Name: "x", Dir: t.TempDir()}
-	pid, release := lockInOtherProcess(t, inst.Dir)
-	_, err := inst.Lock()
-	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "pid "+strconv.Itoa(pid)) {
-		t.Fatalf("Lock while held elsewhere: %v; want ErrLocked naming pid %d", err, pid)
-	}
-	if err := release(); err != nil {
-		t.Fatal(err)
-	}
-	l, err := inst.Lock()
-	if err != nil {
-		t.Fatalf("Lock after release: %v", err)
-	}
-	l.Unlock()
 }
 
 // A second Lock in the same process is refused like another holder's:
