@@ -149,6 +149,11 @@ type SavedState struct {
 	// Accel the accelerator it ran on: the state loads only on the same.
 	Hypervisor string `json:"hypervisor"`
 	Accel      string `json:"accel"`
+	// Hardware is a digest of the virtual hardware the state was saved
+	// from (QEMU: its command line), when the driver keeps one: a state
+	// loads only into the same devices, so a newer vmdock that adds or
+	// changes one boots cold instead. Empty for drivers that do not.
+	Hardware string `json:"hardware,omitempty"`
 }
 
 // Resumer is a Driver that can start a VM from a Saver's state file

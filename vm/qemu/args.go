@@ -408,7 +408,8 @@ func networkArgs(network string) ([]string, error) {
 	return []string{"-netdev", netdev, "-device", "virtio-net-pci,netdev=" + netdevID}, nil
 }
 
-// guestDeviceArgs are the entropy source and the panic device.
+// guestDeviceArgs are the entropy source, the panic device and the
+// memory balloon.
 //
 // Entropy early in boot: without it TCG guests can stall on getrandom. The
 // default backend (rng-builtin, QEMU >= 5.1) needs no host device.
@@ -416,12 +417,23 @@ func networkArgs(network string) ([]string, error) {
 // A guest kernel panic pauses the VM in state guest-panicked, where the
 // run-state watch sees it, instead of rebooting (panic=-1) into a
 // -no-reboot exit that looks like a power-off.
+//
+// The balloon is never inflated; it is there for free page reporting
+// (QEMU >= 5.1, guest virtio_balloon): the guest tells QEMU which freed
+// pages (in 2 MiB blocks) it no longer uses and QEMU drops them from
+// its RSS, so memory a container used comes back to the host once it
+// exits. deflate-on-oom lets the guest take pages back from the balloon
+// instead of OOM-killing, should anything ever inflate it.
 func guestDeviceArgs(arch string) ([]string, error) {
 	return []string{
 		"-device", "virtio-rng-pci",
 		"-device", panicDevice(arch), "-action", "panic=pause",
+		"-device", balloonDevice,
 	}, nil
 }
+
+// balloonDevice is the virtio balloon with free page reporting.
+const balloonDevice = "virtio-balloon-pci,id=balloon0,free-page-reporting=on,deflate-on-oom=on"
 
 // agentChannelArgs are the virtio-serial port the guest agent opens and
 // the host-side socket the host agent dials.
@@ -527,8 +539,15 @@ func accelArgs(accel, arch string) []string {
 		// one is as safe inside one VM.
 		cpu += ",pauth-impdef=on"
 	}
-	return []string{"-accel", "tcg,thread=single", "-cpu", cpu}
+	return []string{"-accel", fmt.Sprintf("tcg,thread=single,tb-size=%d", tcgTBSizeMiB), "-cpu", cpu}
 }
+
+// tcgTBSizeMiB caps TCG's translated-code buffer, which counts in QEMU's
+// RSS once filled: QEMU 7.2's default is 1 GiB, while a booted guest
+// running docker translates far less (see the README's Idle cost for the
+// measurement); a full buffer is flushed and refilled, costing time, not
+// correctness.
+const tcgTBSizeMiB = 256
 
 // withSerialConsole makes the port -serial feeds to serial.log the
 // kernel's console: ttyS0 on q35, the PL011 ttyAMA0 on virt.

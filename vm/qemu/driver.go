@@ -264,10 +264,15 @@ func (d *Driver) launch(ctx context.Context, spec driver.Spec, env HostEnv, bin 
 	}
 	fmt.Fprintf(logFile, "=== %s vmdock starting %s %s\n", time.Now().Format(time.RFC3339), bin, strings.Join(args, " "))
 
+	hw, err := hardwareDigest(spec, env)
+	if err != nil {
+		return nil, err
+	}
 	m := &Machine{
 		spec:     spec,
 		accel:    choice,
 		version:  env.Version.String(),
+		hardware: hw,
 		log:      d.log.With("instance", spec.Name),
 		done:     make(chan struct{}),
 		qemuGone: make(chan struct{}),

@@ -23,11 +23,14 @@ type Machine struct {
 	spec    driver.Spec
 	accel   accelChoice
 	version string
-	log     *slog.Logger
-	cmd     *exec.Cmd
-	qmp     *qmp
-	tail    *tailBuffer
-	logF    *os.File
+	// hardware is hardwareDigest of the command line it runs, recorded
+	// with a saved state.
+	hardware string
+	log      *slog.Logger
+	cmd      *exec.Cmd
+	qmp      *qmp
+	tail     *tailBuffer
+	logF     *os.File
 
 	daemons []*daemon
 

@@ -3,11 +3,14 @@ package qemu
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -140,8 +143,24 @@ func (m *Machine) migrateTo(ctx context.Context, path string) (driver.SavedState
 		os.Remove(path)
 		return driver.SavedState{}, fmt.Errorf("save: %w", res.err)
 	}
-	res.saved.Hypervisor, res.saved.Accel = m.version, m.accel.Accel
+	res.saved.Hypervisor, res.saved.Accel, res.saved.Hardware = m.version, m.accel.Accel, m.hardware
 	return res.saved, nil
+}
+
+// hardwareDigest identifies the virtual hardware of spec's VM on env: the
+// sha256 of its command line without -incoming. QEMU loads a state only
+// into the devices it was saved from, and a device vmdock adds or changes
+// (a balloon, a new property) makes the load fail late, or worse, load
+// into a subtly different machine; comparing digests first makes such a
+// state a clean cold boot.
+func hardwareDigest(spec driver.Spec, env HostEnv) (string, error) {
+	env.incoming = false
+	args, err := Args(spec, env)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(strings.Join(args, "\x00")))
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }
 
 // waitMigration polls the outgoing migration until it completes.
@@ -225,6 +244,13 @@ func (d *Driver) Resume(ctx context.Context, spec driver.Spec, path string, save
 		return nil, fmt.Errorf("the state was saved by QEMU %s, this is QEMU %s", saved.Hypervisor, env.Version)
 	}
 	env.Accel = accel
+	hw, err := hardwareDigest(spec, env)
+	if err != nil {
+		return nil, err
+	}
+	if saved.Hardware != hw {
+		return nil, errors.New("the VM's virtual hardware changed since the save (another vmdock or QEMU configuration)")
+	}
 	env.incoming = true
 	if err := CleanupOrphans(spec.Dir); err != nil {
 		return nil, fmt.Errorf("clean up after the previous run: %w", err)

@@ -103,6 +103,59 @@ func TestResumeRefusesOtherQEMUVersion(t *testing.T) {
 	}
 }
 
+// A state saved from other virtual hardware (an older vmdock without the
+// balloon, say) is refused before any qemu starts, so the host agent boots
+// cold instead of QEMU failing half-way through the load.
+func TestResumeRefusesOtherHardware(t *testing.T) {
+	needQEMU(t)
+	dir := shortDir(t)
+	spec := savableSpec(t, dir)
+	env, _, err := pausedDriver().HostEnv(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, hw := range []string{"", "sha256:0000"} {
+		saved := driver.SavedState{Format: stateFormat, Hypervisor: env.Version.String(), Accel: AccelTCG, Hardware: hw}
+		_, err := pausedDriver().Resume(context.Background(), spec, filepath.Join(dir, "none"), saved, AccelTCG)
+		if err == nil || !strings.Contains(err.Error(), "virtual hardware changed") {
+			t.Fatalf("hardware %q: want a hardware refusal, got %v", hw, err)
+		}
+		if _, serr := os.Stat(PIDFilePath(dir)); serr == nil {
+			t.Fatalf("hardware %q: a qemu pid file after the refusal", hw)
+		}
+	}
+}
+
+// The digest is of the command line without -incoming (the saving and the
+// resuming qemu differ only there), and changes with any device.
+func TestHardwareDigest(t *testing.T) {
+	spec := baseSpec()
+	a, err := hardwareDigest(spec, tcgEnv)
+	if err != nil || !strings.HasPrefix(a, "sha256:") || len(a) != len("sha256:")+64 {
+		t.Fatalf("digest %q, %v", a, err)
+	}
+	in := tcgEnv
+	in.incoming = true
+	if b, _ := hardwareDigest(spec, in); b != a {
+		t.Errorf("-incoming changed the digest: %s vs %s", b, a)
+	}
+	other := spec
+	other.CPUs++
+	if b, _ := hardwareDigest(other, tcgEnv); b == a {
+		t.Errorf("another CPU count, same digest")
+	}
+	kvm := tcgEnv
+	kvm.Accel = AccelKVM
+	if b, _ := hardwareDigest(spec, kvm); b == a {
+		t.Errorf("another accelerator, same digest")
+	}
+	bad := spec
+	bad.Arch = "mips"
+	if _, err := hardwareDigest(bad, tcgEnv); err == nil {
+		t.Errorf("no error for an arch Args refuses")
+	}
+}
+
 func TestSaveBlockerNamesTheShare(t *testing.T) {
 	spec := driver.Spec{Shares: []mounts.Share{{HostPath: "/home/u", Type: mounts.TypeVirtiofs}}}
 	err := New(Options{}).SaveBlocker(spec)
