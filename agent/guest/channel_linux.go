@@ -17,8 +17,10 @@ import (
 
 // Run serves the host forever over the channel in cfg, reopening it
 // whenever a session ends (host agent restarted). It returns only when ctx
-// ends or the channel cannot be used at all.
+// ends or the channel cannot be used at all. Beside it runs the idle upkeep
+// (upkeep_linux.go).
 func (s *Server) Run(ctx context.Context, cfg agent.GuestConfig) error {
+	go s.runUpkeep(ctx, upkeepEvery)
 	switch cfg.Channel {
 	case agent.ChannelVirtioSerial:
 		return s.runSerial(ctx, cfg.Serial())

@@ -1,0 +1,302 @@
+package guest
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParsePSI(t *testing.T) {
+	p, err := parsePSI([]byte("some avg10=0.12 avg60=0.00 avg300=0.00 total=4321\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=99\n"))
+	if err != nil || p.Avg10 != 0.12 || p.Total != 4321 {
+		t.Fatalf("parsePSI = %+v, %v", p, err)
+	}
+	for _, bad := range []string{"", "full avg10=0.00 total=1\n", "some avg10=x total=1\n", "some avg10=0.00\n", "some total=-1\n"} {
+		if _, err := parsePSI([]byte(bad)); err == nil {
+			t.Errorf("parsePSI(%q): no error", bad)
+		}
+	}
+}
+
+func TestQuiet(t *testing.T) {
+	tests := []struct {
+		name     string
+		prev     uint64
+		havePrev bool
+		p        psi
+		want     bool
+	}{
+		{"first look sets the baseline", 0, false, psi{Total: 10}, false},
+		{"no stall", 1000, true, psi{Total: 1000}, true},
+		{"noise", 1000, true, psi{Total: 1000 + psiQuiet}, true},
+		{"stalls", 1000, true, psi{Total: 1001 + psiQuiet}, false},
+		{"recent pressure", 1000, true, psi{Total: 1000, Avg10: 0.5}, false},
+		{"counter went back", 1000, true, psi{Total: 10}, false},
+	}
+	for _, tc := range tests {
+		if got := quiet(tc.prev, tc.havePrev, tc.p); got != tc.want {
+			t.Errorf("%s: quiet = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestReclaimAmount(t *testing.T) {
+	tests := []struct{ inactive, want uint64 }{
+		{0, 0},
+		{reclaimMin - 1, 0},
+		{reclaimMin, reclaimMin / 2},
+		{100<<20 + 123, 50 << 20},
+		{1 << 30, reclaimMax},
+	}
+	for _, tc := range tests {
+		if got := reclaimAmount(tc.inactive); got != tc.want {
+			t.Errorf("reclaimAmount(%d) = %d, want %d", tc.inactive, got, tc.want)
+		}
+	}
+}
+
+func TestStatField(t *testing.T) {
+	stat := []byte("anon 100\nfile 5000\ninactive_file 4096\nactive_file 904\n")
+	if n, ok := statField(stat, "inactive_file"); !ok || n != 4096 {
+		t.Errorf("inactive_file = %d, %v", n, ok)
+	}
+	if _, ok := statField(stat, "inactive_anon"); ok {
+		t.Errorf("found a field that is not there")
+	}
+	meminfo := []byte("MemTotal:        2000000 kB\nInactive(file):     1024 kB\nSwapTotal:             0 kB\n")
+	if n, ok := statField(meminfo, "Inactive(file)"); !ok || n != 1<<20 {
+		t.Errorf("Inactive(file) = %d, %v", n, ok)
+	}
+}
+
+// guestTree is a fake guest: /proc/pressure/memory, /proc/meminfo and a
+// cgroup tree under a temp root.
+type guestTree struct {
+	t    *testing.T
+	root string
+}
+
+func newGuestTree(t *testing.T) *guestTree {
+	g := &guestTree{t: t, root: t.TempDir()}
+	g.write("/proc/meminfo", "MemTotal: 2000000 kB\nSwapTotal: 0 kB\n")
+	g.psi(0)
+	return g
+}
+
+func (g *guestTree) write(p, content string) {
+	g.t.Helper()
+	full := filepath.Join(g.root, p)
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		g.t.Fatal(err)
+	}
+	if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
+		g.t.Fatal(err)
+	}
+}
+
+func (g *guestTree) read(p string) string {
+	b, _ := os.ReadFile(filepath.Join(g.root, p))
+	return string(b)
+}
+
+func (g *guestTree) psi(total uint64) {
+	g.write(psiMemory, "some avg10=0.00 avg60=0.00 avg300=0.00 total="+itoa(total)+"\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
+}
+
+// cgroup makes a cgroup with memory.reclaim (empty) and memory.stat.
+func (g *guestTree) cgroup(rel string, inactiveFile uint64) {
+	dir := filepath.Join(cgroupRoot, rel)
+	g.write(filepath.Join(dir, "memory.reclaim"), "")
+	g.write(filepath.Join(dir, "memory.stat"), "anon 1000\ninactive_file "+itoa(inactiveFile)+"\nactive_file 5000\n")
+}
+
+func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
+
+func (g *guestTree) upkeep(fos *fakeOS) *upkeep {
+	s := &Server{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), OS: fos, Root: g.root}
+	u := newUpkeep(s, time.Now())
+	u.statFree = func(string) (uint64, error) { return 0, errors.New("no file systems here") }
+	u.syncFS = func(string) error { return nil }
+	return u
+}
+
+// Without memory.reclaim at the root, each top-level cgroup that has one
+// gets its own bounded amount, only after a round without pressure.
+func TestReclaimTopLevelCgroups(t *testing.T) {
+	g := newGuestTree(t)
+	g.cgroup("system.slice", 600<<20)
+	g.cgroup("user.slice", 1<<20) // too little to bother
+	g.write(filepath.Join(cgroupRoot, "init.scope", "memory.stat"), "inactive_file 999999999\n")
+	u := g.upkeep(&fakeOS{})
+
+	u.reclaim() // baseline only
+	if got := g.read(cgroupRoot + "/system.slice/memory.reclaim"); got != "" {
+		t.Fatalf("reclaimed on the first look: %q", got)
+	}
+	g.psi(1000 + psiQuiet) // stalled since: no reclaim
+	u.reclaim()
+	if got := g.read(cgroupRoot + "/system.slice/memory.reclaim"); got != "" {
+		t.Fatalf("reclaimed under pressure: %q", got)
+	}
+	u.reclaim() // no stall since the last look
+	if got, want := g.read(cgroupRoot+"/system.slice/memory.reclaim"), itoa(reclaimMax); got != want {
+		t.Fatalf("system.slice reclaim = %q, want %q", got, want)
+	}
+	if got := g.read(cgroupRoot + "/user.slice/memory.reclaim"); got != "" {
+		t.Errorf("user.slice's 1 MiB reclaimed: %q", got)
+	}
+	if u.noReclaim {
+		t.Errorf("reclaim switched off")
+	}
+}
+
+// The root's memory.reclaim covers everything: it alone is written.
+func TestReclaimRootCgroup(t *testing.T) {
+	g := newGuestTree(t)
+	g.cgroup("", 100<<20)
+	g.cgroup("system.slice", 600<<20)
+	u := g.upkeep(&fakeOS{})
+	u.reclaim()
+	u.reclaim()
+	if got, want := g.read(cgroupRoot+"/memory.reclaim"), itoa(50<<20); got != want {
+		t.Fatalf("root reclaim = %q, want %q", got, want)
+	}
+	if got := g.read(cgroupRoot + "/system.slice/memory.reclaim"); got != "" {
+		t.Errorf("system.slice written as well: %q", got)
+	}
+}
+
+// The root without memory.stat: its inactive cache is /proc/meminfo's.
+func TestReclaimRootFromMeminfo(t *testing.T) {
+	g := newGuestTree(t)
+	g.write(cgroupRoot+"/memory.reclaim", "")
+	g.write("/proc/meminfo", "MemTotal: 2000000 kB\nInactive(file): 81920 kB\nSwapTotal: 0 kB\n")
+	u := g.upkeep(&fakeOS{})
+	u.reclaim()
+	u.reclaim()
+	if got, want := g.read(cgroupRoot+"/memory.reclaim"), itoa(40<<20); got != want {
+		t.Fatalf("root reclaim = %q, want %q", got, want)
+	}
+}
+
+// With swap, reclaim could push anonymous memory out: it stays off. So it
+// does without PSI or without any memory.reclaim, and says so once.
+func TestReclaimOff(t *testing.T) {
+	g := newGuestTree(t)
+	g.cgroup("system.slice", 600<<20)
+	g.write("/proc/meminfo", "SwapTotal: 1024 kB\n")
+	u := g.upkeep(&fakeOS{})
+	u.reclaim()
+	u.reclaim()
+	if got := g.read(cgroupRoot + "/system.slice/memory.reclaim"); got != "" || !u.noReclaim {
+		t.Fatalf("with swap: wrote %q, off %v", got, u.noReclaim)
+	}
+
+	g = newGuestTree(t)
+	u = g.upkeep(&fakeOS{})
+	u.reclaim()
+	u.reclaim()
+	if !u.noReclaim {
+		t.Errorf("no memory.reclaim anywhere, yet not off")
+	}
+
+	g = newGuestTree(t)
+	os.Remove(filepath.Join(g.root, psiMemory))
+	u = g.upkeep(&fakeOS{})
+	u.reclaim()
+	if !u.noReclaim {
+		t.Errorf("no PSI, yet not off")
+	}
+}
+
+func TestTrimDue(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	const low = 10 << 30
+	tests := []struct {
+		name string
+		last time.Duration // ago
+		free uint64
+		want bool
+	}{
+		{"nothing freed", 10 * time.Minute, low, false},
+		{"a little freed", 10 * time.Minute, low + trimGrowth - 1, false},
+		{"an image removed", 10 * time.Minute, low + 300<<20, true},
+		{"removed right after a trim", 30 * time.Second, low + 300<<20, false},
+		{"hourly", time.Hour, low - 1<<20, true},
+	}
+	for _, tc := range tests {
+		st := trimState{last: now.Add(-tc.last), lowFree: low}
+		if got := trimDue(st, tc.free, now); got != tc.want {
+			t.Errorf("%s: trimDue = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A file system's free space dips (an image pulled) and grows back (it is
+// removed): fstrim runs once on it, after a sync, and not again until the
+// next delete or the hour. The data disk is trimmed only when mounted.
+func TestTrimAfterDelete(t *testing.T) {
+	g := newGuestTree(t)
+	g.write("/proc/self/mountinfo", "22 1 254:0 / / rw,relatime - ext4 /dev/vda rw,discard\n")
+	fos := &fakeOS{outputs: map[string]string{"fstrim": "/: 300 MiB (314572800 bytes) trimmed\n"}}
+	u := g.upkeep(fos)
+	free := uint64(5 << 30)
+	u.statFree = func(p string) (uint64, error) {
+		if p != filepath.Join(g.root, "/") {
+			t.Errorf("statFree(%s)", p)
+		}
+		return free, nil
+	}
+	var synced int
+	u.syncFS = func(string) error { synced++; return nil }
+	start := time.Now()
+	u.trim(context.Background(), start)
+	free -= 300 << 20 // pulled
+	u.trim(context.Background(), start.Add(30*time.Second))
+	if got := fos.ran(); got != "" {
+		t.Fatalf("trimmed with nothing freed: %s", got)
+	}
+	free += 300 << 20 // removed
+	u.trim(context.Background(), start.Add(60*time.Second))
+	if got := fos.ran(); got != "fstrim -v /" || synced != 1 {
+		t.Fatalf("after the delete ran %q, synced %d", got, synced)
+	}
+	u.trim(context.Background(), start.Add(90*time.Second))
+	u.trim(context.Background(), start.Add(30*time.Minute))
+	if got := fos.ran(); got != "fstrim -v /" {
+		t.Fatalf("trimmed again with nothing new freed: %s", got)
+	}
+	u.trim(context.Background(), start.Add(61*time.Minute))
+	if got := fos.ran(); got != "fstrim -v /\nfstrim -v /" {
+		t.Fatalf("no hourly trim: %s", got)
+	}
+
+	g.write("/proc/self/mountinfo", "22 1 254:0 / / rw - ext4 /dev/vda rw\n30 22 254:16 / "+dataMount+" rw - ext4 /dev/vdc rw\n")
+	u.statFree = func(string) (uint64, error) { return free, nil }
+	u.trim(context.Background(), start.Add(130*time.Minute))
+	if got := fos.ran(); !strings.HasSuffix(got, "fstrim -v /\nfstrim -v "+dataMount) {
+		t.Fatalf("data disk not trimmed once mounted: %s", got)
+	}
+}
+
+// A failing fstrim waits for the next reason like a good one.
+func TestTrimFailureWaits(t *testing.T) {
+	g := newGuestTree(t)
+	g.write("/proc/self/mountinfo", "22 1 254:0 / / rw - ext4 /dev/vda rw\n")
+	fos := &fakeOS{results: map[string]error{"fstrim": exitErr(1)}}
+	u := g.upkeep(fos)
+	u.statFree = func(string) (uint64, error) { return 1 << 30, nil }
+	start := time.Now()
+	u.trim(context.Background(), start.Add(trimEvery))
+	u.trim(context.Background(), start.Add(trimEvery+30*time.Second))
+	if got := fos.ran(); got != "fstrim -v /" {
+		t.Fatalf("ran %q", got)
+	}
+}
