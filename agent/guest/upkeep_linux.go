@@ -26,9 +26,9 @@ import (
 //     host through the balloon's free page reporting (QEMU); nothing is
 //     dropped wholesale (no drop_caches), nothing active, and never while
 //     something waits for memory.
-//   - runs fstrim on the root and data file systems when their free space
-//     grew by trimGrowth since the last trim (an image, volume or
-//     container removed) and at least once every trimEvery otherwise, so
+//   - runs fstrim on the root and data file systems when they freed about
+//     trimGrowth since the last trim (an image, volume or container
+//     removed; see freedSinceTrim) and once every trimEvery otherwise, so
 //     the blocks a delete freed are punched out of the host's disk files
 //     (the drives pass discard=unmap). The data disk is mounted without
 //     online discard; fstrim also covers the root's discards that did not
@@ -78,6 +78,13 @@ type upkeep struct {
 type trimState struct {
 	last    time.Time
 	lowFree uint64 // the least free space seen since the last trim
+	// At the last trim (or the first look): the free space and the bytes
+	// the file system had written to its disk, when ext4 says
+	// (lifetime_write_kbytes).
+	seen          bool
+	freeAtTrim    uint64
+	writtenAtTrim uint64
+	haveWritten   bool
 }
 
 func newUpkeep(s *Server, now time.Time) *upkeep {
@@ -308,16 +315,36 @@ func (u *upkeep) off(why string, err error) {
 	}
 }
 
-// trimDue reports whether a file system with free bytes now, in state st,
-// should be trimmed at now: hourly, or when its free space grew by
-// trimGrowth over the least seen since the last trim (a delete), at most
-// once per trimGap.
-func trimDue(st trimState, free uint64, now time.Time) bool {
+// freedSinceTrim estimates the bytes a file system freed since its last
+// trim that had reached its disk: the growth of its free space over the
+// least seen since (a delete after a write the rounds saw), or, when ext4
+// counts what it wrote, what it wrote since less what it still holds of
+// that (free space now against then). The second catches a write and its
+// delete between two rounds; an overwrite in place makes it guess high,
+// which costs one fstrim of little.
+func freedSinceTrim(st trimState, free, written uint64, haveWritten bool) uint64 {
+	var est uint64
+	if free > st.lowFree {
+		est = free - st.lowFree
+	}
+	if haveWritten && st.haveWritten && written >= st.writtenAtTrim {
+		if w := int64(written-st.writtenAtTrim) + int64(free) - int64(st.freeAtTrim); w > 0 && uint64(w) > est {
+			est = uint64(w)
+		}
+	}
+	return est
+}
+
+// trimDue reports whether a file system in state st that freed freed
+// bytes since its last trim should be trimmed at now: hourly, or when it
+// freed trimGrowth (an image, volume or container removed), at most once
+// per trimGap.
+func trimDue(st trimState, freed uint64, now time.Time) bool {
 	since := now.Sub(st.last)
 	if since >= trimEvery {
 		return true
 	}
-	return since >= trimGap && free > st.lowFree && free-st.lowFree >= trimGrowth
+	return since >= trimGap && freed >= trimGrowth
 }
 
 // trim does the disk half of a round.
@@ -329,19 +356,22 @@ func (u *upkeep) trim(ctx context.Context, now time.Time) {
 	sort.Strings(mounts)
 	for _, m := range mounts {
 		st := u.trims[m]
-		if m != "/" {
-			if _, ok, err := u.s.mountedAt(m); err != nil || !ok {
-				continue
-			}
+		me, ok, err := u.s.mountedAt(m)
+		if m != "/" && (err != nil || !ok) {
+			continue
 		}
 		free, err := u.statFree(u.s.path(m))
 		if err != nil {
 			continue
 		}
+		written, haveWritten := u.s.ext4Written(me.Source)
+		if !st.seen {
+			st.seen, st.freeAtTrim, st.writtenAtTrim, st.haveWritten = true, free, written, haveWritten
+		}
 		if free < st.lowFree {
 			st.lowFree = free
 		}
-		if !trimDue(*st, free, now) {
+		if !trimDue(*st, freedSinceTrim(*st, free, written, haveWritten), now) {
 			continue
 		}
 		if err := u.syncFS(u.s.path(m)); err != nil {
@@ -354,16 +384,35 @@ func (u *upkeep) trim(ctx context.Context, now time.Time) {
 		// must not run every round.
 		st.last = now
 		if f, ferr := u.statFree(u.s.path(m)); ferr == nil {
-			st.lowFree = f
-		} else {
-			st.lowFree = free
+			free = f
 		}
+		st.lowFree, st.freeAtTrim = free, free
+		st.writtenAtTrim, st.haveWritten = u.s.ext4Written(me.Source)
 		if err != nil {
 			u.s.log().Warn("fstrim", "mount", m, "err", err)
 			continue
 		}
 		u.s.log().Info("trimmed", "mount", m, "fstrim", strings.TrimSpace(string(out)))
 	}
+}
+
+// ext4Written is the bytes the ext4 file system on dev (a /dev path) has
+// written to its disk in its lifetime, from /sys/fs/ext4/<dev>/
+// lifetime_write_kbytes; false when there is no such count.
+func (s *Server) ext4Written(dev string) (uint64, bool) {
+	name, ok := strings.CutPrefix(dev, "/dev/")
+	if !ok || name == "" || strings.Contains(name, "/") {
+		return 0, false
+	}
+	b, err := os.ReadFile(s.path(filepath.Join("/sys/fs/ext4", name, "lifetime_write_kbytes")))
+	if err != nil {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return n << 10, true
 }
 
 // statFree is the free bytes of the file system at path.

@@ -218,23 +218,50 @@ func TestReclaimOff(t *testing.T) {
 
 func TestTrimDue(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	const low = 10 << 30
 	tests := []struct {
-		name string
-		last time.Duration // ago
-		free uint64
-		want bool
+		name  string
+		last  time.Duration // ago
+		freed uint64
+		want  bool
 	}{
-		{"nothing freed", 10 * time.Minute, low, false},
-		{"a little freed", 10 * time.Minute, low + trimGrowth - 1, false},
-		{"an image removed", 10 * time.Minute, low + 300<<20, true},
-		{"removed right after a trim", 30 * time.Second, low + 300<<20, false},
-		{"hourly", time.Hour, low - 1<<20, true},
+		{"nothing freed", 10 * time.Minute, 0, false},
+		{"a little freed", 10 * time.Minute, trimGrowth - 1, false},
+		{"an image removed", 10 * time.Minute, 300 << 20, true},
+		{"removed right after a trim", 30 * time.Second, 300 << 20, false},
+		{"hourly", time.Hour, 0, true},
 	}
 	for _, tc := range tests {
-		st := trimState{last: now.Add(-tc.last), lowFree: low}
-		if got := trimDue(st, tc.free, now); got != tc.want {
+		if got := trimDue(trimState{last: now.Add(-tc.last)}, tc.freed, now); got != tc.want {
 			t.Errorf("%s: trimDue = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestFreedSinceTrim(t *testing.T) {
+	const gib = 1 << 30
+	// At the last trim: 5 GiB free, 100 GiB written in the file system's
+	// life.
+	tests := []struct {
+		name          string
+		lowFree, free uint64
+		written       uint64
+		haveWritten   bool
+		want          uint64
+	}{
+		// 1 GiB pulled (written, free down), then removed: seen both ways.
+		{"pull then remove, seen", 4 * gib, 5 * gib, 101 * gib, true, gib},
+		{"same, no write count", 4 * gib, 5 * gib, 0, false, gib},
+		// Written and removed between two rounds: only the write count
+		// tells.
+		{"write then delete between rounds", 5 * gib, 5 * gib, 100*gib + 300<<20, true, 300 << 20},
+		{"written and kept", 4 * gib, 4 * gib, 101 * gib, true, 0},
+		{"deleted before it reached the disk", 4 * gib, 5 * gib, 100 * gib, true, gib},
+		{"counter reset (a new file system)", 5 * gib, 5 * gib, 1, true, 0},
+	}
+	for _, tc := range tests {
+		st := trimState{lowFree: tc.lowFree, freeAtTrim: 5 * gib, writtenAtTrim: 100 * gib, haveWritten: true}
+		if got := freedSinceTrim(st, tc.free, tc.written, tc.haveWritten); got != tc.want {
+			t.Errorf("%s: freed %d MiB, want %d MiB", tc.name, got>>20, tc.want>>20)
 		}
 	}
 }
@@ -283,6 +310,28 @@ func TestTrimAfterDelete(t *testing.T) {
 	u.trim(context.Background(), start.Add(130*time.Minute))
 	if got := fos.ran(); !strings.HasSuffix(got, "fstrim -v /\nfstrim -v "+dataMount) {
 		t.Fatalf("data disk not trimmed once mounted: %s", got)
+	}
+}
+
+// A write and its delete both between two rounds: ext4's write count
+// tells the rounds what their free-space samples missed.
+func TestTrimAfterUnseenWriteAndDelete(t *testing.T) {
+	g := newGuestTree(t)
+	g.write("/proc/self/mountinfo", "22 1 254:0 / / rw - ext4 /dev/vda rw\n")
+	g.write("/sys/fs/ext4/vda/lifetime_write_kbytes", "1000000\n")
+	fos := &fakeOS{}
+	u := g.upkeep(fos)
+	u.statFree = func(string) (uint64, error) { return 5 << 30, nil }
+	start := time.Now()
+	u.trim(context.Background(), start)
+	g.write("/sys/fs/ext4/vda/lifetime_write_kbytes", itoa(1000000+(300<<10))+"\n") // 300 MiB
+	u.trim(context.Background(), start.Add(90*time.Second))
+	if got := fos.ran(); got != "fstrim -v /" {
+		t.Fatalf("ran %q", got)
+	}
+	u.trim(context.Background(), start.Add(4*time.Minute))
+	if got := fos.ran(); got != "fstrim -v /" {
+		t.Fatalf("trimmed again with nothing written since: %q", got)
 	}
 }
 
