@@ -20,7 +20,9 @@ import (
 // TestE2EResume boots one docker instance without shares (QEMU cannot
 // save a VM with a mounted 9p or virtiofs share) but with a sync mount,
 // saves it on stop and resumes it on start: containers keep running, the
-// published port answers, the guest clock is right. Then a changed cpus
+// published port answers, the guest clock is right. Before the save, the
+// idle cost checks (checkIdleCost): a container's 256 MiB and a removed
+// volume's disk blocks go back to the host. Then a changed cpus
 // count and a damaged state each boot cold and say why, and the data disk
 // checks clean at the end.
 func TestE2EResume(t *testing.T) {
@@ -48,6 +50,9 @@ func TestE2EResume(t *testing.T) {
 			"/bin/busybox", "sh", "-c", "i=0; while true; do i=$((i+1)); echo $i > /c/count; sleep 1; done")
 		e.docker(3*time.Minute, "run", "-d", "--name", "web", "-p", "18095:80", "vmdock-test:latest")
 		waitForTestServer(t, 18095, time.Minute)
+	})
+	e.timed("idle cost: a container's memory and a removed volume's disk space go back to the host", func(t *testing.T) {
+		checkIdleCost(t, e)
 	})
 	countNow := func(t *testing.T) int {
 		t.Helper()
