@@ -37,7 +37,8 @@ func TestQuiet(t *testing.T) {
 		{"no stall", 1000, true, psi{Total: 1000}, true},
 		{"noise", 1000, true, psi{Total: 1000 + psiQuiet}, true},
 		{"stalls", 1000, true, psi{Total: 1001 + psiQuiet}, false},
-		{"recent pressure", 1000, true, psi{Total: 1000, Avg10: 0.5}, false},
+		{"some recent pressure", 1000, true, psi{Total: 1000, Avg10: 1}, true},
+		{"recent pressure", 1000, true, psi{Total: 1000, Avg10: 1.5}, false},
 		{"counter went back", 1000, true, psi{Total: 10}, false},
 	}
 	for _, tc := range tests {

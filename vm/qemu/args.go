@@ -543,11 +543,11 @@ func accelArgs(accel, arch string) []string {
 }
 
 // tcgTBSizeMiB caps TCG's translated-code buffer, which counts in QEMU's
-// RSS once filled: QEMU 7.2's default is 1 GiB, while a booted guest
-// running docker translates far less (see the README's Idle cost for the
-// measurement); a full buffer is flushed and refilled, costing time, not
-// correctness.
-const tcgTBSizeMiB = 256
+// RSS once filled: QEMU 7.2's default of 1 GiB filled up over a boot and a
+// docker run (1.2 GiB of QEMU's own RSS), 128 MiB took no measurable time
+// from them (84 s to ready, 12.6 s docker run, as with the default) and
+// 64 MiB did (docker run 18.7 s): README, Idle cost.
+const tcgTBSizeMiB = 128
 
 // withSerialConsole makes the port -serial feeds to serial.log the
 // kernel's console: ttyS0 on q35, the PL011 ttyAMA0 on virt.

@@ -55,7 +55,7 @@ func TestArgs(t *testing.T) {
 			env:  tcgEnv,
 			want: map[string][]string{
 				"-machine": {"q35"},
-				"-accel":   {"tcg,thread=single,tb-size=256"},
+				"-accel":   {"tcg,thread=single,tb-size=128"},
 				"-cpu":     {"max"},
 				"-display": {"none"},
 				"-vga":     {"none"},
@@ -115,7 +115,7 @@ func TestArgs(t *testing.T) {
 			name:   "foreign arm64 under TCG uses virt and -cpu max with the cheap pauth",
 			mutate: func(s *driver.Spec) { s.Arch = driver.ArchARM64 },
 			env:    tcgEnv,
-			want:   map[string][]string{"-machine": {"virt"}, "-accel": {"tcg,thread=single,tb-size=256"}, "-cpu": {"max,pauth-impdef=on"}, "-append": {"root=/dev/vda console=ttyAMA0"}},
+			want:   map[string][]string{"-machine": {"virt"}, "-accel": {"tcg,thread=single,tb-size=128"}, "-cpu": {"max,pauth-impdef=on"}, "-append": {"root=/dev/vda console=ttyAMA0"}},
 			absent: []string{"-vga"},
 		},
 		{
@@ -339,7 +339,7 @@ func TestArgsGroupOrder(t *testing.T) {
 	argv, err := Args(baseSpec(), tcgEnv)
 	wantArgv(t, argv, err,
 		"-name", "vmdock-default", "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot", "-msg", "timestamp=on",
-		"-machine", "q35", "-accel", "tcg,thread=single,tb-size=256", "-cpu", "max", "-vga", "none",
+		"-machine", "q35", "-accel", "tcg,thread=single,tb-size=128", "-cpu", "max", "-vga", "none",
 		"-smp", "2", "-m", "2048",
 		"-kernel", "/img/vmlinuz", "-initrd", "/img/initrd.img", "-append", "root=/dev/vda console=ttyS0",
 		"-pidfile", dir+"/qemu.pid",
@@ -373,11 +373,11 @@ func TestIdentityArgs(t *testing.T) {
 func TestMachineArgs(t *testing.T) {
 	t.Run("x86 tcg", func(t *testing.T) {
 		got, err := machineArgs("x86_64", AccelTCG, false)
-		wantArgv(t, got, err, "-machine", "q35", "-accel", "tcg,thread=single,tb-size=256", "-cpu", "max", "-vga", "none")
+		wantArgv(t, got, err, "-machine", "q35", "-accel", "tcg,thread=single,tb-size=128", "-cpu", "max", "-vga", "none")
 	})
 	t.Run("no accel yet is tcg", func(t *testing.T) {
 		got, err := machineArgs("x86_64", "", false)
-		wantArgv(t, got, err, "-machine", "q35", "-accel", "tcg,thread=single,tb-size=256", "-cpu", "max", "-vga", "none")
+		wantArgv(t, got, err, "-machine", "q35", "-accel", "tcg,thread=single,tb-size=128", "-cpu", "max", "-vga", "none")
 	})
 	t.Run("x86 kvm with virtiofs", func(t *testing.T) {
 		got, err := machineArgs("x86_64", AccelKVM, true)
@@ -389,7 +389,7 @@ func TestMachineArgs(t *testing.T) {
 	})
 	t.Run("arm64 tcg", func(t *testing.T) {
 		got, err := machineArgs("aarch64", AccelTCG, false)
-		wantArgv(t, got, err, "-machine", "virt", "-accel", "tcg,thread=single,tb-size=256", "-cpu", "max,pauth-impdef=on")
+		wantArgv(t, got, err, "-machine", "virt", "-accel", "tcg,thread=single,tb-size=128", "-cpu", "max,pauth-impdef=on")
 	})
 	t.Run("unknown accel", func(t *testing.T) {
 		got, err := machineArgs("x86_64", "whpx", false)
