@@ -91,11 +91,17 @@ func (c *Cache) releaseManifest(ctx context.Context, opts Options, base string) 
 	}
 	saved := c.savedManifestPath(base)
 	if opts.Offline {
+		// Asked not to fetch (status, image list, prune): reading the
+		// copy is the normal path, not a fallback worth a log line.
 		return readSavedManifest(saved, where, fmt.Errorf("not fetched (offline)"))
 	}
 	b, err := fetchSmall(ctx, opts, where)
 	if err != nil {
-		return readSavedManifest(saved, where, err)
+		m, w, rerr := readSavedManifest(saved, where, err)
+		if rerr == nil {
+			slog.Info("using the image manifest fetched earlier", "url", where, "why", err.Error())
+		}
+		return m, w, rerr
 	}
 	m, err := ParseReleaseManifest(bytes.NewReader(b), where)
 	if err != nil {
@@ -113,7 +119,6 @@ func readSavedManifest(saved, where string, fetchErr error) (*ReleaseManifest, s
 		return nil, where, fmt.Errorf("image manifest %s: %w (and no copy was fetched before)", where, fetchErr)
 	}
 	defer f.Close()
-	slog.Info("using the image manifest fetched earlier", "url", where, "why", fetchErr.Error())
 	m, err := ParseReleaseManifest(f, where+" (copy fetched earlier)")
 	return m, where, err
 }
