@@ -20,8 +20,11 @@ set -euo pipefail
 #   mmdebstrap              the guest image (hack/image/build.sh installs
 #                           what a foreign-arch build needs on top:
 #                           arch-test, qemu-user-static, binfmt-support)
+#   docker-registry         real TLS registries on loopback (CA certs e2e)
+#   tinyproxy               a real HTTP proxy on loopback (proxy e2e)
+#   openssh-client          ssh-agent, ssh-keygen (SSH agent forwarding e2e)
 pkgs=(make git qemu-system-x86 qemu-utils ovmf e2fsprogs busybox-static zstd tar
-  socat iproute2 procps xorriso mmdebstrap)
+  socat iproute2 procps xorriso mmdebstrap docker-registry tinyproxy openssh-client)
 if [ "${1:-}" = arm64 ]; then pkgs+=(qemu-system-arm); fi
 
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
