@@ -110,6 +110,8 @@ func YamuxConfig(log *slog.Logger) *yamux.Config {
 	cfg.ConnectionWriteTimeout = 30 * time.Second
 	cfg.StreamOpenTimeout = 30 * time.Second
 	cfg.LogOutput = nil
-	cfg.Logger = slog.NewLogLogger(log.Handler(), slog.LevelDebug)
+	// yamux logs only what went wrong (a keepalive missed, a bad frame):
+	// the one clue to why a session ended, so it is kept at Info.
+	cfg.Logger = slog.NewLogLogger(log.Handler(), slog.LevelInfo)
 	return cfg
 }

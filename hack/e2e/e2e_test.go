@@ -65,9 +65,30 @@ func (e *env) run(timeout time.Duration, name string, args ...string) string {
 	e.t.Helper()
 	out, errOut, err := e.try(timeout, name, args...)
 	if err != nil {
-		e.t.Fatalf("%s %s: %v\nstdout:\n%s\nstderr:\n%s", name, strings.Join(args, " "), err, out, errOut)
+		e.t.Fatalf("%s %s: %v\nstdout:\n%s\nstderr:\n%s%s", name, strings.Join(args, " "), err, out, errOut, e.failedStartLogs(name, args))
 	}
 	return out
+}
+
+// failedStartLogs is the end of the instance's logs when a start failed:
+// CI keeps only the test's output, and the reason a boot failed (a
+// session that ended, a guest error) is in them, not in start's message.
+func (e *env) failedStartLogs(name string, args []string) string {
+	if name != e.vmdock || len(args) == 0 || args[0] != "start" {
+		return ""
+	}
+	var b strings.Builder
+	dir := filepath.Join(e.home, "default")
+	for _, f := range []string{"hostagent.log", "guestagent.log", "serial.log"} {
+		data, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		lines = lines[max(0, len(lines)-40):]
+		fmt.Fprintf(&b, "\n--- last %d lines of %s ---\n%s", len(lines), f, strings.Join(lines, "\n"))
+	}
+	return b.String()
 }
 
 func (e *env) try(timeout time.Duration, name string, args ...string) (string, string, error) {

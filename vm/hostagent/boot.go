@@ -174,29 +174,69 @@ func (ha *hostAgent) undoAgent(context.Context) error {
 }
 
 func (ha *hostAgent) stepSetup(ctx context.Context) error {
-	return ha.client.Setup(ctx, ha.guestSetup())
+	return ha.onSession(ctx, "setup", func(c *agent.Client) error { return c.Setup(ctx, ha.guestSetup()) })
 }
 
 func (ha *hostAgent) stepMounts(ctx context.Context) error {
-	for _, sh := range ha.spec.Shares {
-		req := mountRequest(sh)
-		if err := ha.client.Mount(ctx, req); err != nil {
-			return fmt.Errorf("mount %s at %s: %w", sh.HostPath, req.Target, err)
+	err := ha.onSession(ctx, "mounts", func(c *agent.Client) error {
+		for _, sh := range ha.spec.Shares {
+			req := mountRequest(sh)
+			if err := c.Mount(ctx, req); err != nil {
+				return fmt.Errorf("mount %s at %s: %w", sh.HostPath, req.Target, err)
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	ha.shares.Start()
 	// Sync copies go over the shares: a project synced inside the shared
 	// home is bound at its deeper path.
-	for _, sy := range mounts.Syncs(ha.cfg.Mounts) {
-		if err := ha.client.Mount(ctx, filesync.MountRequest(sy)); err != nil {
-			return fmt.Errorf("sync mount %s at %s: %w", sy.HostPath, sy.GuestPath, err)
+	return ha.onSession(ctx, "sync mounts", func(c *agent.Client) error {
+		for _, sy := range mounts.Syncs(ha.cfg.Mounts) {
+			if err := c.Mount(ctx, filesync.MountRequest(sy)); err != nil {
+				return fmt.Errorf("sync mount %s at %s: %w", sy.HostPath, sy.GuestPath, err)
+			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 func (ha *hostAgent) stepRuntime(ctx context.Context) error {
-	return runtimeFor(ha.cfg.Runtime).start(ctx, ha.client)
+	rt := runtimeFor(ha.cfg.Runtime)
+	return ha.onSession(ctx, rt.name, func(c *agent.Client) error { return rt.start(ctx, c) })
+}
+
+// bootRedialTimeout bounds the redial after a session lost mid-boot: the
+// guest is up, so its agent answers within seconds unless it is gone.
+const bootRedialTimeout = 2 * time.Minute
+
+// onSession runs a boot step's guest requests on the current agent
+// session. A session that ended under them (a keepalive missed while a
+// loaded TCG guest made its data disk, the guest agent restarted) is
+// redialled and the requests run once more: each is idempotent, and a
+// boot should not fail for a channel hiccup the running instance would
+// ride out by reconnecting.
+func (ha *hostAgent) onSession(ctx context.Context, step string, requests func(c *agent.Client) error) error {
+	ha.mu.Lock()
+	c := ha.client
+	ha.mu.Unlock()
+	err := requests(c)
+	if err == nil || !ended(c) || ctx.Err() != nil {
+		return err
+	}
+	slog.Warn("the guest agent session ended during a boot step; redialling", "step", step, "err", err)
+	ha.events.Emit(step, control.EventNote, "", fmt.Sprintf("the guest agent session ended during %s (%v); redialling", step, err))
+	rctx, cancel := context.WithTimeout(ctx, bootRedialTimeout)
+	nc, rerr := ha.redial(rctx)
+	cancel()
+	if rerr != nil {
+		return fmt.Errorf("%w (redial after the session ended: %v)", err, rerr)
+	}
+	c.Close()
+	ha.adoptClient(nc)
+	return requests(nc)
 }
 
 func (ha *hostAgent) stepTunnels(ctx context.Context) error {

@@ -436,3 +436,47 @@ func hostDial(sess *yamux.Session, port int) error {
 	}
 	return roundTrip(st, "host-access")
 }
+
+// A session lost in the middle of a boot step is redialled and the
+// step's requests run once more on the new one; the boot goes on.
+func TestBootStepRedialsASessionLostUnderIt(t *testing.T) {
+	m := newAgentMachine()
+	w := newGuestWorld(t)
+	m.start(w.agent(&recordingOS{}))
+	ha := testHostAgent(t, m)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	first, err := ha.redial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ha.adoptClient(first)
+
+	var used []*agent.Client
+	err = ha.onSession(ctx, "setup", func(c *agent.Client) error {
+		used = append(used, c)
+		if len(used) == 1 {
+			m.crash()
+			m.start(w.agent(&recordingOS{}))
+			<-c.Done()
+		}
+		_, err := c.Info(ctx)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("boot step after a lost session: %v", err)
+	}
+	if len(used) != 2 || used[0] != first || used[1] == first {
+		t.Fatalf("requests ran on %d sessions (first reused: %v), want the lost one then a new one", len(used), len(used) > 1 && used[1] == first)
+	}
+	if c, _ := ha.link.state(); c != used[1] {
+		t.Error("the new session is not the one the link hands out")
+	}
+
+	// A step that fails on a live session fails at once, not redialled.
+	calls := 0
+	err = ha.onSession(ctx, "mounts", func(*agent.Client) error { calls++; return errors.New("mount refused") })
+	if err == nil || calls != 1 {
+		t.Fatalf("refusal on a live session: err %v after %d calls, want the error after 1", err, calls)
+	}
+}
