@@ -24,6 +24,9 @@ const (
 	// GuestContainerdSocket is containerd's socket in the guest, tunnelled
 	// to the host's containerd.sock under the containerd runtime.
 	GuestContainerdSocket = "/run/containerd/containerd.sock"
+	// GuestSSHAgentSocket is where the guest offers the host's SSH agent:
+	// Docker Desktop's path, so its documented docker run lines work.
+	GuestSSHAgentSocket = "/run/host-services/ssh-auth.sock"
 )
 
 // Ops a stream can ask for. Host-to-guest unless noted.
@@ -39,6 +42,7 @@ const (
 	OpSetTime    = "set-time"    // UnixNano
 	OpPowerOff   = "poweroff"
 	OpHostDial   = "host-dial"  // guest-to-host: dial 127.0.0.1:Port on the host
+	OpSSHAgent   = "ssh-agent"  // guest-to-host: then raw bytes to the host's SSH agent
 	OpSync       = "sync"       // then the sync engine's endpoint protocol (mounts/syncmount)
 	OpSyncWatch  = "sync-watch" // SyncWatch -> NDJSON SyncChange stream
 	OpTouch      = "touch"      // Touch: guest paths whose host side changed
@@ -100,6 +104,9 @@ type Setup struct {
 	// HostAccessIP is redirected to the agent, which tunnels to the host's
 	// loopback (10.254.254.254 and host.docker.internal).
 	HostAccessIP string `json:"hostAccessIP,omitempty"`
+	// SSHAgent offers the host's SSH agent at GuestSSHAgentSocket; false
+	// removes it (a resumed guest may still have it from its last run).
+	SSHAgent bool `json:"sshAgent,omitempty"`
 }
 
 // MountRequest mounts one share at Target, its guest path.
@@ -178,8 +185,9 @@ type PortEvent struct {
 //   - Handshake lines and Request/Response lines are single JSON (or hello)
 //     lines ending in '\n'. Readers take them byte by byte so nothing after
 //     the newline is consumed: the raw payload follows directly.
-//   - dial/host-dial with tcp or unix: after an OK Response the stream is the
-//     raw byte stream; closing the stream (yamux FIN) is the half-close.
+//   - dial/host-dial with tcp or unix, and ssh-agent: after an OK Response
+//     the stream is the raw byte stream; closing the stream (yamux FIN) is
+//     the half-close.
 //   - dial with udp: each datagram is a 2-byte big-endian length followed by
 //     that many bytes (package lenprefix; DatagramConn on the guest,
 //     network.PacketStream on the host).

@@ -54,6 +54,7 @@ type Server struct {
 	ownPorts     map[portKey]bool
 	hostAccess   net.Listener
 	hostAccessIP string
+	sshAgent     *sshAgentListener
 	// publishDNAT: the containerd runtime runs, so published ports are
 	// portmap's DNAT rules as well as listening sockets.
 	publishDNAT bool

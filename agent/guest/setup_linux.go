@@ -69,6 +69,7 @@ func (s *Server) setup(ctx context.Context, st agent.Setup) error {
 			s.setupDNS(ctx, st.HostAccessIP, st.DNS)
 		}
 	}
+	step("ssh agent", s.setupSSHAgent(st.SSHAgent))
 	return errors.Join(errs...)
 }
 
