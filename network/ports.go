@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -28,11 +29,20 @@ type PortEvent struct {
 type ForwardedPort struct {
 	Proto     string `json:"proto"`
 	GuestPort int    `json:"guestPort"`
-	HostAddr  string `json:"hostAddr"`
+	// HostAddr is the port on the configured bind address (portBind).
+	HostAddr string `json:"hostAddr"`
+	// HostAddrs are the addresses that listen: HostAddr and, when portBind
+	// is a loopback address, the other family's loopback. Empty when none
+	// could (Error says why).
+	HostAddrs []string `json:"hostAddrs,omitempty"`
 	// Path is how new connections reach the guest: PathDirect or
 	// PathTunnel (tcp; udp always tunnels).
-	Path  string `json:"path,omitempty"`
+	Path string `json:"path,omitempty"`
+	// Error: no host address listens, so the port is not served.
 	Error string `json:"error,omitempty"`
+	// Warning: the port is served, but not on every address it should
+	// be (another program has the port on one loopback family).
+	Warning string `json:"warning,omitempty"`
 }
 
 // Paths a forwarded port's connections take to the guest.
@@ -134,6 +144,10 @@ type PortForwarder struct {
 	// a time; see dialDirect.
 	directTurn chan struct{}
 
+	// hosts are the host IPs each port listens on: BindAddr, then the
+	// other loopback family's (see listenHosts).
+	hosts []string
+
 	// Swapped by tests to simulate bind failures and watch direct dials.
 	listenTCP  func(addr string) (net.Listener, error)
 	listenUDP  func(addr string) (net.PacketConn, error)
@@ -169,15 +183,59 @@ type fwdKey struct {
 // the same port share it; it closes when the last one goes away.
 type forward struct {
 	key      fwdKey
-	hostAddr string
+	hostAddr string            // on BindAddr
+	addrs    []string          // to listen on: hostAddr first
 	guestIPs map[string]uint64 // -> listing generation that last saw it
-	err      error
-	ln       net.Listener // tcp
-	udp      *udpRelay    // udp
+	// err: no address of addrs listens; missed: the ones that do not
+	// while another does.
+	err       error
+	missed    []error
+	listeners []hostListener
 	// direct is the host address of the port's direct path once opened;
 	// directing says an open is under way or done.
 	direct    string
 	directing bool
+}
+
+// hostListener is one host address of a forward: a TCP listener or a UDP
+// relay.
+type hostListener struct {
+	addr string
+	ln   net.Listener // tcp
+	udp  *udpRelay    // udp
+}
+
+// hostHasIPv6Loopback probes, once per process, whether this host can
+// listen on [::1] (a host or container may have IPv6 off).
+var hostHasIPv6Loopback = sync.OnceValue(func() bool {
+	ln, err := net.Listen("tcp", "[::1]:0")
+	if err != nil {
+		return false
+	}
+	ln.Close()
+	return true
+})
+
+// listenHosts are the host IPs a forwarded port listens on for bind.
+// Clients that resolve localhost to ::1 first (or only) must reach a
+// port bound to 127.0.0.1, so the default loopback bind also takes [::1]
+// when the host has IPv6 loopback, and a ::1 bind also takes 127.0.0.1:
+// both are this machine's loopback, so nothing more is exposed. Other
+// binds, other 127/8 addresses included (someone may run two instances
+// on two of them), stay one address.
+func listenHosts(bind string, ipv6Loopback func() bool) []string {
+	a, err := netip.ParseAddr(bind)
+	switch {
+	case err != nil:
+		return []string{bind}
+	case a == netip.AddrFrom4([4]byte{127, 0, 0, 1}):
+		if ipv6Loopback() {
+			return []string{bind, "::1"}
+		}
+	case a == netip.IPv6Loopback():
+		return []string{bind, "127.0.0.1"}
+	}
+	return []string{bind}
 }
 
 // NewPortForwarder returns a forwarder with no ports open yet. A bad
@@ -206,6 +264,7 @@ func NewPortForwarder(opts PortForwarderConfig) *PortForwarder {
 		opts: opts, ctx: ctx, cancel: cancel, conns: newConnSet(),
 		fwds:       map[fwdKey]*forward{},
 		directTurn: make(chan struct{}, directHandshakes(opts.Direct)),
+		hosts:      listenHosts(opts.BindAddr, hostHasIPv6Loopback),
 		listenTCP:  func(addr string) (net.Listener, error) { return net.Listen("tcp", addr) },
 		listenUDP:  func(addr string) (net.PacketConn, error) { return net.ListenPacket("udp", addr) },
 		directDial: func(ctx context.Context, addr string) (net.Conn, error) {
@@ -261,16 +320,22 @@ func (f *PortForwarder) Apply(ev PortEvent) {
 	f.refusing = false
 	fw = &forward{
 		key:      key,
-		hostAddr: net.JoinHostPort(f.opts.BindAddr, strconv.Itoa(hostPort)),
 		guestIPs: map[string]uint64{ev.IP: f.gen},
 	}
+	for _, h := range f.hosts {
+		fw.addrs = append(fw.addrs, net.JoinHostPort(h, strconv.Itoa(hostPort)))
+	}
+	fw.hostAddr = fw.addrs[0]
 	f.fwds[key] = fw
 	if err := f.start(fw); err != nil {
 		fw.err = err
 		log.Warn("cannot forward guest port", "host", fw.hostAddr, "err", err)
 		return
 	}
-	log.Info("forwarding", "host", fw.hostAddr)
+	for _, err := range fw.missed {
+		log.Warn("guest port forwarded on fewer host addresses", "err", err)
+	}
+	log.Info("forwarding", "host", strings.Join(fw.listening(), ","))
 	f.maybeDirect(fw)
 }
 
@@ -385,46 +450,99 @@ func (f *PortForwarder) EndSync() {
 	}
 }
 
-// start opens the host listener; called with f.mu held.
+// start opens the host listeners, one per address; called with f.mu
+// held. An address that cannot listen while another can is recorded in
+// fw.missed: a port taken on one loopback family still serves the other.
+// The error is for none listening.
 func (f *PortForwarder) start(fw *forward) error {
-	switch fw.key.proto {
-	case "tcp":
-		ln, err := f.listenTCP(fw.hostAddr)
+	var errs []error
+	for _, addr := range fw.addrs {
+		l, err := f.listen(fw, addr)
 		if err != nil {
-			return listenError(fw, err)
+			errs = append(errs, listenError(fw.key.proto, addr, err))
+			continue
 		}
-		fw.ln = ln
-		f.wg.Add(1)
-		go f.acceptTCP(fw, ln)
-	case "udp":
-		pc, err := f.listenUDP(fw.hostAddr)
-		if err != nil {
-			return listenError(fw, err)
-		}
-		fw.udp = newUDPRelay(f, fw, pc)
+		fw.listeners = append(fw.listeners, l)
 	}
+	if len(fw.listeners) == 0 {
+		return joinErrors(errs)
+	}
+	fw.missed = errs
 	return nil
 }
 
-func listenError(fw *forward, err error) error {
-	if errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) {
-		return fmt.Errorf("listen on %s/%s: port is privileged (below 1024) and vmdock is not root; map it to a higher host port with a port rule: %w",
-			fw.hostAddr, fw.key.proto, err)
+func (f *PortForwarder) listen(fw *forward, addr string) (hostListener, error) {
+	l := hostListener{addr: addr}
+	switch fw.key.proto {
+	case "tcp":
+		ln, err := f.listenTCP(addr)
+		if err != nil {
+			return l, err
+		}
+		l.ln = ln
+		f.wg.Add(1)
+		go f.acceptTCP(fw, ln, addr)
+	case "udp":
+		pc, err := f.listenUDP(addr)
+		if err != nil {
+			return l, err
+		}
+		l.udp = newUDPRelay(f, fw, pc, addr)
 	}
-	if errors.Is(err, syscall.EADDRINUSE) {
-		return fmt.Errorf("listen on %s/%s: port already in use on the host: %w", fw.hostAddr, fw.key.proto, err)
-	}
-	return fmt.Errorf("listen on %s/%s: %w", fw.hostAddr, fw.key.proto, err)
+	return l, nil
 }
 
-// stop closes the host listener. Tunnels already open keep running: the
+// joinErrors is errs as one error on one line (errors.Join puts newlines
+// between, which would break status's one line per port).
+func joinErrors(errs []error) error {
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	return lineErrors(errs)
+}
+
+type lineErrors []error
+
+func (e lineErrors) Error() string {
+	msgs := make([]string, len(e))
+	for i, err := range e {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (e lineErrors) Unwrap() []error { return e }
+
+func listenError(proto, addr string, err error) error {
+	if errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) {
+		return fmt.Errorf("listen on %s/%s: port is privileged (below 1024) and vmdock is not root; map it to a higher host port with a port rule: %w",
+			addr, proto, err)
+	}
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("listen on %s/%s: port already in use on the host: %w", addr, proto, err)
+	}
+	return fmt.Errorf("listen on %s/%s: %w", addr, proto, err)
+}
+
+// listening are the host addresses that serve fw.
+func (fw *forward) listening() []string {
+	out := make([]string, len(fw.listeners))
+	for i, l := range fw.listeners {
+		out[i] = l.addr
+	}
+	return out
+}
+
+// stop closes the host listeners. Tunnels already open keep running: the
 // guest server may still be serving them after it stopped listening.
 func (fw *forward) stop() {
-	if fw.ln != nil {
-		fw.ln.Close()
-	}
-	if fw.udp != nil {
-		fw.udp.close()
+	for _, l := range fw.listeners {
+		if l.ln != nil {
+			l.ln.Close()
+		}
+		if l.udp != nil {
+			l.udp.close()
+		}
 	}
 }
 
@@ -469,9 +587,9 @@ func guestHost(ips []string) string {
 	return "127.0.0.1"
 }
 
-func (f *PortForwarder) acceptTCP(fw *forward, ln net.Listener) {
+func (f *PortForwarder) acceptTCP(fw *forward, ln net.Listener, addr string) {
 	defer f.wg.Done()
-	log := f.opts.Log.With("host", fw.hostAddr)
+	log := f.opts.Log.With("host", addr)
 	err := serveAccept(ln, log, func(c net.Conn) bool {
 		if !f.conns.add(c) {
 			c.Close()
@@ -550,6 +668,11 @@ func (f *PortForwarder) Ports() []ForwardedPort {
 		}
 		if fw.err != nil {
 			p.Error = fw.err.Error()
+		} else {
+			p.HostAddrs = fw.listening()
+		}
+		if len(fw.missed) > 0 {
+			p.Warning = joinErrors(fw.missed).Error()
 		}
 		out = append(out, p)
 	}

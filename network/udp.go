@@ -15,6 +15,7 @@ import (
 type udpRelay struct {
 	f    *PortForwarder
 	fw   *forward
+	addr string // host address pc listens on
 	pc   net.PacketConn
 	done chan struct{}
 	once sync.Once
@@ -38,8 +39,8 @@ type udpSession struct {
 // it datagrams are dropped, as a congested UDP path would.
 const udpQueue = 128
 
-func newUDPRelay(f *PortForwarder, fw *forward, pc net.PacketConn) *udpRelay {
-	r := &udpRelay{f: f, fw: fw, pc: pc, done: make(chan struct{}), sessions: map[string]*udpSession{}}
+func newUDPRelay(f *PortForwarder, fw *forward, pc net.PacketConn, addr string) *udpRelay {
+	r := &udpRelay{f: f, fw: fw, addr: addr, pc: pc, done: make(chan struct{}), sessions: map[string]*udpSession{}}
 	f.wg.Add(2)
 	go r.readLoop()
 	go r.reapLoop()
@@ -53,7 +54,7 @@ func (r *udpRelay) readLoop() {
 		n, peer, err := r.pc.ReadFrom(buf)
 		if err != nil {
 			if !errors.Is(err, net.ErrClosed) {
-				r.f.opts.Log.Warn("udp forwarder stopped reading", "host", r.fw.hostAddr, "err", err)
+				r.f.opts.Log.Warn("udp forwarder stopped reading", "host", r.addr, "err", err)
 			}
 			return
 		}

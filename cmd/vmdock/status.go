@@ -186,14 +186,7 @@ func writeStatusText(w io.Writer, s statusJSON, st instance.LiveStatus) error {
 			fmt.Fprintf(tw, "disks:\t%s\n", disksLine(c.Disks))
 		}
 		for _, p := range h.Ports {
-			line := fmt.Sprintf("%s/%d -> %s", p.Proto, p.GuestPort, p.HostAddr)
-			if p.Path != "" && p.Error == "" {
-				line += " (" + p.Path + ")"
-			}
-			if p.Error != "" {
-				line += " (" + p.Error + ")"
-			}
-			fmt.Fprintf(tw, "port:\t%s\n", line)
+			fmt.Fprintf(tw, "port:\t%s\n", portLine(p))
 		}
 		for _, sy := range h.Syncs {
 			fmt.Fprintf(tw, "sync:\t%s\n", syncLine(sy))
@@ -327,4 +320,28 @@ func shareWatchLine(sw control.ShareWatch) string {
 		fmt.Fprintf(&b, "%s (%s)", l.Path, l.Why)
 	}
 	return b.String()
+}
+
+// portLine is one forwarded port: every host address serving it, its
+// path, and what is wrong: why it is not served at all (Error), or on
+// which address it is missing (Warning).
+func portLine(p control.ForwardedPort) string {
+	addrs := p.HostAddr
+	if len(p.HostAddrs) > 0 {
+		addrs = strings.Join(p.HostAddrs, ", ")
+	}
+	line := fmt.Sprintf("%s/%d -> %s", p.Proto, p.GuestPort, addrs)
+	var notes []string
+	if p.Error != "" {
+		notes = append(notes, p.Error)
+	} else if p.Path != "" {
+		notes = append(notes, p.Path)
+	}
+	if p.Warning != "" {
+		notes = append(notes, "not on every address: "+p.Warning)
+	}
+	if len(notes) > 0 {
+		line += " (" + strings.Join(notes, "; ") + ")"
+	}
+	return line
 }
