@@ -23,8 +23,9 @@ var Version = "dev"
 
 // Client is the host's end of the agent session.
 type Client struct {
-	sess *yamux.Session
-	log  *slog.Logger
+	sess      *yamux.Session
+	log       *slog.Logger
+	keepalive *Keepalive
 
 	mu      sync.Mutex
 	handler func(Request, net.Conn)
@@ -48,15 +49,22 @@ func ConnectLogger(ctx context.Context, conn net.Conn, log *slog.Logger) (*Clien
 		conn.Close()
 		return nil, fmt.Errorf("agent handshake: %w", err)
 	}
-	sess, err := yamux.Client(conn, YamuxConfig(log))
+	cfg := YamuxConfig(log)
+	// A stream opened just as the VM pauses while idle is answered at the
+	// wake, minutes later; the keepalive, not the open, tells a dead guest.
+	cfg.StreamOpenTimeout = 0
+	sess, err := yamux.Client(conn, cfg)
 	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("start agent session: %w", err)
 	}
-	c := &Client{sess: sess, log: log}
+	c := &Client{sess: sess, log: log, keepalive: StartKeepalive(sess, KeepaliveInterval, log)}
 	go c.acceptLoop()
 	return c, nil
 }
+
+// Keepalive is the session's keepalive, suspended while the VM is paused.
+func (c *Client) Keepalive() *Keepalive { return c.keepalive }
 
 // Close ends the session.
 func (c *Client) Close() error { return c.sess.Close() }
@@ -216,6 +224,26 @@ func (c *Client) StartContainerd(ctx context.Context) error {
 // SetTime sets the guest clock, e.g. after a host sleep or a restore.
 func (c *Client) SetTime(ctx context.Context, t time.Time) error {
 	_, err := c.call(ctx, Request{Op: OpSetTime, Time: t.UnixNano()})
+	return err
+}
+
+// IdleCheck asks the guest what keeps it busy.
+func (c *Client) IdleCheck(ctx context.Context) (IdleReport, error) {
+	resp, err := c.call(ctx, Request{Op: OpIdleCheck})
+	if err != nil {
+		return IdleReport{}, err
+	}
+	if resp.Idle == nil {
+		return IdleReport{}, fmt.Errorf("agent %s: the answer has no report", OpIdleCheck)
+	}
+	return *resp.Idle, nil
+}
+
+// Quiesce asks the guest to give back cold memory and freed disk blocks
+// now and to stop its keepalive pings until the host's next request: the
+// VM is about to pause.
+func (c *Client) Quiesce(ctx context.Context) error {
+	_, err := c.call(ctx, Request{Op: OpQuiesce})
 	return err
 }
 

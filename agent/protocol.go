@@ -46,6 +46,8 @@ const (
 	OpSync       = "sync"       // then the sync engine's endpoint protocol (mounts/syncmount)
 	OpSyncWatch  = "sync-watch" // SyncWatch -> NDJSON SyncChange stream
 	OpTouch      = "touch"      // Touch: guest paths whose host side changed
+	OpIdleCheck  = "idle-check" // -> IdleReport: what keeps the guest busy
+	OpQuiesce    = "quiesce"    // give memory and disk back, stop pinging: the VM pauses next
 )
 
 // Request is the first line of every stream.
@@ -74,6 +76,16 @@ type Response struct {
 	OK    bool   `json:"ok"`
 	Error string `json:"error,omitempty"`
 	Info  *Info  `json:"info,omitempty"`
+	// Idle answers OpIdleCheck.
+	Idle *IdleReport `json:"idle,omitempty"`
+}
+
+// IdleReport is what the guest knows of its own use, for the host agent's
+// idle pause: the host sees every connection, the guest sees containers.
+type IdleReport struct {
+	// RunningContainers counts container processes (the first child of
+	// each containerd shim), whichever runtime started them.
+	RunningContainers int `json:"runningContainers"`
 }
 
 // Info answers OpInfo.
@@ -104,9 +116,23 @@ type Setup struct {
 	// HostAccessIP is redirected to the agent, which tunnels to the host's
 	// loopback (10.254.254.254 and host.docker.internal).
 	HostAccessIP string `json:"hostAccessIP,omitempty"`
+	// CACerts are the CA certificates (PEM, one each) the guest trusts
+	// beyond its stock roots, the whole set every time: the guest rebuilds
+	// its trust store only when the set differs from the one it installed.
+	CACerts []string `json:"caCerts,omitempty"`
+	// Proxy is the HTTP proxy of the guest's daemons and package tools;
+	// nil: none.
+	Proxy *Proxy `json:"proxy,omitempty"`
 	// SSHAgent offers the host's SSH agent at GuestSSHAgentSocket; false
 	// removes it (a resumed guest may still have it from its last run).
 	SSHAgent bool `json:"sshAgent,omitempty"`
+}
+
+// Proxy is Setup's proxy, in the conventional variables' syntax.
+type Proxy struct {
+	HTTP    string `json:"http,omitempty"`
+	HTTPS   string `json:"https,omitempty"`
+	NoProxy string `json:"noProxy,omitempty"`
 }
 
 // MountRequest mounts one share at Target, its guest path.

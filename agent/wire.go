@@ -101,12 +101,13 @@ func truncate(b []byte) []byte {
 // most a full stream window of data (YamuxConfig keeps yamux's 256 KiB).
 const MaxFrameSize = 12 + 256*1024
 
-// YamuxConfig is shared by both ends. Keepalives make a dead peer (guest
-// frozen, host agent killed) end the session within about a minute.
+// YamuxConfig is shared by both ends. Each runs a Keepalive (yamux's own
+// is off: it cannot be suspended while the VM is paused), so a dead peer
+// (guest frozen, host agent killed) ends the session within about a
+// minute.
 func YamuxConfig(log *slog.Logger) *yamux.Config {
 	cfg := yamux.DefaultConfig()
-	cfg.EnableKeepAlive = true
-	cfg.KeepAliveInterval = 15 * time.Second
+	cfg.EnableKeepAlive = false
 	cfg.ConnectionWriteTimeout = 30 * time.Second
 	cfg.StreamOpenTimeout = 30 * time.Second
 	cfg.LogOutput = nil

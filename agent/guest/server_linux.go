@@ -51,6 +51,7 @@ type Server struct {
 
 	mu           sync.Mutex
 	sess         *yamux.Session
+	keepalive    *agent.Keepalive // the current session's
 	ownPorts     map[portKey]bool
 	hostAccess   net.Listener
 	hostAccessIP string
@@ -59,6 +60,10 @@ type Server struct {
 	// portmap's DNAT rules as well as listening sockets.
 	publishDNAT bool
 	dnatFailed  bool // logged once
+
+	// upkeepMu serialises the upkeep rounds and a quiesce.
+	upkeepMu    sync.Mutex
+	upkeepState *upkeep
 
 	dnsMu sync.Mutex // guards dns; separate so DNS restarts never wait on sessions
 	dns   *dnsRunner
@@ -126,8 +131,10 @@ func (s *Server) serve(ctx context.Context, hello io.Reader, rwc io.ReadWriteClo
 		return fmt.Errorf("start agent session: %w", err)
 	}
 	defer sess.Close()
+	keepalive := agent.StartKeepalive(sess, agent.KeepaliveInterval, s.log())
 	s.mu.Lock()
 	s.sess = sess
+	s.keepalive = keepalive
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
@@ -144,6 +151,9 @@ func (s *Server) serve(ctx context.Context, hello io.Reader, rwc io.ReadWriteClo
 			return nil
 		}
 		s.noteHostActivity()
+		// Quiesce suspended the pings for the pause; any request after
+		// it comes from a VM running again.
+		keepalive.Resume()
 		go s.handle(ctx, st)
 	}
 }
@@ -229,6 +239,12 @@ func (s *Server) handle(ctx context.Context, st net.Conn) {
 		cancel()
 	case agent.OpTouch:
 		err = s.touch(req.Touch)
+	case agent.OpIdleCheck:
+		var n int
+		n, err = runningContainers(s.path("/proc"))
+		resp.Idle = &agent.IdleReport{RunningContainers: n}
+	case agent.OpQuiesce:
+		err = s.quiesce(ctx)
 	case agent.OpSetTime:
 		if req.Time <= 0 {
 			err = fmt.Errorf("set-time: time %d is not a positive unix nanosecond count", req.Time)

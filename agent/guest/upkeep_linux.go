@@ -100,7 +100,7 @@ func newUpkeep(s *Server, now time.Time) *upkeep {
 
 // runUpkeep does the upkeep until ctx ends.
 func (s *Server) runUpkeep(ctx context.Context, every time.Duration) {
-	u := newUpkeep(s, time.Now())
+	u := s.currentUpkeep()
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -108,9 +108,22 @@ func (s *Server) runUpkeep(ctx context.Context, every time.Duration) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
+			s.upkeepMu.Lock()
 			u.round(ctx, now)
+			s.upkeepMu.Unlock()
 		}
 	}
+}
+
+// currentUpkeep is the agent's upkeep state, made on first use: the
+// rounds and a quiesce before an idle pause share what was trimmed when.
+func (s *Server) currentUpkeep() *upkeep {
+	s.upkeepMu.Lock()
+	defer s.upkeepMu.Unlock()
+	if s.upkeepState == nil {
+		s.upkeepState = newUpkeep(s, time.Now())
+	}
+	return s.upkeepState
 }
 
 // round is one upkeep pass.
@@ -278,6 +291,16 @@ func (u *upkeep) reclaim() {
 	if !calm {
 		return
 	}
+	u.reclaimCold()
+}
+
+// reclaimCold asks the kernel to drop part of each cgroup's inactive file
+// cache (reclaimAmount), unless the guest has swap.
+func (u *upkeep) reclaimCold() {
+	if u.noReclaim {
+		return
+	}
+	s := u.s
 	if s.swapOn() {
 		u.off("the guest has swap; reclaiming would swap out", nil)
 		return
@@ -350,6 +373,12 @@ func trimDue(st trimState, freed uint64, now time.Time) bool {
 
 // trim does the disk half of a round.
 func (u *upkeep) trim(ctx context.Context, now time.Time) {
+	u.trimWhere(ctx, now, trimDue)
+}
+
+// trimWhere runs fstrim on each file system that due says should be,
+// given what it freed since its last trim.
+func (u *upkeep) trimWhere(ctx context.Context, now time.Time, due func(st trimState, freed uint64, now time.Time) bool) {
 	mounts := make([]string, 0, len(u.trims))
 	for m := range u.trims {
 		mounts = append(mounts, m)
@@ -372,7 +401,7 @@ func (u *upkeep) trim(ctx context.Context, now time.Time) {
 		if free < st.lowFree {
 			st.lowFree = free
 		}
-		if !trimDue(*st, freedSinceTrim(*st, free, written, haveWritten), now) {
+		if !due(*st, freedSinceTrim(*st, free, written, haveWritten), now) {
 			continue
 		}
 		if err := u.syncFS(u.s.path(m)); err != nil {

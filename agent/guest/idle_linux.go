@@ -1,0 +1,102 @@
+package guest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// pauseTrimMin: before an idle pause, a file system that freed at least
+// this much since its last trim is trimmed, so the host gets the space
+// back while the VM sleeps; less is left to the hourly round.
+const pauseTrimMin = 8 << 20
+
+// quiesceTrimTimeout bounds the trims of one quiesce: the host agent waits
+// for them before it pauses, and a docker call meanwhile cancels them.
+const quiesceTrimTimeout = 60 * time.Second
+
+// quiesce prepares the guest for an idle pause: cold page cache goes back
+// to the host (through the balloon's free page reporting), disk blocks
+// freed since the last trim are trimmed, and the keepalive pings stop
+// until the host's next request, so the paused session is not ended by
+// them when the VM runs again.
+func (s *Server) quiesce(ctx context.Context) error {
+	u := s.currentUpkeep()
+	s.upkeepMu.Lock()
+	u.reclaimCold()
+	tctx, cancel := context.WithTimeout(ctx, quiesceTrimTimeout)
+	u.trimWhere(tctx, time.Now(), func(_ trimState, freed uint64, _ time.Time) bool { return freed >= pauseTrimMin })
+	cancel()
+	s.upkeepMu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("quiesce: %w", err)
+	}
+	s.mu.Lock()
+	k := s.keepalive
+	s.mu.Unlock()
+	if k != nil {
+		k.Suspend()
+	}
+	return nil
+}
+
+// runningContainers counts the processes whose parent is a containerd
+// shim: each running container's first process, under dockerd and under
+// containerd alike. A shim outlives its container only until the runtime
+// deletes the task, and then has no child.
+func runningContainers(proc string) (int, error) {
+	ents, err := os.ReadDir(proc)
+	if err != nil {
+		return 0, fmt.Errorf("list processes: %w", err)
+	}
+	parent := map[int]int{}
+	shims := map[int]bool{}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(proc, e.Name(), "stat"))
+		if err != nil {
+			continue // exited meanwhile
+		}
+		comm, ppid, ok := parseStat(string(b))
+		if !ok {
+			continue
+		}
+		parent[pid] = ppid
+		if strings.HasPrefix(comm, "containerd-shim") {
+			shims[pid] = true
+		}
+	}
+	n := 0
+	for _, ppid := range parent {
+		if shims[ppid] {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// parseStat takes the command name and parent pid from /proc/PID/stat:
+// "pid (comm) state ppid ...". The name may hold spaces and parentheses,
+// so it ends at the last ')'.
+func parseStat(stat string) (comm string, ppid int, ok bool) {
+	open, end := strings.IndexByte(stat, '('), strings.LastIndexByte(stat, ')')
+	if open < 0 || end < open {
+		return "", 0, false
+	}
+	f := strings.Fields(stat[end+1:])
+	if len(f) < 2 {
+		return "", 0, false
+	}
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil {
+		return "", 0, false
+	}
+	return stat[open+1 : end], ppid, true
+}
