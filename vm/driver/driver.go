@@ -124,6 +124,15 @@ type CostReporter interface {
 	Memory() (MemoryUse, error)
 }
 
+// Pauser is a Machine whose guest can be frozen in place and let run
+// again, with its memory, devices and the host's connections to it kept:
+// the host agent pauses an idle VM (QEMU's stop, vz's pause) and wakes it
+// on the next use.
+type Pauser interface {
+	Pause(ctx context.Context) error
+	Unpause(ctx context.Context) error
+}
+
 // MemoryUse is a VM process's resident memory, in bytes.
 type MemoryUse struct {
 	Resident int64
