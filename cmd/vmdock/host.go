@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"runtime"
 
 	"github.com/vmdock/vmdock/vm/config"
@@ -21,6 +22,7 @@ func detectHost() config.Host {
 		CPUs:         runtime.NumCPU(),
 		Accel:        q.Accel,
 		Virtiofsd:    q.UsableVirtiofsd(),
+		SSHAuthSock:  os.Getenv("SSH_AUTH_SOCK"),
 	}
 	h.VZ = macos.VZSupported(h.MacOSVersion)
 	return h

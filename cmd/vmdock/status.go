@@ -194,6 +194,9 @@ func writeStatusText(w io.Writer, s statusJSON, st instance.LiveStatus) error {
 		for _, sw := range h.Shares {
 			fmt.Fprintf(tw, "watch:\t%s\n", shareWatchLine(sw))
 		}
+		if a := h.SSHAgent; a != nil {
+			fmt.Fprintf(tw, "ssh agent:\t%s\n", sshAgentLine(a))
+		}
 		for _, e := range h.Errors {
 			fmt.Fprintf(tw, "error:\t%s\n", e)
 		}

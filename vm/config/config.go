@@ -28,6 +28,11 @@ type Config struct {
 	Resume       bool        `yaml:"resume" json:"resume"`           // stop saves the running VM, start resumes it
 	PortForward  PortForward `yaml:"portForward" json:"portForward"` //
 
+	// SSHAgent offers the host's SSH agent (SSH_AUTH_SOCK at start) to
+	// containers at /run/host-services/ssh-auth.sock. Left out: on when
+	// SSH_AUTH_SOCK is set, decided again at every start.
+	SSHAgent *bool `yaml:"sshAgent,omitempty" json:"sshAgent,omitempty"`
+
 	// VZNested lets the guest run KVM itself (nested virtualization): vz on
 	// macOS 15+ with an M3 or newer chip; off by default.
 	VZNested bool `yaml:"vzNestedVirtualization" json:"vzNestedVirtualization"`

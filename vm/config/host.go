@@ -17,6 +17,7 @@ type Host struct {
 	VZ           bool   // Apple Virtualization.framework is usable (macos.VZSupported)
 	Accel        string // QEMU's hardware accelerator on this OS (kvm, hvf); empty: none
 	Virtiofsd    string // a virtiofsd QEMU can use; empty: none found
+	SSHAuthSock  string // SSH_AUTH_SOCK; empty: not set
 }
 
 // DefaultVMType is vz where Virtualization.framework works, else qemu.

@@ -80,6 +80,18 @@ type Status struct {
 	Shares []ShareWatch `json:"shares,omitempty"`
 	// Cost is what the instance costs the host; set while the VM runs.
 	Cost *HostCost `json:"cost,omitempty"`
+	// SSHAgent is the host's SSH agent as the guest is offered it.
+	SSHAgent *SSHAgentStatus `json:"sshAgent,omitempty"`
+}
+
+// SSHAgentStatus says whether containers reach the host's SSH agent at
+// GuestSocket, and which host socket that is (SSH_AUTH_SOCK at start).
+type SSHAgentStatus struct {
+	On          bool   `json:"on"`
+	HostSocket  string `json:"hostSocket,omitempty"`
+	GuestSocket string `json:"guestSocket,omitempty"`
+	// Off says why it is off.
+	Off string `json:"off,omitempty"`
 }
 
 // HostCost is the VM's use of the host: the VM process's memory and CPU,

@@ -403,9 +403,14 @@ func (ha *hostAgent) noteHello(info agent.Info) {
 }
 
 // serveGuestStream handles streams the guest opens: connections to the
-// host-access address become connections to the host's loopback.
+// host-access address become connections to the host's loopback, and
+// connections to the guest's SSH agent socket reach the host's agent.
 func (ha *hostAgent) serveGuestStream(req agent.Request, conn net.Conn) {
 	defer conn.Close()
+	if req.Op == agent.OpSSHAgent {
+		relaySSHAgent(conn, ha.sshAgent.sock)
+		return
+	}
 	if req.Op != agent.OpHostDial {
 		agent.Reply(conn, fmt.Errorf("op %q is not served by the host", req.Op))
 		return
@@ -442,6 +447,7 @@ func (ha *hostAgent) guestSetup() agent.Setup {
 		Binfmt:       ha.cfg.Binfmt,
 		Rosetta:      ha.cfg.VZRosetta,
 		HostAccessIP: ha.cfg.Network.HostAccessIP,
+		SSHAgent:     ha.sshAgent.sock != "",
 	}
 }
 

@@ -100,6 +100,8 @@ type hostAgent struct {
 	shares *filesync.ShareRelay
 	// cpu holds the running VM's CPU time samples (cost.go).
 	cpu cpuRing
+	// sshAgent is the host's SSH agent the guest is offered (sshagent.go).
+	sshAgent sshAgentForward
 
 	mu      sync.Mutex
 	phase   string
@@ -143,6 +145,7 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 		Current: func() *agent.Client { c, _ := ha.link.state(); return c },
 	})
 
+	ha.startSSHAgent()
 	if err := writePID(inst.PIDPath()); err != nil {
 		return err
 	}
@@ -310,6 +313,7 @@ func (ha *hostAgent) status() control.Status {
 	st.Shares = shares
 	st.Errors = append(st.Errors, shareProblems...)
 	st.Cost = cost
+	st.SSHAgent = ha.sshAgent.status()
 	return st
 }
 
