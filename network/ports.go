@@ -109,6 +109,7 @@ const maxGuestIPs = 16
 // PortForwarderConfig configures NewPortForwarder.
 type PortForwarderConfig struct {
 	Dial           DialFunc      // opens streams in the guest
+	Hold           Hold          // each connection and UDP peer is a use of the VM; nil: none
 	Direct         DirectPath    // nil: every port tunnels through Dial
 	BindAddr       string        // host IP listeners bind to; default 127.0.0.1
 	Rules          *Rules        // nil forwards every port to the same number
@@ -611,7 +612,7 @@ func (f *PortForwarder) tunnelTCP(fw *forward, c net.Conn) {
 	f.mu.Lock()
 	direct := fw.direct
 	f.mu.Unlock()
-	err := dialAndPipe(f.ctx, c, f.conns, 30*time.Second, func(ctx context.Context) (net.Conn, error) {
+	err := dialAndPipe(f.ctx, c, f.conns, 30*time.Second, f.opts.Hold, func(ctx context.Context) (net.Conn, error) {
 		if direct != "" {
 			dc, err := f.dialDirect(ctx, direct)
 			if err == nil {

@@ -16,6 +16,7 @@ import (
 type SocketForwarder struct {
 	path        string
 	dial        DialFunc
+	hold        Hold
 	guestNet    string
 	guestAddr   string
 	log         *slog.Logger
@@ -32,6 +33,12 @@ type SocketForwarder struct {
 // connections to guestNet/guestAddr through dial. A stale socket file left
 // by a crashed host agent is replaced; any other kind of file is not.
 func ListenSocket(path, guestNet, guestAddr string, dial DialFunc) (*SocketForwarder, error) {
+	return ListenSocketHeld(path, guestNet, guestAddr, dial, nil)
+}
+
+// ListenSocketHeld is ListenSocket with every connection held as a use
+// of the VM (nil: none).
+func ListenSocketHeld(path, guestNet, guestAddr string, dial DialFunc, hold Hold) (*SocketForwarder, error) {
 	if dial == nil {
 		return nil, fmt.Errorf("listen on %s: no dial function", path)
 	}
@@ -42,7 +49,7 @@ func ListenSocket(path, guestNet, guestAddr string, dial DialFunc) (*SocketForwa
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &SocketForwarder{
-		path: path, dial: dial, guestNet: guestNet, guestAddr: guestAddr,
+		path: path, dial: dial, hold: hold, guestNet: guestNet, guestAddr: guestAddr,
 		log: log.With("socket", path, "guest", guestNet+" "+guestAddr),
 		ln:  ln, ctx: ctx, cancel: cancel, conns: newConnSet(),
 		dialTimeout: 30 * time.Second,
@@ -117,7 +124,7 @@ func (f *SocketForwarder) serve() {
 func (f *SocketForwarder) tunnel(c net.Conn) {
 	defer f.wg.Done()
 	defer f.conns.remove(c)
-	err := dialAndPipe(f.ctx, c, f.conns, f.dialTimeout, func(ctx context.Context) (net.Conn, error) {
+	err := dialAndPipe(f.ctx, c, f.conns, f.dialTimeout, f.hold, func(ctx context.Context) (net.Conn, error) {
 		return f.dial(ctx, f.guestNet, f.guestAddr)
 	})
 	if err != nil {

@@ -98,6 +98,13 @@ func (r *udpRelay) run(s *udpSession) {
 	defer r.drop(s)
 	addr := r.f.guestAddr(r.fw)
 	ctx, cancel := context.WithTimeout(r.f.ctx, 30*time.Second)
+	release, err := r.f.opts.Hold.take(ctx)
+	if err != nil {
+		cancel()
+		r.f.opts.Log.Warn("udp peer refused: the VM could not be woken", "peer", s.peer, "err", err)
+		return
+	}
+	defer release()
 	conn, err := r.f.opts.Dial(ctx, "udp", addr)
 	cancel()
 	if err != nil {
