@@ -106,6 +106,7 @@ func newRootCmd(h config.Host) *cobra.Command {
 		newNerdctlCmd(g),
 		newBenchCmd(g),
 		newDoctorCmd(g),
+		newSetCmd(g),
 		newDockerSockCmd(g),
 	)
 	return root

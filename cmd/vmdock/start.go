@@ -45,6 +45,7 @@ type startFlags struct {
 	image           string
 	activate        bool
 	resume          bool
+	idle            string
 	cold            bool
 	upgradeImage    bool
 	foreground      bool
@@ -84,6 +85,7 @@ func newStartCmd(g *globals) *cobra.Command {
 	fs.StringVar(&f.image, "image", d.Image, "guest image: catalog name, path or URL (default: the built-in image for --arch)")
 	fs.BoolVar(&f.activate, "activate", d.Activate, "switch the docker context to this instance")
 	fs.BoolVar(&f.resume, "resume", d.Resume, "stop saves the running VM and start resumes it where it was (qemu without 9p/virtiofs shares)")
+	fs.StringVar(&f.idle, "idle", d.Idle.String(), "pause the VM after this long unused (no container, connection or session), e.g. 30s or 10m; 0 never; the next use wakes it")
 	fs.BoolVar(&f.cold, "cold", false, "boot cold this once: drop a saved VM state instead of resuming it")
 	fs.BoolVar(&f.upgradeImage, "upgrade-image", false, "remake the root disk from the image a new instance would get (boots cold; the data disk with images and volumes is kept)")
 	fs.BoolVar(&f.foreground, "foreground", false, "run the host agent in this process until interrupted")
@@ -260,5 +262,13 @@ func applyFlags(cfg *config.Config, fs *pflag.FlagSet, f *startFlags, fresh bool
 	set("image", func() { cfg.Image = f.image })
 	set("activate", func() { cfg.Activate = f.activate })
 	set("resume", func() { cfg.Resume = f.resume })
+	set("idle", func() {
+		d, err := config.ParseDuration(f.idle)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--idle: %w", err))
+			return
+		}
+		cfg.Idle = d
+	})
 	return errs
 }

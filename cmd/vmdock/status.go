@@ -92,6 +92,8 @@ func newStatusCmd(g *globals) *cobra.Command {
 				s.ConfigError = err.Error()
 				s.DockerSocket = inst.DockerSocketPath()
 			} else {
+				// The config's proxy may carry a password.
+				cfg.Proxy = cfg.Proxy.Masked()
 				s.Config = &cfg
 				s.Warnings = cfg.Warnings()
 				s.Image = imageStatus(cmd.Context(), inst, cfg)
@@ -125,7 +127,7 @@ func writeStatusText(w io.Writer, s statusJSON, st instance.LiveStatus) error {
 	if r := s.Resumable; r != nil {
 		fmt.Fprintf(tw, "status:\t%s, resumable (saved %s, %.0f MiB)\n", st, r.SavedAt.Local().Format(time.DateTime), float64(r.Bytes)/(1<<20))
 	} else {
-		fmt.Fprintf(tw, "status:\t%s\n", st)
+		fmt.Fprintf(tw, "status:\t%s%s\n", st, pausedSuffix(s.HostAgent))
 	}
 	fmt.Fprintf(tw, "folder:\t%s\n", s.Dir)
 	if c := s.Config; c != nil {
@@ -181,6 +183,9 @@ func writeStatusText(w io.Writer, s statusJSON, st instance.LiveStatus) error {
 			}
 			fmt.Fprintf(tw, "accel:\t%s\n", accel)
 		}
+		if h.Idle != nil {
+			fmt.Fprintf(tw, "idle:\t%s\n", idleLine(h.Idle))
+		}
 		if c := h.Cost; c != nil {
 			fmt.Fprintf(tw, "host cost:\t%s\n", costLine(c))
 			fmt.Fprintf(tw, "disks:\t%s\n", disksLine(c.Disks))
@@ -196,6 +201,12 @@ func writeStatusText(w io.Writer, s statusJSON, st instance.LiveStatus) error {
 		}
 		if a := h.SSHAgent; a != nil {
 			fmt.Fprintf(tw, "ssh agent:\t%s\n", sshAgentLine(a))
+		}
+		if line := proxyLine(h.Proxy); line != "" {
+			fmt.Fprintf(tw, "proxy:\t%s\n", line)
+		}
+		if h.CACerts > 0 {
+			fmt.Fprintf(tw, "CA certificates:\t%d trusted beyond the guest's stock roots\n", h.CACerts)
 		}
 		for _, e := range h.Errors {
 			fmt.Fprintf(tw, "error:\t%s\n", e)

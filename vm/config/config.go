@@ -1,6 +1,9 @@
 package config
 
-import "github.com/vmdock/vmdock/mounts"
+import (
+	"github.com/vmdock/vmdock/mounts"
+	"github.com/vmdock/vmdock/network/proxy"
+)
 
 // Config is one instance's configuration: Default fills it, the YAML
 // file at <home>/<profile>/vmdock.yaml overrides the defaults, and flags
@@ -32,6 +35,19 @@ type Config struct {
 	// containers at /run/host-services/ssh-auth.sock. Left out: on when
 	// SSH_AUTH_SOCK is set, decided again at every start.
 	SSHAgent *bool `yaml:"sshAgent,omitempty" json:"sshAgent,omitempty"`
+
+	// HostCACerts: the guest trusts the CA certificates the host added to
+	// its own trust store (a TLS-inspecting proxy's, a company CA); CACerts
+	// are PEM files it trusts as well.
+	HostCACerts bool     `yaml:"hostCACerts" json:"hostCACerts"`
+	CACerts     []string `yaml:"caCerts,omitempty" json:"caCerts,omitempty"`
+	// Proxy is what the guest's daemons use; empty: the host's at start
+	// (HTTP_PROXY and friends, else macOS's system settings).
+	Proxy proxy.Settings `yaml:"proxy,omitempty" json:"proxy,omitempty"`
+
+	// Idle is how long the VM may go unused (no container, connection or
+	// session) before it pauses; the next use wakes it. 0: never.
+	Idle Duration `yaml:"idle" json:"idle"`
 
 	// VZNested lets the guest run KVM itself (nested virtualization): vz on
 	// macOS 15+ with an M3 or newer chip; off by default.

@@ -53,8 +53,10 @@ func Default(h Host) Config {
 			LoopbackAliasIP: DefaultLoopbackAliasIP,
 			HostAccessIP:    DefaultHostAccessIP,
 		},
-		Activate: true,
-		Resume:   true,
+		Activate:    true,
+		Resume:      true,
+		Idle:        DefaultIdle,
+		HostCACerts: true,
 	}
 	c.FillDefaults(h)
 	return c

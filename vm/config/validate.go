@@ -43,8 +43,12 @@ func (c Config) ValidateOn(h Host) error {
 		c.validateImageBaseURL(),
 		c.Network.validate(),
 		validateEnv(c.Env),
+		c.validateCorpNet(),
 		c.PortForward.validate(),
 	)
+	if err := CheckIdle(c.Idle); err != nil {
+		errs = append(errs, err)
+	}
 	if err := mounts.Check(c.Mounts); err != nil {
 		errs = append(errs, err)
 	}

@@ -11,6 +11,8 @@
 //	                  (every sync mount without P) completed a full cycle
 //	POST /v1/sync/reset?path=P -> 200; P's sync history is forgotten
 //	POST /v1/sync/pause, /v1/sync/resume -> 200; every sync mount
+//	POST /v1/idle?after=D -> 200; the running VM pauses after D unused
+//	                  (Go duration text, 0: never)
 package control
 
 import (
@@ -40,6 +42,8 @@ const (
 	SyncResetPath  = "/v1/sync/reset"
 	SyncPausePath  = "/v1/sync/pause"
 	SyncResumePath = "/v1/sync/resume"
+	// IdlePath sets the running VM's idle period (`vmdock set idle`).
+	IdlePath = "/v1/idle"
 
 	// HeapProfilePath serves the host agent's heap profile (pprof's
 	// format), so its memory can be read on a user's machine without a
@@ -80,8 +84,32 @@ type Status struct {
 	Shares []ShareWatch `json:"shares,omitempty"`
 	// Cost is what the instance costs the host; set while the VM runs.
 	Cost *HostCost `json:"cost,omitempty"`
+	// Proxy is the proxy the guest's daemons use, credentials masked; nil:
+	// none. CACerts counts the CA certificates the guest trusts beyond its
+	// stock roots. Both are set once the boot read them from the host.
+	Proxy   *ProxyStatus `json:"proxy,omitempty"`
+	CACerts int          `json:"caCerts,omitempty"`
 	// SSHAgent is the host's SSH agent as the guest is offered it.
 	SSHAgent *SSHAgentStatus `json:"sshAgent,omitempty"`
+	// Idle is the idle pause: its period, and whether the VM is paused.
+	Idle *IdleStatus `json:"idle,omitempty"`
+}
+
+// IdleStatus is the idle pause as the host agent runs it.
+type IdleStatus struct {
+	// After is the idle period in Go's duration text; "0": never.
+	After string `json:"after"`
+	// Off says why the VM never pauses although After is set (a driver
+	// that cannot pause).
+	Off    string `json:"off,omitempty"`
+	Paused bool   `json:"paused"`
+	// PausedSince is when the current pause began (RFC 3339).
+	PausedSince *time.Time `json:"pausedSince,omitempty"`
+	Pauses      int        `json:"pauses"`
+	// LastWakeMs is how long the last wake took, in milliseconds.
+	LastWakeMs *float64 `json:"lastWakeMs,omitempty"`
+	// Users counts the uses open now (connections, sessions).
+	Users int `json:"users"`
 }
 
 // SSHAgentStatus says whether containers reach the host's SSH agent at
@@ -92,6 +120,17 @@ type SSHAgentStatus struct {
 	GuestSocket string `json:"guestSocket,omitempty"`
 	// Off says why it is off.
 	Off string `json:"off,omitempty"`
+}
+
+// ProxyStatus is the proxy a start applied: Source says where it came
+// from (config, environment, system); PAC is the auto-config URL of the
+// host's system settings, which is reported, not applied.
+type ProxyStatus struct {
+	HTTP    string `json:"http,omitempty"`
+	HTTPS   string `json:"https,omitempty"`
+	NoProxy string `json:"noProxy,omitempty"`
+	Source  string `json:"source,omitempty"`
+	PAC     string `json:"pac,omitempty"`
 }
 
 // HostCost is the VM's use of the host: the VM process's memory and CPU,

@@ -108,6 +108,20 @@ func (c *Client) SyncPause(ctx context.Context) error { return c.syncAction(ctx,
 // SyncResume resumes every sync mount.
 func (c *Client) SyncResume(ctx context.Context) error { return c.syncAction(ctx, SyncResumePath, "") }
 
+// SetIdle sets the running VM's idle period (0: never pause).
+func (c *Client) SetIdle(ctx context.Context, after time.Duration) error {
+	resp, err := c.do(ctx, http.MethodPost, IdlePath+"?after="+url.QueryEscape(after.String()))
+	if err != nil {
+		return fmt.Errorf("ask host agent: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return errors.New(strings.TrimSpace(string(b)))
+	}
+	return nil
+}
+
 func (c *Client) syncAction(ctx context.Context, route, hostPath string) error {
 	resp, err := c.do(ctx, http.MethodPost, route+"?path="+url.QueryEscape(hostPath))
 	if err != nil {

@@ -28,6 +28,9 @@ type Handlers struct {
 	// SyncPause and SyncResume act on every sync mount (path is ignored).
 	SyncPause  func(ctx context.Context, hostPath string) error
 	SyncResume func(ctx context.Context, hostPath string) error
+	// SetIdle changes the running VM's idle period (0: never pause); it
+	// refuses a period config would refuse. nil answers 404.
+	SetIdle func(after time.Duration) error
 }
 
 // Server serves the API on the control socket.
@@ -56,6 +59,7 @@ func Listen(path string, h Handlers) (*Server, error) {
 	s.mux.HandleFunc("POST "+SyncResetPath, s.syncAction(h.SyncReset))
 	s.mux.HandleFunc("POST "+SyncPausePath, s.syncAction(h.SyncPause))
 	s.mux.HandleFunc("POST "+SyncResumePath, s.syncAction(h.SyncResume))
+	s.mux.HandleFunc("POST "+IdlePath, s.handleSetIdle)
 	s.mux.HandleFunc("GET "+HeapProfilePath, handleHeapProfile)
 	s.srv = &http.Server{Handler: s.mux, ReadHeaderTimeout: 5 * time.Second}
 	go s.srv.Serve(ln)
@@ -131,6 +135,29 @@ func (s *Server) handleStop(w http.ResponseWriter, r *http.Request) {
 	req := StopRequest{Force: r.URL.Query().Get("force") == "1", NoSave: r.URL.Query().Get("nosave") == "1"}
 	w.WriteHeader(http.StatusAccepted)
 	go s.h.Stop(req)
+}
+
+// handleSetIdle sets the idle period from ?after=; a refusal is the
+// handler's error as text.
+func (s *Server) handleSetIdle(w http.ResponseWriter, r *http.Request) {
+	if s.h.SetIdle == nil {
+		http.Error(w, "this host agent has no idle pause", http.StatusNotFound)
+		return
+	}
+	v := r.URL.Query().Get("after")
+	after, err := time.ParseDuration(v)
+	if v == "0" {
+		after, err = 0, nil
+	}
+	if err != nil {
+		http.Error(w, fmt.Sprintf("idle %q is not a duration", v), http.StatusBadRequest)
+		return
+	}
+	if err := s.h.SetIdle(after); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
 }
 
 // syncAction answers a sync request with the action's error as text.

@@ -35,7 +35,15 @@ type ShareConfig struct {
 	// Current returns the guest agent session now, nil while there is
 	// none; edits collected meanwhile are dropped.
 	Current func() *agent.Client
+	// Paused says the VM is paused while idle: edits are kept (at most
+	// maxQueued paths) and sent when it runs again, so a save in the
+	// editor does not wake it.
+	Paused func() bool
 }
+
+// maxQueued bounds the paths kept while the VM is paused; beyond it an
+// edit raises no event in the guest, as beyond the watch limit.
+const maxQueued = 1 << 16
 
 // ShareRelay passes host edits in shared folders on to the guest, which
 // touches the same paths so its kernel raises the inotify events that
@@ -99,7 +107,7 @@ func (r *ShareRelay) Start() {
 			for range w.Changes() {
 			}
 		}()
-		sw.sendLoop(ctx, r.cfg.Current)
+		sw.sendLoop(ctx, r.cfg.Current, r.cfg.Paused)
 		w.Close()
 	}()
 }
@@ -200,6 +208,9 @@ func (sw *shareWatch) add(guest string, op watch.Op) {
 	}
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
+	if len(sw.paths) >= maxQueued {
+		return
+	}
 	sw.paths[guest] = struct{}{}
 	if op == watch.Listing {
 		// A created, removed or renamed entry changes its folder's listing.
@@ -224,7 +235,7 @@ func (sw *shareWatch) take() []string {
 
 // sendLoop sends the collected paths to the guest every touchEvery, in
 // requests of at most 4096 paths.
-func (sw *shareWatch) sendLoop(ctx context.Context, current func() *agent.Client) {
+func (sw *shareWatch) sendLoop(ctx context.Context, current func() *agent.Client, paused func() bool) {
 	t := time.NewTicker(touchEvery)
 	defer t.Stop()
 	for {
@@ -232,6 +243,9 @@ func (sw *shareWatch) sendLoop(ctx context.Context, current func() *agent.Client
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if paused != nil && paused() {
+			continue
 		}
 		paths := sw.take()
 		for len(paths) > 0 {

@@ -44,6 +44,7 @@ const rootDiskHeadroom = 4 << 30
 func (ha *hostAgent) bootSteps() []step {
 	rt := runtimeFor(ha.cfg.Runtime)
 	return []step{
+		{name: "host-settings", run: ha.stepHostSettings},
 		{name: "image", run: ha.stepImage},
 		{name: "saved-state", run: ha.stepSavedState},
 		{name: "disks", run: ha.stepDisks},
@@ -243,7 +244,7 @@ func (ha *hostAgent) stepTunnels(ctx context.Context) error {
 	ha.mu.Lock()
 	direct := directPathFor(ha.machine, ha.link.guestAddr)
 	ha.mu.Unlock()
-	t, err := startTunnels(ctx, ha.inst, ha.cfg, &ha.link, direct)
+	t, err := startTunnels(ctx, ha.inst, ha.cfg, &ha.link, direct, ha.hold)
 	if err != nil {
 		return err
 	}
@@ -437,7 +438,7 @@ func (ha *hostAgent) growsRoot() bool {
 }
 
 func (ha *hostAgent) guestSetup() agent.Setup {
-	return agent.Setup{
+	s := agent.Setup{
 		Hostname:     ha.hostname(),
 		DNS:          ha.cfg.Network.DNS,
 		Env:          ha.cfg.Env,
@@ -449,6 +450,8 @@ func (ha *hostAgent) guestSetup() agent.Setup {
 		HostAccessIP: ha.cfg.Network.HostAccessIP,
 		SSHAgent:     ha.sshAgent.sock != "",
 	}
+	ha.corp.setup(&s)
+	return s
 }
 
 // mountRequest asks the guest to mount a resolved share where the config

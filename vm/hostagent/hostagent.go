@@ -27,6 +27,7 @@ import (
 	"github.com/vmdock/vmdock/vm/control"
 	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/filesync"
+	"github.com/vmdock/vmdock/vm/idle"
 	"github.com/vmdock/vmdock/vm/logfile"
 	"github.com/vmdock/vmdock/vm/resume"
 	"github.com/vmdock/vmdock/vm/store"
@@ -100,6 +101,8 @@ type hostAgent struct {
 	shares *filesync.ShareRelay
 	// cpu holds the running VM's CPU time samples (cost.go).
 	cpu cpuRing
+	// idle pauses the VM while unused (idle.go); every use holds it.
+	idle *idle.Monitor
 	// sshAgent is the host's SSH agent the guest is offered (sshagent.go).
 	sshAgent sshAgentForward
 
@@ -122,9 +125,17 @@ type hostAgent struct {
 	// boot); resumed says the running VM came from it.
 	resumeFrom *resume.Saved
 	resumed    bool
+	// corp is the host's CA certificates and proxy as this start read them
+	// (the host-settings step).
+	corp corpNet
 	// upgradeImage: this start remakes the root disk from the image a new
 	// instance would get (`start --upgrade-image`).
 	upgradeImage bool
+
+	// idleOff says why the VM never pauses (under mu); idleSyncsHalted:
+	// the pause halted the sync mounts, the wake resumes them.
+	idleOff         string
+	idleSyncsHalted bool
 }
 
 // Run boots the instance and serves it until stopped. It returns nil after
@@ -137,12 +148,14 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 	}
 	ha := &hostAgent{inst: inst, cfg: cfg, opts: opts, events: control.NewEventLog(), phase: control.PhaseStarting, stopCh: make(chan control.StopRequest, 1)}
 	ha.seq = &sequence{events: ha.events}
+	ha.idle = ha.newIdleMonitor()
 	ha.syncs = filesync.NewSyncMounts(filesync.SyncConfig{
 		DataDir: inst.SyncDataPath(), Syncs: mounts.Syncs(cfg.Mounts), Live: ha.link.live, Events: ha.events,
 	})
 	ha.shares = filesync.NewShareRelay(filesync.ShareConfig{
 		Shares: mounts.Shares(cfg.Mounts, cfg.MountType), InstanceDir: inst.Dir,
 		Current: func() *agent.Client { c, _ := ha.link.state(); return c },
+		Paused:  ha.idle.Paused,
 	})
 
 	ha.startSSHAgent()
@@ -159,14 +172,16 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 
 	ctrl, err := control.Listen(inst.ControlSocketPath(), control.Handlers{
 		Status: ha.status, Events: ha.events, Stop: ha.requestStop, OpenStream: ha.openAgentStream,
-		SyncFlush: ha.syncs.Flush, SyncReset: ha.syncs.Reset, SyncPause: ha.syncs.Pause, SyncResume: ha.syncs.Resume,
+		SyncFlush: ha.heldAction(ha.syncs.Flush), SyncReset: ha.heldAction(ha.syncs.Reset),
+		SyncPause: ha.heldAction(ha.syncs.Pause), SyncResume: ha.heldAction(ha.syncs.Resume),
+		SetIdle: ha.setIdle,
 	})
 	if err != nil {
 		return err
 	}
 	if opts.Routes != nil {
 		for pattern, h := range opts.Routes(ha.currentMachine) {
-			ctrl.Handle(pattern, h)
+			ctrl.Handle(pattern, ha.heldHandler(h))
 		}
 	}
 	defer func() {
@@ -213,6 +228,7 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 	go func() { vmExited <- ha.machine.Wait() }()
 	go ha.keepClockInSync(ctx)
 	go ha.sampleCPU(ctx)
+	go ha.runIdle(ctx)
 	// The boot's work (share walks, image checks, the first sync) leaves
 	// heap and touched code behind that an idle agent does not need.
 	go memtrim.WhenQuiet(ctx, memtrim.QuietOptions{Period: 10 * time.Second})
@@ -282,6 +298,7 @@ func (ha *hostAgent) setPhase(p string) {
 
 func (ha *hostAgent) status() control.Status {
 	syncs := ha.syncs.Status()
+	idleStatus := ha.idleStatus()
 	shares, shareProblems := ha.shares.Status()
 	var cost *control.HostCost
 	if m := ha.currentMachine(); m != nil {
@@ -313,7 +330,9 @@ func (ha *hostAgent) status() control.Status {
 	st.Shares = shares
 	st.Errors = append(st.Errors, shareProblems...)
 	st.Cost = cost
+	st.Proxy, st.CACerts = ha.corp.status(), len(ha.corp.certs.Certs)
 	st.SSHAgent = ha.sshAgent.status()
+	st.Idle = idleStatus
 	return st
 }
 
@@ -321,10 +340,15 @@ func (ha *hostAgent) status() control.Status {
 // (gracefully unless req.Force), then undoes every boot step in reverse.
 // It returns how the guest went down.
 func (ha *hostAgent) shutdown(req control.StopRequest) string {
-	ha.stopReconnect()
-	ha.shares.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), ha.opts.StopTimeout+30*time.Second)
 	defer cancel()
+	// A paused VM runs again for its stop: the save, the last sync and
+	// the power-off all need the guest.
+	if err := ha.idle.Close(ctx); err != nil {
+		slog.Warn("wake the VM for its stop", "err", err)
+	}
+	ha.stopReconnect()
+	ha.shares.Stop()
 	ha.mu.Lock()
 	m, c := ha.machine, ha.client
 	ha.mu.Unlock()
@@ -444,6 +468,9 @@ func (ha *hostAgent) keepClockInSync(ctx context.Context) {
 			if jump < 2*time.Second && jump > -2*time.Second {
 				continue
 			}
+			if ha.idle.Paused() {
+				continue // the wake sets the clock; a request now would wait for it
+			}
 			ha.mu.Lock()
 			c := ha.client
 			ha.mu.Unlock()
@@ -472,7 +499,8 @@ func markBroken(inst *store.Instance, reason string) {
 	atomicfile.WriteFile(inst.BrokenPath(), []byte(reason+"\n"), 0o600)
 }
 
-// openAgentStream gives `vmdock ssh` a raw stream to the guest agent.
+// openAgentStream gives `vmdock ssh`, `exec` and `nerdctl` a raw stream
+// to the guest agent; the VM is held (woken if paused) while it is open.
 func (ha *hostAgent) openAgentStream(ctx context.Context) (net.Conn, error) {
 	ha.mu.Lock()
 	c := ha.client
@@ -480,11 +508,22 @@ func (ha *hostAgent) openAgentStream(ctx context.Context) (net.Conn, error) {
 	if c == nil {
 		return nil, errors.New("the guest agent is not connected")
 	}
+	release, err := ha.hold(ctx)
+	if err != nil {
+		return nil, err
+	}
 	// Across a reconnect, wait for the new session rather than fail.
 	wctx, cancel := context.WithTimeout(ctx, reconnectWait)
 	defer cancel()
-	if c, err := ha.link.live(wctx); err == nil {
-		return c.OpenRaw(ctx)
+	c, err = ha.link.live(wctx)
+	if err != nil {
+		release()
+		return nil, fmt.Errorf("the guest agent is not connected (reconnecting for over %s)", reconnectWait)
 	}
-	return nil, fmt.Errorf("the guest agent is not connected (reconnecting for over %s)", reconnectWait)
+	conn, err := c.OpenRaw(ctx)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	return &heldConn{Conn: conn, release: release}, nil
 }

@@ -75,7 +75,10 @@ func (ha *hostAgent) fingerprint() (resume.Fingerprint, error) {
 	if err != nil {
 		return resume.Fingerprint{}, err
 	}
+	caCerts, proxyHash := ha.corp.fingerprint()
 	return resume.Fingerprint{
+		CACerts:   caCerts,
+		Proxy:     proxyHash,
 		Vmdock:    agent.Version,
 		Agent:     "sha256:" + hex.EncodeToString(agentSum[:]),
 		Image:     ha.img.Digest,

@@ -39,25 +39,27 @@ type tunnelSpec struct {
 	// direct reaches guest TCP ports over the VM's network (nil: the
 	// driver cannot, every port tunnels through the guest agent).
 	direct network.DirectPath
+	// hold makes each connection a use of the VM (the idle pause).
+	hold network.Hold
 }
 
-func startTunnels(ctx context.Context, inst *store.Instance, cfg config.Config, link *agentLink, direct network.DirectPath) (*tunnels, error) {
+func startTunnels(ctx context.Context, inst *store.Instance, cfg config.Config, link *agentLink, direct network.DirectPath, hold network.Hold) (*tunnels, error) {
 	rules, err := network.ParseRules(toNetworkRules(cfg.PortForward))
 	if err != nil {
 		return nil, err
 	}
 	rt := runtimeFor(cfg.Runtime)
-	spec := tunnelSpec{hostSocket: rt.hostSocket(inst), guestSocket: rt.guestSocket, portBind: cfg.Network.PortBind, rules: rules, direct: direct}
+	spec := tunnelSpec{hostSocket: rt.hostSocket(inst), guestSocket: rt.guestSocket, portBind: cfg.Network.PortBind, rules: rules, direct: direct, hold: hold}
 	return openTunnels(ctx, spec, link)
 }
 
 func openTunnels(ctx context.Context, spec tunnelSpec, link *agentLink) (*tunnels, error) {
 	dial := network.DialFunc(link.Dial)
-	docker, err := network.ListenSocket(spec.hostSocket, "unix", spec.guestSocket, dial)
+	docker, err := network.ListenSocketHeld(spec.hostSocket, "unix", spec.guestSocket, dial, spec.hold)
 	if err != nil {
 		return nil, err
 	}
-	ports := network.NewPortForwarder(network.PortForwarderConfig{BindAddr: spec.portBind, Dial: dial, Direct: spec.direct, Rules: spec.rules})
+	ports := network.NewPortForwarder(network.PortForwarderConfig{BindAddr: spec.portBind, Dial: dial, Direct: spec.direct, Rules: spec.rules, Hold: spec.hold})
 	wctx, cancel := context.WithCancel(context.Background())
 	fail := func(err error) (*tunnels, error) {
 		cancel()

@@ -46,7 +46,8 @@ type State struct {
 	Users int
 }
 
-// Monitor decides when the VM pauses and wakes it for every use.
+// Monitor decides when the VM pauses and wakes it for every use. A nil
+// *Monitor never pauses: Hold and Wake do nothing.
 type Monitor struct {
 	cfg Config
 
@@ -98,6 +99,9 @@ func busyPoll(after time.Duration) time.Duration {
 // SetAfter changes the idle period of the running VM (0: never pause).
 // The quiet period counts from now.
 func (m *Monitor) SetAfter(d time.Duration) {
+	if m == nil {
+		return
+	}
 	m.mu.Lock()
 	m.after = d
 	m.lastUse = m.cfg.Now()
@@ -112,6 +116,9 @@ func (m *Monitor) SetAfter(d time.Duration) {
 // Hold marks a use of the VM until release is called, waking the VM first
 // when it is paused. An error means the VM could not be woken.
 func (m *Monitor) Hold(ctx context.Context) (release func(), err error) {
+	if m == nil {
+		return func() {}, nil
+	}
 	m.mu.Lock()
 	m.users++
 	m.lastUse = m.cfg.Now()
@@ -138,6 +145,9 @@ func (m *Monitor) Hold(ctx context.Context) (release func(), err error) {
 // Wake lets a paused VM run again without holding it: what follows (a
 // stop) needs the guest once.
 func (m *Monitor) Wake(ctx context.Context) error {
+	if m == nil {
+		return nil
+	}
 	m.mu.Lock()
 	m.lastUse = m.cfg.Now()
 	m.mu.Unlock()
@@ -147,6 +157,9 @@ func (m *Monitor) Wake(ctx context.Context) error {
 // Close ends the pausing for good (the instance stops) and wakes a paused
 // VM, so the stop can talk to its guest.
 func (m *Monitor) Close(ctx context.Context) error {
+	if m == nil {
+		return nil
+	}
 	m.mu.Lock()
 	m.closed = true
 	if m.cancelPrep != nil {
@@ -187,6 +200,9 @@ func (m *Monitor) ensureAwake(ctx context.Context) error {
 
 // Paused says whether the VM is paused (or being paused) now.
 func (m *Monitor) Paused() bool {
+	if m == nil {
+		return false
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.paused
@@ -194,6 +210,9 @@ func (m *Monitor) Paused() bool {
 
 // State reports the monitor for status.
 func (m *Monitor) State() State {
+	if m == nil {
+		return State{}
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return State{After: m.after, Paused: m.paused, PausedSince: m.pausedSince, Pauses: m.pauses, LastWake: m.lastWake, Users: m.users}
@@ -202,6 +221,9 @@ func (m *Monitor) State() State {
 // Run pauses the VM whenever it has been unused for the idle period, until
 // ctx ends or Close.
 func (m *Monitor) Run(ctx context.Context) {
+	if m == nil {
+		return
+	}
 	for {
 		m.mu.Lock()
 		wait := tick(m.after)

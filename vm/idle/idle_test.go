@@ -294,3 +294,19 @@ func TestRunPauses(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A nil Monitor (an instance without the idle pause) never pauses and
+// holds for free.
+func TestNilMonitor(t *testing.T) {
+	var m *Monitor
+	release, err := m.Hold(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	m.SetAfter(time.Second)
+	m.Run(context.Background())
+	if m.Paused() || m.State() != (State{}) || m.Wake(context.Background()) != nil || m.Close(context.Background()) != nil {
+		t.Error("a nil Monitor did something")
+	}
+}

@@ -25,6 +25,10 @@ type Fingerprint struct {
 	// Mounts is the mounts' canonical form (shares and sync mounts): the
 	// guest's mount table depends on them.
 	Mounts string `json:"mounts"`
+	// CACerts and Proxy are hashes of the CA set and proxy the guest got:
+	// its daemons read both only when they start.
+	CACerts string `json:"caCerts"`
+	Proxy   string `json:"proxy"`
 	// Spec is the sha256 of the whole VM spec, for anything the named
 	// fields miss (kernel command line, devices).
 	Spec  string     `json:"spec"`
@@ -89,11 +93,16 @@ func (f Fingerprint) Differs(now Fingerprint) string {
 		{"diskSync", f.DiskSync, now.DiskSync},
 		{"runtime", f.Runtime, now.Runtime},
 		{"mounts", f.Mounts, now.Mounts},
+		{"CA certificates", f.CACerts, now.CACerts},
+		{"proxy", f.Proxy, now.Proxy},
 	}
 	for _, fd := range fields {
 		if fd.saved != fd.now {
-			if fd.name == "mounts" {
+			switch fd.name {
+			case "mounts":
 				return "the mounts changed since the save"
+			case "CA certificates", "proxy":
+				return fmt.Sprintf("the host's %s changed since the save", fd.name)
 			}
 			return fmt.Sprintf("%s changed since the save (%v, now %v)", fd.name, fd.saved, fd.now)
 		}
