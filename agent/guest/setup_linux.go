@@ -61,6 +61,9 @@ func (s *Server) setup(ctx context.Context, st agent.Setup) error {
 	if st.Rosetta {
 		step("rosetta", s.rosetta(ctx))
 	}
+	// Before the daemons start (the OpDocker/OpContainerd requests that
+	// follow): they read both only then.
+	step("CA certificates and proxy", s.corpNet(ctx, st))
 	if st.HostAccessIP != "" {
 		err := s.setupHostAccess(ctx, st.HostAccessIP)
 		step("host access", err)

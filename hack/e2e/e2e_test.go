@@ -180,6 +180,8 @@ mounts:
     mode: sync
     exclude: [node_modules]
 `, share9p, shareVFS, e.work, syncDir)
+	corp := startCorpNet(t, base) // registries and proxy on loopback (corpnet_test.go)
+	cfgYAML += corp.configYAML()
 	e.configure(cfgYAML)
 
 	// A context of the user's own is current before start; stop must
@@ -197,7 +199,7 @@ mounts:
 		checkBootPanic(t, e, startArgs)
 	})
 	e.timed("vmdock start (cold boot)", func(t *testing.T) {
-		e.run(15*time.Minute, e.vmdock, startArgs...)
+		corp.withStartEnv(e, func() { e.run(15*time.Minute, e.vmdock, startArgs...) })
 	})
 	e.timed("the default image was downloaded from the release manifest", func(t *testing.T) {
 		checkDefaultImageFrom(t, e, "amd64", release.URL+"vmdock-amd64.tar.zst")
@@ -227,6 +229,7 @@ mounts:
 	e.timed("docker load test image", func(t *testing.T) {
 		e.docker(5*time.Minute, "load", "-i", e.testTar)
 	})
+	checkCorpNet(t, e, corp)
 	e.timed("docker run --rm echo", func(t *testing.T) {
 		out := e.docker(5*time.Minute, "run", "--rm", "vmdock-test:latest", "/bin/busybox", "echo", "hello-from-container")
 		if strings.TrimSpace(out) != "hello-from-container" {

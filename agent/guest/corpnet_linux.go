@@ -1,0 +1,282 @@
+package guest
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/vmdock/vmdock/agent"
+)
+
+// The guest's trust store additions (Debian: update-ca-certificates reads
+// /usr/local/share/ca-certificates recursively) and the digest of the set
+// installed there, both on the root disk: a new root disk starts without
+// either, and the set is installed again.
+const (
+	guestCADir = "/usr/local/share/ca-certificates/vmdock"
+	caHashFile = "/var/lib/vmdock/ca-certificates.sha256"
+)
+
+// proxyDropIn is each daemon's systemd drop-in carrying the proxy, and
+// aptProxyConf apt's setting.
+const (
+	proxyDropIn  = "vmdock-proxy.conf"
+	aptProxyConf = "/etc/apt/apt.conf.d/80vmdock-proxy"
+	etcEnv       = "/etc/environment"
+)
+
+// proxyUnits are the daemons that pull or fetch for users. The agent is
+// not among them: its channel to the host never goes through a proxy.
+var proxyUnits = []string{"containerd", "docker", "buildkit"}
+
+// corpNet installs the host's CA certificates and proxy before the daemons
+// start. Daemons read both only when they start, so a running one (a host
+// agent that reconnected with other settings) is restarted, and only then.
+func (s *Server) corpNet(ctx context.Context, st agent.Setup) error {
+	caChanged, caErr := s.installCACerts(ctx, st.CACerts)
+	if caErr != nil {
+		caErr = fmt.Errorf("CA certificates: %w", caErr)
+	}
+	proxyChanged, proxyErr := s.applyProxy(ctx, st.Proxy)
+	if proxyErr != nil {
+		proxyErr = fmt.Errorf("proxy: %w", proxyErr)
+	}
+	var restartErr error
+	if caChanged || proxyChanged {
+		restartErr = s.restartRunningDaemons(ctx)
+	}
+	return errors.Join(caErr, proxyErr, restartErr)
+}
+
+// installCACerts makes the set in pems the guest's additions to its trust
+// store. Every certificate is checked before anything is written, so a bad
+// one leaves the store as it was; an unchanged set costs one small read.
+func (s *Server) installCACerts(ctx context.Context, pems []string) (bool, error) {
+	files := map[string][]byte{}
+	for i, p := range pems {
+		blk, rest := pem.Decode([]byte(p))
+		if blk == nil || blk.Type != "CERTIFICATE" || len(bytes.TrimSpace(rest)) > 0 {
+			return false, fmt.Errorf("certificate %d is not one PEM CERTIFICATE block", i+1)
+		}
+		if _, err := x509.ParseCertificate(blk.Bytes); err != nil {
+			return false, fmt.Errorf("certificate %d: %w", i+1, err)
+		}
+		sum := sha256.Sum256(blk.Bytes)
+		files[hex.EncodeToString(sum[:])] = pem.EncodeToMemory(blk)
+	}
+	digests := make([]string, 0, len(files))
+	for d := range files {
+		digests = append(digests, d)
+	}
+	sort.Strings(digests)
+	h := sha256.Sum256([]byte(strings.Join(digests, "\n")))
+	want := hex.EncodeToString(h[:])
+	had, err := os.ReadFile(s.path(caHashFile))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false, err
+	}
+	dir := s.path(guestCADir)
+	_, dirErr := os.Stat(dir)
+	switch {
+	case strings.TrimSpace(string(had)) == want:
+		return false, nil
+	case len(files) == 0 && len(had) == 0 && errors.Is(dirErr, os.ErrNotExist):
+		return false, nil // never had any: nothing to take away
+	}
+	// The recorded set is no longer what the folder holds from here on:
+	// a rebuild that fails must be redone at the next setup.
+	if err := os.Remove(s.path(caHashFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false, err
+	}
+	// The new folder is complete before it replaces the old one.
+	tmp := dir + ".new"
+	if err := os.RemoveAll(tmp); err != nil {
+		return false, err
+	}
+	if len(files) > 0 {
+		if err := os.MkdirAll(tmp, 0o755); err != nil {
+			return false, err
+		}
+		for _, d := range digests {
+			// update-ca-certificates takes *.crt only.
+			if err := writeFileAtomic(filepath.Join(tmp, d[:16]+".crt"), files[d], 0o644); err != nil {
+				return false, err
+			}
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return false, err
+	}
+	if len(files) > 0 {
+		if err := os.Rename(tmp, dir); err != nil {
+			return false, err
+		}
+	}
+	// --fresh drops the links of certificates that are gone.
+	if _, err := s.OS.Run(ctx, "update-ca-certificates", "--fresh"); err != nil {
+		return true, err
+	}
+	if err := os.MkdirAll(filepath.Dir(s.path(caHashFile)), 0o755); err != nil {
+		return true, err
+	}
+	s.Log.Info("trust store rebuilt", "vmdock CAs", len(files))
+	return true, writeFileAtomic(s.path(caHashFile), []byte(want+"\n"), 0o644)
+}
+
+// applyProxy writes the daemons' drop-ins, apt's setting and the login
+// environment; nil removes them. It reports whether a drop-in changed.
+func (s *Server) applyProxy(ctx context.Context, p *agent.Proxy) (bool, error) {
+	env := proxyEnv(p)
+	changed := false
+	var dropIn []byte
+	if len(env) > 0 {
+		var b strings.Builder
+		b.WriteString("# Written by the vmdock agent: the proxy vmdock start found on the host.\n[Service]\n")
+		for _, k := range sortedKeys(env) {
+			fmt.Fprintf(&b, "Environment=\"%s=%s\"\n", k, systemdEscape(env[k]))
+		}
+		dropIn = []byte(b.String())
+	}
+	for _, u := range proxyUnits {
+		c, err := s.syncFile(filepath.Join("/etc/systemd/system", u+".service.d", proxyDropIn), dropIn)
+		if err != nil {
+			return changed, err
+		}
+		changed = changed || c
+	}
+	var apt []byte
+	if p != nil && (p.HTTP != "" || p.HTTPS != "") {
+		var b strings.Builder
+		b.WriteString("// Written by the vmdock agent: the proxy vmdock start found on the host.\n")
+		if p.HTTP != "" {
+			fmt.Fprintf(&b, "Acquire::http::Proxy %q;\n", p.HTTP)
+		}
+		if p.HTTPS != "" {
+			fmt.Fprintf(&b, "Acquire::https::Proxy %q;\n", p.HTTPS)
+		}
+		apt = []byte(b.String())
+	}
+	if _, err := s.syncFile(aptProxyConf, apt); err != nil {
+		return changed, err
+	}
+	if err := s.setEnvProxy(env); err != nil {
+		return changed, err
+	}
+	if changed {
+		if _, err := s.OS.Run(ctx, "systemctl", "daemon-reload"); err != nil {
+			return changed, err
+		}
+	}
+	return changed, nil
+}
+
+// proxyEnv is p as variables, in both cases: some tools read only one.
+func proxyEnv(p *agent.Proxy) map[string]string {
+	env := map[string]string{}
+	if p == nil {
+		return env
+	}
+	for k, v := range map[string]string{"HTTP_PROXY": p.HTTP, "HTTPS_PROXY": p.HTTPS, "NO_PROXY": p.NoProxy} {
+		if v != "" {
+			env[k], env[strings.ToLower(k)] = v, v
+		}
+	}
+	if len(env) == 2 && env["NO_PROXY"] != "" {
+		return map[string]string{} // a bypass list without a proxy does nothing
+	}
+	return env
+}
+
+var proxyVarNames = map[string]bool{"HTTP_PROXY": true, "HTTPS_PROXY": true, "NO_PROXY": true,
+	"http_proxy": true, "https_proxy": true, "no_proxy": true}
+
+// setEnvProxy puts the proxy variables in /etc/environment (login shells,
+// `vmdock ssh`), keeping every other line.
+func (s *Server) setEnvProxy(env map[string]string) error {
+	p := s.path(etcEnv)
+	old, err := os.ReadFile(p)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimRight(string(old), "\n"), "\n") {
+		k, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(l), "export "), "=")
+		if l == "" || proxyVarNames[strings.TrimSpace(k)] {
+			continue
+		}
+		lines = append(lines, l)
+	}
+	for _, k := range sortedKeys(env) {
+		lines = append(lines, k+"="+strconv.Quote(env[k]))
+	}
+	out := strings.Join(lines, "\n")
+	if out != "" {
+		out += "\n"
+	}
+	if out == string(old) {
+		return nil
+	}
+	return writeFileAtomic(p, []byte(out), 0o644)
+}
+
+// syncFile makes guest file p hold b, or removes it when b is nil, and
+// reports whether that changed anything.
+func (s *Server) syncFile(p string, b []byte) (bool, error) {
+	full := s.path(p)
+	old, err := os.ReadFile(full)
+	exists := err == nil
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false, err
+	}
+	if b == nil {
+		if !exists {
+			return false, nil
+		}
+		return true, os.Remove(full)
+	}
+	if exists && bytes.Equal(old, b) {
+		return false, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+		return false, err
+	}
+	return true, writeFileAtomic(full, b, 0o644)
+}
+
+// restartRunningDaemons restarts the daemons that run, so they read the
+// new trust store and proxy; at boot none runs yet and this does nothing.
+func (s *Server) restartRunningDaemons(ctx context.Context) error {
+	units := []string{"containerd.service", "docker.service"}
+	if _, err := os.Stat(s.path(buildkitUnit)); err == nil {
+		units = append(units, "buildkit.service")
+	}
+	_, err := s.OS.Run(ctx, "systemctl", append([]string{"try-restart"}, units...)...)
+	return err
+}
+
+// systemdEscape quotes v for a double-quoted Environment= assignment: a
+// percent sign would be a unit specifier (a %40 in a password).
+func systemdEscape(v string) string {
+	v = strings.ReplaceAll(v, `\`, `\\`)
+	v = strings.ReplaceAll(v, `"`, `\"`)
+	return strings.ReplaceAll(v, "%", "%%")
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,165 @@
+package guest
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vmdock/vmdock/agent"
+)
+
+func testCA(t *testing.T, name string) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	must(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	must(t, err)
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+}
+
+func crtFiles(t *testing.T, s *Server) []string {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(s.path(guestCADir), "*"))
+	var names []string
+	for _, p := range m {
+		names = append(names, filepath.Base(p))
+	}
+	return names
+}
+
+func TestCACertsInstallOnlyWhenTheSetChanges(t *testing.T) {
+	s, fos := newTestServer(t)
+	ctx := context.Background()
+	a, b := testCA(t, "a"), testCA(t, "b")
+	runs := func() int { return strings.Count(fos.ran(), "update-ca-certificates --fresh") }
+
+	// A guest that never had any: nothing to do, nothing run.
+	must(t, s.corpNet(ctx, agent.Setup{}))
+	if fos.ran() != "" {
+		t.Fatalf("no CAs, none before: ran %q", fos.ran())
+	}
+
+	must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{a, b}}))
+	if got := crtFiles(t, s); len(got) != 2 || !strings.HasSuffix(got[0], ".crt") || runs() != 1 {
+		t.Fatalf("two CAs: files %v, update runs %d", got, runs())
+	}
+	if !strings.Contains(fos.ran(), "systemctl try-restart containerd.service docker.service") {
+		t.Errorf("a changed trust store must restart the daemons that run: %s", fos.ran())
+	}
+	// The same set, in another order (another boot): nothing runs.
+	before := fos.ran()
+	must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{b, a}}))
+	if fos.ran() != before {
+		t.Fatalf("unchanged set ran: %q", strings.TrimPrefix(fos.ran(), before))
+	}
+	// A CA removed on the host goes away.
+	must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{b}}))
+	bb, _ := os.ReadFile(filepath.Join(s.path(guestCADir), crtFiles(t, s)[0]))
+	if got := crtFiles(t, s); len(got) != 1 || string(bb) != b || runs() != 2 {
+		t.Fatalf("after removing a: files %v, update runs %d", got, runs())
+	}
+	// None left: the folder goes, the store is rebuilt once.
+	must(t, s.corpNet(ctx, agent.Setup{}))
+	if _, err := os.Stat(s.path(guestCADir)); !os.IsNotExist(err) || runs() != 3 {
+		t.Fatalf("empty set: folder %v, update runs %d", err, runs())
+	}
+	must(t, s.corpNet(ctx, agent.Setup{}))
+	if runs() != 3 {
+		t.Fatalf("empty again: update ran again")
+	}
+	if _, err := os.Stat(s.path(guestCADir + ".new")); !os.IsNotExist(err) {
+		t.Errorf("the staging folder is left behind")
+	}
+}
+
+func TestCACertsBadOneInstallsNothing(t *testing.T) {
+	s, fos := newTestServer(t)
+	ctx := context.Background()
+	a := testCA(t, "a")
+	must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{a}}))
+	before := fos.ran()
+	err := s.corpNet(ctx, agent.Setup{CACerts: []string{testCA(t, "b"), "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"}})
+	if err == nil || !strings.Contains(err.Error(), "certificate 2") {
+		t.Fatalf("a bad second certificate: %v", err)
+	}
+	if got := crtFiles(t, s); len(got) != 1 || fos.ran() != before {
+		t.Fatalf("half installed: files %v, ran %q", got, strings.TrimPrefix(fos.ran(), before))
+	}
+	// A failed rebuild is retried at the next setup: no hash is kept.
+	fos.results = map[string]error{"update-ca-certificates": exitErr(1)}
+	if err := s.corpNet(ctx, agent.Setup{CACerts: []string{testCA(t, "c")}}); err == nil {
+		t.Fatal("update-ca-certificates failed: want the error")
+	}
+	fos.results = nil
+	n := strings.Count(fos.ran(), "update-ca-certificates")
+	must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{a}}))
+	if strings.Count(fos.ran(), "update-ca-certificates") != n+1 {
+		t.Errorf("after a failed rebuild the next setup must rebuild")
+	}
+}
+
+func TestProxyAppliedToDaemonsAndTools(t *testing.T) {
+	s, fos := newTestServer(t)
+	ctx := context.Background()
+	must(t, os.MkdirAll(filepath.Join(s.Root, filepath.Dir(buildkitUnit)), 0o755))
+	must(t, os.WriteFile(filepath.Join(s.Root, buildkitUnit), nil, 0o644))
+	must(t, os.WriteFile(s.path(etcEnv), []byte("LANG=\"C.UTF-8\"\nhttp_proxy=\"http://stale:1\"\n"), 0o644))
+	p := &agent.Proxy{HTTP: "http://u:p%40ss@10.254.254.254:3128", HTTPS: "http://10.254.254.254:3128", NoProxy: "host.docker.internal,.corp"}
+	must(t, s.corpNet(ctx, agent.Setup{Proxy: p}))
+	for _, u := range proxyUnits {
+		b, err := os.ReadFile(s.path(filepath.Join("/etc/systemd/system", u+".service.d", proxyDropIn)))
+		if err != nil {
+			t.Fatalf("%s drop-in: %v", u, err)
+		}
+		for _, want := range []string{"[Service]\n", `Environment="HTTP_PROXY=http://u:p%%40ss@10.254.254.254:3128"`,
+			`Environment="https_proxy=http://10.254.254.254:3128"`, `Environment="NO_PROXY=host.docker.internal,.corp"`} {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("%s drop-in lacks %s:\n%s", u, want, b)
+			}
+		}
+	}
+	apt, _ := os.ReadFile(s.path(aptProxyConf))
+	if !strings.Contains(string(apt), `Acquire::https::Proxy "http://10.254.254.254:3128";`) {
+		t.Errorf("apt conf:\n%s", apt)
+	}
+	env, _ := os.ReadFile(s.path(etcEnv))
+	if !strings.HasPrefix(string(env), "LANG=\"C.UTF-8\"\n") || strings.Contains(string(env), "stale") ||
+		!strings.Contains(string(env), "no_proxy=\"host.docker.internal,.corp\"\n") {
+		t.Errorf("/etc/environment:\n%s", env)
+	}
+	if want := "systemctl daemon-reload\nsystemctl try-restart containerd.service docker.service buildkit.service"; fos.ran() != want {
+		t.Errorf("ran %q, want %q", fos.ran(), want)
+	}
+	// The same proxy again (the next boot): nothing to reload or restart.
+	before := fos.ran()
+	must(t, s.corpNet(ctx, agent.Setup{Proxy: p}))
+	if fos.ran() != before {
+		t.Errorf("unchanged proxy ran %q", strings.TrimPrefix(fos.ran(), before))
+	}
+	// The proxy gone on the host: gone in the guest.
+	must(t, s.corpNet(ctx, agent.Setup{}))
+	if m, _ := filepath.Glob(s.path("/etc/systemd/system/*.service.d/" + proxyDropIn)); len(m) != 0 {
+		t.Errorf("drop-ins left: %v", m)
+	}
+	if _, err := os.Stat(s.path(aptProxyConf)); !os.IsNotExist(err) {
+		t.Errorf("apt conf left")
+	}
+	if env, _ := os.ReadFile(s.path(etcEnv)); string(env) != "LANG=\"C.UTF-8\"\n" {
+		t.Errorf("/etc/environment after removal: %q", env)
+	}
+	if n := strings.Count(fos.ran(), "try-restart"); n != 2 {
+		t.Errorf("restarts: %d, want 2 (set, removed)", n)
+	}
+}
