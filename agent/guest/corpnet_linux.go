@@ -172,6 +172,9 @@ func (s *Server) applyProxy(ctx context.Context, p *agent.Proxy) (bool, error) {
 	if err := s.setEnvProxy(env); err != nil {
 		return changed, err
 	}
+	s.mu.Lock()
+	s.proxyVars = env
+	s.mu.Unlock()
 	if changed {
 		if _, err := s.OS.Run(ctx, "systemctl", "daemon-reload"); err != nil {
 			return changed, err
@@ -279,4 +282,24 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// withProxyVars is env over the proxy variables: a command the host runs
+// in the guest (vmdock nerdctl, which pulls itself) uses the proxy the
+// daemons use, unless the request sets its own.
+func (s *Server) withProxyVars(env map[string]string) map[string]string {
+	s.mu.Lock()
+	pv := s.proxyVars
+	s.mu.Unlock()
+	if len(pv) == 0 {
+		return env
+	}
+	out := make(map[string]string, len(pv)+len(env))
+	for k, v := range pv {
+		out[k] = v
+	}
+	for k, v := range env {
+		out[k] = v
+	}
+	return out
 }

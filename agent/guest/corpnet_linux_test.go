@@ -142,6 +142,9 @@ func TestProxyAppliedToDaemonsAndTools(t *testing.T) {
 	if want := "systemctl daemon-reload\nsystemctl try-restart containerd.service docker.service buildkit.service"; fos.ran() != want {
 		t.Errorf("ran %q, want %q", fos.ran(), want)
 	}
+	if got := s.withProxyVars(map[string]string{"NO_PROXY": "mine"}); got["HTTPS_PROXY"] != p.HTTPS || got["NO_PROXY"] != "mine" {
+		t.Errorf("exec environment: %v; want the proxy, the request's own values winning", got)
+	}
 	// The same proxy again (the next boot): nothing to reload or restart.
 	before := fos.ran()
 	must(t, s.corpNet(ctx, agent.Setup{Proxy: p}))
@@ -158,6 +161,9 @@ func TestProxyAppliedToDaemonsAndTools(t *testing.T) {
 	}
 	if env, _ := os.ReadFile(s.path(etcEnv)); string(env) != "LANG=\"C.UTF-8\"\n" {
 		t.Errorf("/etc/environment after removal: %q", env)
+	}
+	if got := s.withProxyVars(nil); len(got) != 0 {
+		t.Errorf("exec environment after the proxy went: %v", got)
 	}
 	if n := strings.Count(fos.ran(), "try-restart"); n != 2 {
 		t.Errorf("restarts: %d, want 2 (set, removed)", n)

@@ -70,6 +70,7 @@ func execCmd(r agent.ExecRequest) *exec.Cmd {
 // runExec runs the command and returns its exit code; err means it could
 // not start. When the host goes away the process group is killed.
 func (s *Server) runExec(st net.Conn, fw *agent.FrameWriter, r agent.ExecRequest) (int, error) {
+	r.Env = s.withProxyVars(r.Env)
 	cmd := execCmd(r)
 	var (
 		stdin   io.WriteCloser

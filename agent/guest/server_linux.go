@@ -55,6 +55,9 @@ type Server struct {
 	ownPorts     map[portKey]bool
 	hostAccess   net.Listener
 	hostAccessIP string
+	// proxyVars is the proxy of the last setup as variables, for exec'd
+	// commands (vmdock nerdctl pulls itself, vmdock ssh shells).
+	proxyVars map[string]string
 	sshAgent     *sshAgentListener
 	// publishDNAT: the containerd runtime runs, so published ports are
 	// portmap's DNAT rules as well as listening sockets.
