@@ -58,7 +58,7 @@ type Server struct {
 	// proxyVars is the proxy of the last setup as variables, for exec'd
 	// commands (vmdock nerdctl pulls itself, vmdock ssh shells).
 	proxyVars map[string]string
-	sshAgent     *sshAgentListener
+	sshAgent  *sshAgentListener
 	// publishDNAT: the containerd runtime runs, so published ports are
 	// portmap's DNAT rules as well as listening sockets.
 	publishDNAT bool
