@@ -23,8 +23,9 @@ import (
 // published port answers, the guest clock is right. Before the save, the
 // idle cost checks (checkIdleCost): a container's 256 MiB and a removed
 // volume's disk blocks go back to the host. Then a changed cpus
-// count and a damaged state each boot cold and say why, and the data disk
-// checks clean at the end.
+// count and a damaged state each boot cold and say why; in that last
+// boot the idle pause (checkIdlePause), and the data disk checks clean
+// after a stop of the paused VM.
 func TestE2EResume(t *testing.T) {
 	if os.Getenv("VMDOCK_E2E_RESUME") != "1" {
 		t.Skip("set VMDOCK_E2E_RESUME=1 to boot an instance and resume it")
@@ -170,7 +171,11 @@ func TestE2EResume(t *testing.T) {
 		}
 		e.docker(2*time.Minute, "run", "--rm", "vmdock-test:latest", "/bin/busybox", "true")
 	})
-	e.timed("stop --no-save powers off; the data disk checks clean", func(t *testing.T) {
+	e.timed("idle pause: pauses after idle 10s, a 2-minute pause keeps the session, docker, a forwarded port and sync wake it", func(t *testing.T) {
+		checkIdlePause(t, e, syncDir)
+	})
+	e.timed("stop --no-save of a VM paused while idle powers off; the data disk checks clean", func(t *testing.T) {
+		e.waitPause(t, e.idleNow(t).Idle.Pauses+1)
 		out := e.run(5*time.Minute, e.vmdock, "stop", "--no-save")
 		if strings.Contains(out, "saved the VM") {
 			t.Fatalf("stop --no-save saved:\n%s", out)

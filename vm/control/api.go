@@ -93,6 +93,9 @@ type Status struct {
 	SSHAgent *SSHAgentStatus `json:"sshAgent,omitempty"`
 	// Idle is the idle pause: its period, and whether the VM is paused.
 	Idle *IdleStatus `json:"idle,omitempty"`
+	// AgentSessions counts the guest agent sessions since the host agent
+	// started: 1 until a reconnect.
+	AgentSessions int `json:"agentSessions,omitempty"`
 }
 
 // IdleStatus is the idle pause as the host agent runs it.

@@ -136,6 +136,12 @@ type hostAgent struct {
 	// the pause halted the sync mounts, the wake resumes them.
 	idleOff         string
 	idleSyncsHalted bool
+	// syncsBack is closed once the sync mounts a wake resumes run again;
+	// sync requests wait for it (nil: nothing to wait for).
+	syncsBack chan struct{}
+	// sessions counts the agent sessions of this run: a reconnect (or a
+	// pause that lost its session) adds one.
+	sessions int
 }
 
 // Run boots the instance and serves it until stopped. It returns nil after
@@ -172,8 +178,8 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 
 	ctrl, err := control.Listen(inst.ControlSocketPath(), control.Handlers{
 		Status: ha.status, Events: ha.events, Stop: ha.requestStop, OpenStream: ha.openAgentStream,
-		SyncFlush: ha.heldAction(ha.syncs.Flush), SyncReset: ha.heldAction(ha.syncs.Reset),
-		SyncPause: ha.heldAction(ha.syncs.Pause), SyncResume: ha.heldAction(ha.syncs.Resume),
+		SyncFlush: ha.heldSyncAction(ha.syncs.Flush), SyncReset: ha.heldSyncAction(ha.syncs.Reset),
+		SyncPause: ha.heldSyncAction(ha.syncs.Pause), SyncResume: ha.heldSyncAction(ha.syncs.Resume),
 		SetIdle: ha.setIdle,
 	})
 	if err != nil {
@@ -333,6 +339,7 @@ func (ha *hostAgent) status() control.Status {
 	st.Proxy, st.CACerts = ha.corp.status(), len(ha.corp.certs.Certs)
 	st.SSHAgent = ha.sshAgent.status()
 	st.Idle = idleStatus
+	st.AgentSessions = ha.sessions
 	return st
 }
 

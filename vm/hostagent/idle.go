@@ -170,9 +170,19 @@ func (ha *hostAgent) wakeFromIdle(ctx context.Context) error {
 	ha.mu.Lock()
 	halted := ha.idleSyncsHalted
 	ha.idleSyncsHalted = false
+	var back chan struct{}
+	if halted {
+		back = make(chan struct{})
+		ha.syncsBack = back
+	}
 	ha.mu.Unlock()
 	if halted {
-		go ha.resumeSyncs()
+		// Not waited for: the docker call that woke the VM must not wait
+		// for the sync sessions' reconnect and scan; sync requests do.
+		go func() {
+			ha.resumeSyncs()
+			close(back)
+		}()
 	}
 	ha.events.Emit("idle", control.EventNote, "", fmt.Sprintf("woke from the idle pause in %s", time.Since(start).Round(time.Millisecond)))
 	return nil
@@ -213,6 +223,27 @@ func (ha *hostAgent) heldAction(act func(context.Context, string) error) func(co
 		defer release()
 		return act(ctx, arg)
 	}
+}
+
+// heldSyncAction is heldAction for the sync routes: after a wake they
+// wait until the sync mounts the pause halted run again.
+func (ha *hostAgent) heldSyncAction(act func(context.Context, string) error) func(context.Context, string) error {
+	if act == nil {
+		return nil
+	}
+	return ha.heldAction(func(ctx context.Context, arg string) error {
+		ha.mu.Lock()
+		back := ha.syncsBack
+		ha.mu.Unlock()
+		if back != nil {
+			select {
+			case <-back:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return act(ctx, arg)
+	})
 }
 
 // heldHandler is heldAction for an added route (Options.Routes).

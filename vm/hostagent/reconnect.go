@@ -124,6 +124,7 @@ func (l *agentLink) Dial(ctx context.Context, network, addr string) (net.Conn, e
 func (ha *hostAgent) adoptClient(c *agent.Client) {
 	ha.mu.Lock()
 	ha.client = c
+	ha.sessions++
 	ha.mu.Unlock()
 	ha.link.set(c)
 	go ha.followGuestLog(c)
