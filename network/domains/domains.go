@@ -1,0 +1,315 @@
+// Package domains turns a profile's containers into the names the router
+// answers under vmdock.localhost (see issue 30): which name goes to which
+// container and port, and which containers lost a name to another. It
+// knows nothing of docker's API or of the network: callers hand it
+// Containers and get a Table.
+package domains
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Suffix is the domain every name lives under. Browsers resolve
+// *.localhost to loopback by themselves (RFC 6761), so no DNS is needed.
+const Suffix = "vmdock.localhost"
+
+// DefaultProfile is the profile whose names carry no profile label.
+const DefaultProfile = "default"
+
+// The container labels that shape names and ports.
+const (
+	LabelDomains        = "dev.vmdock.domains"
+	LabelHTTPPort       = "dev.vmdock.http-port"
+	LabelComposeProject = "com.docker.compose.project"
+	LabelComposeService = "com.docker.compose.service"
+)
+
+// DefaultPort is the target port of a container that exposes none.
+const DefaultPort = 80
+
+// Source is where a name came from; a higher Source wins a name.
+type Source int
+
+const (
+	FromContainerName Source = iota
+	FromCompose
+	FromLabel
+)
+
+func (s Source) String() string {
+	switch s {
+	case FromLabel:
+		return "label"
+	case FromCompose:
+		return "compose"
+	default:
+		return "container"
+	}
+}
+
+// MarshalText makes Source readable in `vmdock domains --json`.
+func (s Source) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// Container is what a name needs to know of one running container.
+type Container struct {
+	ID      string
+	Name    string // without docker's leading "/"
+	Labels  map[string]string
+	Exposed []int // exposed TCP ports, published or not
+	Created time.Time
+	// IP is the container's address inside the guest; "" for a container
+	// with no address of its own (network "none"), which cannot be routed.
+	IP string
+}
+
+// Route is one name and where it goes.
+type Route struct {
+	Name        string `json:"name"`
+	Profile     string `json:"profile"`
+	ContainerID string `json:"containerId"`
+	Container   string `json:"container"`
+	Source      Source `json:"source"`
+	// Port is the target port; 0 when the route has Problem instead.
+	Port int `json:"port,omitempty"`
+	// Addr is host:port inside the guest, "" when Problem is set.
+	Addr string `json:"addr,omitempty"`
+	// Problem says why the name cannot be proxied (several exposed
+	// ports and no port label, no address); the router shows it as a page.
+	Problem string `json:"problem,omitempty"`
+	created time.Time
+}
+
+// Conflict is a name claimed by more than one container.
+type Conflict struct {
+	Name   string  `json:"name"`
+	Winner Route   `json:"winner"`
+	Losers []Route `json:"losers"`
+}
+
+// Table is the names of one or more profiles, resolved.
+type Table struct {
+	routes    map[string]Route
+	claims    []Route // every claim, winners and losers, for Merge
+	conflicts []Conflict
+	// Problems are labels that could not be used, one line each.
+	Problems []string
+}
+
+// Label makes s a DNS label: lowercased, "_" and "." become "-". Other
+// characters docker allows in names are already DNS-safe.
+func Label(s string) string {
+	s = strings.ToLower(s)
+	return strings.NewReplacer("_", "-", ".", "-").Replace(s)
+}
+
+// zone is the part after the container's own labels: the profile (if not
+// the default) and the suffix.
+func zone(profile string) string {
+	if profile == "" || profile == DefaultProfile {
+		return Suffix
+	}
+	return Label(profile) + "." + Suffix
+}
+
+// Names are the names a container claims, each with its source. Bad
+// entries in its domains label come back as problems.
+func Names(profile string, c Container) (names map[string]Source, problems []string) {
+	names = map[string]Source{}
+	if n := Label(strings.TrimPrefix(c.Name, "/")); n != "" {
+		names[n+"."+zone(profile)] = FromContainerName
+	}
+	if svc, proj := c.Labels[LabelComposeService], c.Labels[LabelComposeProject]; svc != "" && proj != "" {
+		names[Label(svc)+"."+Label(proj)+"."+zone(profile)] = FromCompose
+	}
+	for _, raw := range strings.FieldsFunc(c.Labels[LabelDomains], func(r rune) bool { return r == ',' || r == ' ' }) {
+		n, err := fullName(raw)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("container %s: label %s: %v", c.Name, LabelDomains, err))
+			continue
+		}
+		names[n] = FromLabel
+	}
+	return names, problems
+}
+
+// fullName checks a name from the domains label: a full name under the
+// suffix, each label normalised like container names.
+func fullName(raw string) (string, error) {
+	n := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(raw)), ".")
+	if !strings.HasSuffix(n, "."+Suffix) {
+		return "", fmt.Errorf("name %q is not accepted; accepted: full names ending in .%s", raw, Suffix)
+	}
+	parts := strings.Split(strings.TrimSuffix(n, "."+Suffix), ".")
+	for i, p := range parts {
+		parts[i] = strings.ReplaceAll(p, "_", "-")
+		if parts[i] == "" || len(parts[i]) > 63 {
+			return "", fmt.Errorf("name %q is not accepted; accepted: full names ending in .%s with labels of 1-63 characters", raw, Suffix)
+		}
+	}
+	return strings.Join(parts, ".") + "." + Suffix, nil
+}
+
+// Target is the port a container's names go to: the port label, else the
+// one exposed TCP port, else DefaultPort. Several exposed ports and no
+// label is a problem naming them, not a guess.
+func Target(c Container) (port int, problem string) {
+	if v, ok := c.Labels[LabelHTTPPort]; ok {
+		p, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || p < 1 || p > 65535 {
+			return 0, fmt.Sprintf("label %s=%q is not accepted; accepted: a port 1-65535", LabelHTTPPort, v)
+		}
+		return p, ""
+	}
+	ports := slices.Clone(c.Exposed)
+	slices.Sort(ports)
+	ports = slices.Compact(ports)
+	switch len(ports) {
+	case 0:
+		return DefaultPort, ""
+	case 1:
+		return ports[0], ""
+	}
+	strs := make([]string, len(ports))
+	for i, p := range ports {
+		strs[i] = strconv.Itoa(p)
+	}
+	return 0, fmt.Sprintf("container %s exposes several TCP ports (%s); choose one with the label %s=<port>", c.Name, strings.Join(strs, ", "), LabelHTTPPort)
+}
+
+// Build resolves one profile's containers into a Table.
+func Build(profile string, cs []Container) *Table {
+	var claims []Route
+	var problems []string
+	for _, c := range cs {
+		names, probs := Names(profile, c)
+		problems = append(problems, probs...)
+		port, problem := Target(c)
+		addr := ""
+		if problem == "" {
+			if c.IP == "" {
+				problem = fmt.Sprintf("container %s has no IP address of its own (network none?)", c.Name)
+				port = 0
+			} else {
+				addr = net.JoinHostPort(c.IP, strconv.Itoa(port))
+			}
+		}
+		for n, src := range names {
+			claims = append(claims, Route{
+				Name: n, Profile: profileName(profile), ContainerID: c.ID, Container: strings.TrimPrefix(c.Name, "/"),
+				Source: src, Port: port, Addr: addr, Problem: problem, created: c.Created,
+			})
+		}
+	}
+	t := resolve(claims)
+	sort.Strings(problems)
+	t.Problems = problems
+	return t
+}
+
+func profileName(p string) string {
+	if p == "" {
+		return DefaultProfile
+	}
+	return p
+}
+
+// Merge resolves several profiles' tables as one, so a name two profiles
+// claim (a label's full name, say) is decided by the same rules.
+func Merge(ts ...*Table) *Table {
+	var claims []Route
+	var problems []string
+	for _, t := range ts {
+		if t == nil {
+			continue
+		}
+		claims = append(claims, t.claims...)
+		problems = append(problems, t.Problems...)
+	}
+	m := resolve(claims)
+	m.Problems = problems
+	return m
+}
+
+// wins orders claims on one name: higher source, then newer container,
+// then (for a stable answer) profile and container ID.
+func wins(a, b Route) bool {
+	if a.Source != b.Source {
+		return a.Source > b.Source
+	}
+	if !a.created.Equal(b.created) {
+		return a.created.After(b.created)
+	}
+	if a.Profile != b.Profile {
+		return a.Profile < b.Profile
+	}
+	return a.ContainerID < b.ContainerID
+}
+
+func resolve(claims []Route) *Table {
+	byName := map[string][]Route{}
+	for _, c := range claims {
+		byName[c.Name] = append(byName[c.Name], c)
+	}
+	t := &Table{routes: map[string]Route{}, claims: claims}
+	for n, cs := range byName {
+		sort.Slice(cs, func(i, j int) bool { return wins(cs[i], cs[j]) })
+		t.routes[n] = cs[0]
+		if len(cs) > 1 {
+			t.conflicts = append(t.conflicts, Conflict{Name: n, Winner: cs[0], Losers: cs[1:]})
+		}
+	}
+	sort.Slice(t.conflicts, func(i, j int) bool { return t.conflicts[i].Name < t.conflicts[j].Name })
+	return t
+}
+
+// HostName turns a Host header or SNI into a table key: no port, no
+// trailing dot, lowercase.
+func HostName(host string) string {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return strings.TrimSuffix(strings.ToLower(host), ".")
+}
+
+// Lookup finds the route for a Host header or SNI name.
+func (t *Table) Lookup(host string) (Route, bool) {
+	if t == nil {
+		return Route{}, false
+	}
+	r, ok := t.routes[HostName(host)]
+	return r, ok
+}
+
+// Routes are the winning routes, by name.
+func (t *Table) Routes() []Route {
+	if t == nil {
+		return nil
+	}
+	out := make([]Route, 0, len(t.routes))
+	for _, r := range t.routes {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Conflicts are the names more than one container claims, by name.
+func (t *Table) Conflicts() []Conflict {
+	if t == nil {
+		return nil
+	}
+	return t.conflicts
+}
+
+// Under reports whether name is the suffix or below it: the only names
+// the router answers and the CA signs.
+func Under(name string) bool {
+	name = HostName(name)
+	return name == Suffix || strings.HasSuffix(name, "."+Suffix)
+}
