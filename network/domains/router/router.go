@@ -1,0 +1,210 @@
+// Package router is the HTTP(S) front of container domains: it takes a
+// request for <name>.vmdock.localhost on a loopback port, finds the name in
+// the registered profiles' route tables, and proxies it to the container's
+// address inside that profile's guest through the profile's dial function
+// (the agent channel in production).
+//
+// Who owns the ports: one Router serves every profile because only one
+// process can hold 127.0.0.1:80. The design is that the first host agent
+// to bind the ports runs the Router, and the others register their
+// profiles with it (Register/SetTable/Unregister); on stop it closes the
+// listeners and the next agent to retry the bind takes over. Today only
+// the in-process part exists: Register/SetTable/Unregister for any number
+// of profiles in one process. The registration of another host agent's
+// profile across processes is not built yet.
+package router
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"html"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/vmdock/vmdock/network/domains"
+)
+
+// DialFunc opens a stream to network/addr inside a profile's guest; it has
+// network.DialFunc's signature, so the agent channel's Dial fits.
+type DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error)
+
+type profile struct {
+	table     *domains.Table
+	transport *http.Transport
+	proxy     *httputil.ReverseProxy
+}
+
+// Router is an http.Handler routing by Host (and, over TLS, checking the
+// Host against the SNI name).
+type Router struct {
+	mu       sync.RWMutex
+	profiles map[string]*profile
+	merged   *domains.Table
+}
+
+// New returns a Router with no profiles: every name is unknown.
+func New() *Router {
+	return &Router{profiles: map[string]*profile{}}
+}
+
+type routeKey struct{}
+
+// Register adds a profile whose guest dial reaches; its names appear with
+// SetTable. Registering a profile again replaces its dial function.
+func (r *Router) Register(name string, dial DialFunc) {
+	t := &http.Transport{
+		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+			return dial(ctx, "tcp", addr)
+		},
+		// Containers speak HTTP/1.1 in the clear; the body passes through
+		// as the container sent it, compressed or not.
+		DisableCompression:    true,
+		MaxIdleConns:          256,
+		MaxIdleConnsPerHost:   32,
+		IdleConnTimeout:       90 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+	p := &profile{transport: t}
+	p.proxy = &httputil.ReverseProxy{
+		Transport: t,
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			rt := pr.In.Context().Value(routeKey{}).(domains.Route)
+			pr.SetURL(&url.URL{Scheme: "http", Host: rt.Addr})
+			// The container sees the name the browser asked for, so the
+			// links it makes point back through the router.
+			pr.Out.Host = pr.In.Host
+			pr.SetXForwarded()
+		},
+		ErrorHandler: func(w http.ResponseWriter, req *http.Request, err error) {
+			rt := req.Context().Value(routeKey{}).(domains.Route)
+			slog.Debug("domains: proxy", "name", rt.Name, "addr", rt.Addr, "err", err)
+			page(w, http.StatusBadGateway, "Container not answering",
+				fmt.Sprintf("%s goes to container %s port %d (profile %s), which did not answer: %v", rt.Name, rt.Container, rt.Port, rt.Profile, err))
+		},
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if old := r.profiles[name]; old != nil {
+		p.table = old.table
+		old.transport.CloseIdleConnections()
+	}
+	r.profiles[name] = p
+	r.remerge()
+}
+
+// SetTable replaces a registered profile's names.
+func (r *Router) SetTable(name string, t *domains.Table) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := r.profiles[name]
+	if p == nil {
+		return fmt.Errorf("domains: profile %q is not registered with the router", name)
+	}
+	p.table = t
+	r.remerge()
+	return nil
+}
+
+// Unregister drops a profile and its names (its VM stopped).
+func (r *Router) Unregister(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p := r.profiles[name]; p != nil {
+		p.transport.CloseIdleConnections()
+		delete(r.profiles, name)
+		r.remerge()
+	}
+}
+
+// remerge resolves all profiles' names as one; r.mu is held.
+func (r *Router) remerge() {
+	ts := make([]*domains.Table, 0, len(r.profiles))
+	for _, p := range r.profiles {
+		ts = append(ts, p.table)
+	}
+	r.merged = domains.Merge(ts...)
+}
+
+// Table is every registered profile's names, resolved together.
+func (r *Router) Table() *domains.Table {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.merged
+}
+
+func (r *Router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	host := domains.HostName(req.Host)
+	if req.TLS != nil && req.TLS.ServerName != "" && domains.HostName(req.TLS.ServerName) != host {
+		// The certificate covers only the SNI name; a browser reusing the
+		// connection for another name must open its own.
+		page(w, http.StatusMisdirectedRequest, "Misdirected request",
+			fmt.Sprintf("this connection is for %s, not %s", req.TLS.ServerName, host))
+		return
+	}
+	r.mu.RLock()
+	rt, ok := r.merged.Lookup(host)
+	var p *profile
+	if ok {
+		p = r.profiles[rt.Profile]
+	}
+	r.mu.RUnlock()
+	if !ok || p == nil {
+		page(w, http.StatusNotFound, "No such container name",
+			fmt.Sprintf("no running container answers to %s. `vmdock domains` lists the names there are.", host))
+		return
+	}
+	if rt.Problem != "" {
+		page(w, http.StatusBadGateway, "Cannot route "+rt.Name, rt.Problem)
+		return
+	}
+	p.proxy.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), routeKey{}, rt)))
+}
+
+// page answers a short HTML page at once, so an unknown name never hangs.
+func page(w http.ResponseWriter, code int, title, text string) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	fmt.Fprintf(w, "<!doctype html><title>%s</title><h1>%s</h1><p>%s</p><p><small>vmdock container domains</small></p>\n",
+		html.EscapeString(title), html.EscapeString(title), html.EscapeString(text))
+}
+
+// Server is an http.Server for the router. With getCert it is the HTTPS
+// server (call ServeTLS(ln, "", "")): HTTP/2 and HTTP/1.1 by ALPN, the
+// certificate chosen by SNI.
+func (r *Router) Server(getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error)) *http.Server {
+	srv := &http.Server{
+		Handler:           r,
+		ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog:          slogErrorLog(),
+	}
+	if getCert != nil {
+		srv.TLSConfig = &tls.Config{
+			MinVersion:     tls.VersionTLS12,
+			GetCertificate: getCert,
+			NextProtos:     []string{"h2", "http/1.1"},
+		}
+	}
+	return srv
+}
+
+// Serve runs srv on ln until ln closes, TLS when srv has a TLSConfig.
+func Serve(srv *http.Server, ln net.Listener) error {
+	var err error
+	if srv.TLSConfig != nil {
+		err = srv.ServeTLS(ln, "", "")
+	} else {
+		err = srv.Serve(ln)
+	}
+	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
