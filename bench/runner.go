@@ -21,7 +21,7 @@ import (
 )
 
 // Sections, in run order.
-var Sections = []string{"disk", "tree", "propagate", "ports", "api", "boot", "memory", "sync"}
+var Sections = []string{"disk", "tree", "propagate", "ports", "api", "boot", "memory", "sync", "cost"}
 
 // ExecFunc runs argv in the guest (instance.Exec without the instance).
 type ExecFunc func(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) (int, error)
@@ -67,6 +67,15 @@ type Env struct {
 	// take disks while it runs, and NoScratch says why.
 	Scratch   ScratchDisks
 	NoScratch string
+	// Cost asks the host agent what the instance costs the host now (the
+	// cost section); nil when it cannot be asked.
+	Cost func(ctx context.Context) (HostCost, error)
+	// SetIdle changes the running VM's idle period (0: never pause); nil
+	// when it cannot, and the cost section's wake step is skipped.
+	SetIdle func(ctx context.Context, after time.Duration) error
+	// IdleAfter is the configured idle period, put back after the cost
+	// section when the host agent does not report its own.
+	IdleAfter time.Duration
 }
 
 // Options choose what to run.
@@ -126,6 +135,7 @@ func Run(ctx context.Context, env Env, opt Options, rep *Report) error {
 	funcs := map[string]func(context.Context) error{
 		"disk": r.disk, "tree": r.tree, "ports": r.ports, "api": r.api,
 		"boot": r.boot, "memory": r.memory, "sync": r.sync, "propagate": r.propagate,
+		"cost": r.cost,
 	}
 	for _, s := range opt.Sections {
 		fmt.Fprintf(r.opt.Progress, "bench: %s...\n", s)
