@@ -1,0 +1,5 @@
+package trust
+
+import "context"
+
+func add(ctx context.Context, t *Trust) error { return darwin(ctx, t) }
