@@ -1,0 +1,155 @@
+// Package dockerapi reads what container domains need from a docker
+// engine's API: the running containers, and the event stream that says
+// when to read them again (names follow docker events, not polling).
+package dockerapi
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"sort"
+	"time"
+
+	"github.com/vmdock/vmdock/network/domains"
+)
+
+// Client talks to one docker engine.
+type Client struct {
+	hc *http.Client
+}
+
+// New is a Client whose connections come from dial (the docker socket's
+// host-side forward, or the agent channel).
+func New(dial func(ctx context.Context) (net.Conn, error)) *Client {
+	return &Client{hc: &http.Client{Transport: &http.Transport{
+		DialContext:     func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
+		MaxIdleConns:    2,
+		IdleConnTimeout: 30 * time.Second,
+	}}}
+}
+
+// Unix is a Client for the docker socket at path.
+func Unix(path string) *Client {
+	return New(func(ctx context.Context) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", path)
+	})
+}
+
+// container is the part of GET /containers/json read here.
+type container struct {
+	ID      string            `json:"Id"`
+	Names   []string          `json:"Names"`
+	Labels  map[string]string `json:"Labels"`
+	Created int64             `json:"Created"`
+	Ports   []struct {
+		PrivatePort int    `json:"PrivatePort"`
+		Type        string `json:"Type"`
+	} `json:"Ports"`
+	HostConfig struct {
+		NetworkMode string `json:"NetworkMode"`
+	} `json:"HostConfig"`
+	NetworkSettings struct {
+		Networks map[string]struct {
+			IPAddress string `json:"IPAddress"`
+		} `json:"Networks"`
+	} `json:"NetworkSettings"`
+}
+
+// Containers are the running containers.
+func (c *Client) Containers(ctx context.Context) ([]domains.Container, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", "http://docker/containers/json", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("docker: list containers: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return nil, fmt.Errorf("docker: list containers: %s: %s", resp.Status, b)
+	}
+	var raw []container
+	if err := json.NewDecoder(resp.Body).Decode(&raw); err != nil {
+		return nil, fmt.Errorf("docker: list containers: %w", err)
+	}
+	out := make([]domains.Container, 0, len(raw))
+	for _, r := range raw {
+		out = append(out, convert(r))
+	}
+	return out, nil
+}
+
+func convert(r container) domains.Container {
+	c := domains.Container{ID: r.ID, Labels: r.Labels, Created: time.Unix(r.Created, 0)}
+	if len(r.Names) > 0 {
+		c.Name = r.Names[0]
+		if len(c.Name) > 0 && c.Name[0] == '/' {
+			c.Name = c.Name[1:]
+		}
+	}
+	for _, p := range r.Ports {
+		if p.Type == "tcp" {
+			c.Exposed = append(c.Exposed, p.PrivatePort)
+		}
+	}
+	if r.HostConfig.NetworkMode == "host" {
+		// it listens on the guest's own interfaces
+		c.IP = "127.0.0.1"
+		return c
+	}
+	// the first network by name with an address, so the choice is stable
+	nets := make([]string, 0, len(r.NetworkSettings.Networks))
+	for n := range r.NetworkSettings.Networks {
+		nets = append(nets, n)
+	}
+	sort.Strings(nets)
+	for _, n := range nets {
+		if ip := r.NetworkSettings.Networks[n].IPAddress; ip != "" {
+			c.IP = ip
+			break
+		}
+	}
+	return c
+}
+
+// eventFilter is the events that can change a name or its address.
+var eventFilter = `{"type":["container","network"],"event":["start","die","destroy","rename","update","connect","disconnect"]}`
+
+// Watch calls changed once the event stream is open (so nothing that
+// happens after the first list is missed) and again after each event,
+// until ctx ends or the stream breaks (the error says which).
+func (c *Client) Watch(ctx context.Context, changed func()) error {
+	req, err := http.NewRequestWithContext(ctx, "GET", "http://docker/events?filters="+url.QueryEscape(eventFilter), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("docker: events: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("docker: events: %s: %s", resp.Status, b)
+	}
+	changed()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		changed()
+	}
+	if err := sc.Err(); err != nil && ctx.Err() == nil {
+		return fmt.Errorf("docker: events: %w", err)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return fmt.Errorf("docker: events: the stream ended")
+}

@@ -1,0 +1,122 @@
+package dockerapi
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// engine is a fake docker engine on a unix socket: a fixed container list
+// and an event stream the test feeds.
+func engine(t *testing.T, list string, events chan string) string {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "docker.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/containers/json":
+			fmt.Fprint(w, list)
+		case "/events":
+			if !strings.Contains(r.URL.Query().Get("filters"), `"container"`) {
+				http.Error(w, "no filter", 400)
+				return
+			}
+			w.WriteHeader(200)
+			w.(http.Flusher).Flush()
+			for {
+				select {
+				case ev, ok := <-events:
+					if !ok {
+						return
+					}
+					fmt.Fprintln(w, ev)
+					w.(http.Flusher).Flush()
+				case <-r.Context().Done():
+					return
+				}
+			}
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	s.Listener = ln
+	s.Start()
+	t.Cleanup(s.Close)
+	return sock
+}
+
+const list = `[
+ {"Id":"a1","Names":["/web"],"Labels":{"dev.vmdock.http-port":"3000"},"Created":1700000000,
+  "Ports":[{"PrivatePort":80,"Type":"tcp"},{"PrivatePort":53,"Type":"udp"}],
+  "HostConfig":{"NetworkMode":"bridge"},
+  "NetworkSettings":{"Networks":{"zz":{"IPAddress":"10.9.0.2"},"bridge":{"IPAddress":"172.17.0.2"}}}},
+ {"Id":"b2","Names":["/hosted"],"Created":1700000001,"Ports":[],"HostConfig":{"NetworkMode":"host"},
+  "NetworkSettings":{"Networks":{"host":{"IPAddress":""}}}}
+]`
+
+func TestContainers(t *testing.T) {
+	c := Unix(engine(t, list, nil))
+	cs, err := c.Containers(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 2 {
+		t.Fatalf("%d containers", len(cs))
+	}
+	web := cs[0]
+	if web.Name != "web" || web.IP != "172.17.0.2" || len(web.Exposed) != 1 || web.Exposed[0] != 80 ||
+		web.Labels["dev.vmdock.http-port"] != "3000" || web.Created.Unix() != 1700000000 {
+		t.Errorf("web: %+v", web)
+	}
+	if cs[1].IP != "127.0.0.1" {
+		t.Errorf("a host-network container's address %q, want the guest's loopback", cs[1].IP)
+	}
+}
+
+func TestWatchCallsOnOpenAndOnEachEvent(t *testing.T) {
+	events := make(chan string)
+	c := Unix(engine(t, "[]", events))
+	calls := make(chan struct{}, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Watch(ctx, func() { calls <- struct{}{} }) }()
+	wait := func(what string) {
+		t.Helper()
+		select {
+		case <-calls:
+		case <-time.After(2 * time.Second):
+			t.Fatalf("no call %s", what)
+		}
+	}
+	wait("when the stream opened")
+	events <- `{"Type":"container","Action":"start","id":"a1"}`
+	wait("after an event")
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("Watch returned nil after cancel")
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Watch did not return after cancel")
+	}
+}
+
+func TestErrorsNameWhatFailed(t *testing.T) {
+	c := Unix(filepath.Join(t.TempDir(), "none.sock"))
+	if _, err := c.Containers(context.Background()); err == nil || !strings.Contains(err.Error(), "list containers") {
+		t.Errorf("Containers: %v", err)
+	}
+	if err := c.Watch(context.Background(), func() {}); err == nil || !strings.Contains(err.Error(), "events") {
+		t.Errorf("Watch: %v", err)
+	}
+}
