@@ -476,6 +476,7 @@ func checkPorts(t *testing.T, e *env) {
 	e.timed("UDP echo through published port", func(t *testing.T) {
 		c, err := net.Dial("udp", "127.0.0.1:18081")
 		if err != nil {
+	checkIPv6AndDockerSock(t, e)
 			t.Fatal(err)
 		}
 		defer c.Close()
