@@ -108,6 +108,7 @@ func newRootCmd(h config.Host) *cobra.Command {
 		newDoctorCmd(g),
 		newSetCmd(g),
 		newDockerSockCmd(g),
+		newDomainsCmd(g),
 	)
 	return root
 }

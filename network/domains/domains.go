@@ -56,6 +56,17 @@ func (s Source) String() string {
 // MarshalText makes Source readable in `vmdock domains --json`.
 func (s Source) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
+// UnmarshalText reads what MarshalText wrote.
+func (s *Source) UnmarshalText(b []byte) error {
+	for _, v := range []Source{FromContainerName, FromCompose, FromLabel} {
+		if v.String() == string(b) {
+			*s = v
+			return nil
+		}
+	}
+	return fmt.Errorf("name source %q is not accepted; accepted: container, compose, label", b)
+}
+
 // Container is what a name needs to know of one running container.
 type Container struct {
 	ID      string

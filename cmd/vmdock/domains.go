@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/vmdock/vmdock/network/domains"
+	"github.com/vmdock/vmdock/network/domains/dockerapi"
+	"github.com/vmdock/vmdock/network/domains/localca"
+	"github.com/vmdock/vmdock/network/domains/trust"
+	"github.com/vmdock/vmdock/vm/config"
+	"github.com/vmdock/vmdock/vm/store"
+)
+
+// trustAdder is what `domains trust` needs of package trust; a variable
+// so CLI tests never run sudo or touch a real trust store.
+type trustAdder interface{ Add(context.Context) error }
+
+var newTrust = func(certPath string, out io.Writer) (trustAdder, error) { return trust.New(certPath, out) }
+
+// domainsList is `vmdock domains --json`.
+type domainsList struct {
+	Routes    []domains.Route    `json:"routes"`
+	Conflicts []domains.Conflict `json:"conflicts"`
+	Problems  []string           `json:"problems"`
+	// Skipped are running profiles whose names could not be read, and why.
+	Skipped map[string]string `json:"skipped,omitempty"`
+}
+
+func newDomainsCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "domains",
+		Short: "List the containers' names under " + domains.Suffix,
+		Long: "Every running container has a name: <container>." + domains.Suffix + ", <service>.<project>." + domains.Suffix + "\n" +
+			"for compose services, and the names in its " + domains.LabelDomains + " label; a profile other than default\n" +
+			"adds its name: <container>.<profile>." + domains.Suffix + ". The target port is the " + domains.LabelHTTPPort + " label,\n" +
+			"else the one exposed TCP port, else 80. This lists every running profile's names, with conflicts.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l, err := listDomains(cmd.Context(), g.host)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(l)
+			}
+			printDomains(cmd.OutOrStdout(), l)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.AddCommand(
+		&cobra.Command{
+			Use:   "ca",
+			Short: "Print the path of the CA certificate (PEM) behind https://<name>." + domains.Suffix + ", making the CA on first use",
+			Args:  cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				ca, err := openCA()
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), ca.CertPath())
+				return nil
+			},
+		},
+		&cobra.Command{
+			Use:   "trust",
+			Short: "Add the CA to this host's trust stores (uses sudo)",
+			Long: "macOS: the System keychain. Linux: the system CA folder with update-ca-certificates (or update-ca-trust),\n" +
+				"and your NSS database (~/.pki/nssdb, read by Chromium and Firefox) with certutil. Commands that need root\n" +
+				"run through sudo, each printed first. The CA can sign only names under " + domains.Suffix + " (an X.509 name\n" +
+				"constraint), so trusting it trusts nothing else. Env " + trust.SystemDirEnv + " and " + trust.NSSDBEnv + " move the stores.",
+			Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				ca, err := openCA()
+				if err != nil {
+					return err
+				}
+				t, err := newTrust(ca.CertPath(), cmd.ErrOrStderr())
+				if err != nil {
+					return err
+				}
+				return t.Add(cmd.Context())
+			},
+		},
+	)
+	return cmd
+}
+
+func openCA() (*localca.CA, error) {
+	home, err := store.Home()
+	if err != nil {
+		return nil, err
+	}
+	return localca.Open(home)
+}
+
+// listDomains reads every running profile's containers from its docker
+// socket and resolves their names together, as the router does.
+func listDomains(ctx context.Context, h config.Host) (domainsList, error) {
+	l := domainsList{Skipped: map[string]string{}}
+	home, err := store.Home()
+	if err != nil {
+		return l, err
+	}
+	insts, err := store.List(home)
+	if err != nil {
+		return l, err
+	}
+	var tables []*domains.Table
+	for _, inst := range insts {
+		sock := inst.DockerSocketPath()
+		if _, err := os.Stat(sock); errors.Is(err, fs.ErrNotExist) {
+			continue // not running
+		}
+		if cfg, err := config.Load(inst.ConfigPath(), h); err == nil && cfg.Runtime == config.RuntimeContainerd {
+			l.Skipped[inst.Name] = "the containerd runtime's names are not built yet"
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		cs, err := dockerapi.Unix(sock).Containers(cctx)
+		cancel()
+		if err != nil {
+			l.Skipped[inst.Name] = err.Error()
+			continue
+		}
+		tables = append(tables, domains.Build(inst.Name, cs))
+	}
+	t := domains.Merge(tables...)
+	l.Routes, l.Conflicts, l.Problems = t.Routes(), t.Conflicts(), t.Problems
+	if l.Routes == nil {
+		l.Routes = []domains.Route{}
+	}
+	if l.Conflicts == nil {
+		l.Conflicts = []domains.Conflict{}
+	}
+	if l.Problems == nil {
+		l.Problems = []string{}
+	}
+	return l, nil
+}
+
+func printDomains(w io.Writer, l domainsList) {
+	if len(l.Routes) == 0 {
+		fmt.Fprintln(w, "no container names: no running profile has a running container")
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tPROFILE\tCONTAINER\tPORT\tFROM")
+		for _, r := range l.Routes {
+			port := strconv.Itoa(r.Port)
+			if r.Problem != "" {
+				port = "- (" + r.Problem + ")"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, r.Profile, r.Container, port, r.Source)
+		}
+		tw.Flush()
+	}
+	for _, c := range l.Conflicts {
+		var losers []string
+		for _, r := range c.Losers {
+			losers = append(losers, fmt.Sprintf("%s (%s, profile %s)", r.Container, r.Source, r.Profile))
+		}
+		fmt.Fprintf(w, "conflict: %s goes to %s (%s, profile %s), not %s\n", c.Name, c.Winner.Container, c.Winner.Source, c.Winner.Profile, strings.Join(losers, ", "))
+	}
+	for _, p := range l.Problems {
+		fmt.Fprintln(w, "problem: "+p)
+	}
+	for _, p := range slices.Sorted(maps.Keys(l.Skipped)) {
+		fmt.Fprintf(w, "profile %s skipped: %s\n", p, l.Skipped[p])
+	}
+}
