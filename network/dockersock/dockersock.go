@@ -56,6 +56,9 @@ type Status struct {
 	Profile string `json:"profile,omitempty"`
 	// What describes a Foreign path, e.g. "a socket vmdock did not create".
 	What string `json:"what,omitempty"`
+	// ProfileGone: a Dangling link's profile was deleted, so no start
+	// will bring it back.
+	ProfileGone bool `json:"profileGone,omitempty"`
 }
 
 // Runner runs one command that changes the link (ln, rm), with whatever
@@ -115,6 +118,11 @@ func (l *Linker) Status(ctx context.Context) (Status, error) {
 	}
 	st.Profile = profile
 	st.State = answering(ctx, l.Path)
+	if st.State == Dangling {
+		if _, err := os.Stat(filepath.Join(l.Home, profile)); errors.Is(err, fs.ErrNotExist) {
+			st.ProfileGone = true
+		}
+	}
 	return st, nil
 }
 
@@ -219,6 +227,9 @@ func Describe(st Status) string {
 	case Live:
 		return line + "live"
 	case Dangling:
+		if st.ProfileGone {
+			return line + "dangling: the profile no longer exists; `vmdock docker-sock unlink` removes the link"
+		}
 		return line + "dangling: the instance is not running; `vmdock start -p " + st.Profile + "` makes it live again"
 	default:
 		return line + "the socket is there but does not answer; `vmdock status -p " + st.Profile + "` says why"

@@ -117,6 +117,26 @@ func TestLinkDanglesWhileStoppedAndIsLiveWhenStarted(t *testing.T) {
 	if n := f.rec.count(); n != 1 {
 		t.Errorf("%d commands run, want the one ln: %q", n, f.rec.runs)
 	}
+	if st := status(t, f.l); st.ProfileGone {
+		t.Errorf("%+v: profile gone while its folder is there", st)
+	}
+}
+
+func TestStatusOfALinkToADeletedProfile(t *testing.T) {
+	f := newFixture(t)
+	if _, err := f.l.Link(context.Background(), f.socket("dev")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(f.home, "dev")); err != nil {
+		t.Fatal(err)
+	}
+	st := status(t, f.l)
+	if st.State != Dangling || !st.ProfileGone {
+		t.Fatalf("%+v, want dangling with the profile gone", st)
+	}
+	if d := Describe(st); !strings.Contains(d, "no longer exists") || !strings.Contains(d, "docker-sock unlink") {
+		t.Errorf("Describe = %q, want it to say the profile is gone and how to remove the link", d)
+	}
 }
 
 func TestStatusOfASocketFileNobodyServes(t *testing.T) {
