@@ -31,8 +31,9 @@ func newDockerSockCmd(g *globals) *cobra.Command {
 		Use:   "docker-sock",
 		Short: "Make " + dockersock.DefaultPath + " a link to the instance's docker socket (uses sudo)",
 		Long: "For tools that ignore docker contexts and DOCKER_HOST. The link is made and removed through sudo\n" +
-			"(unless vmdock runs as root), printing each command first. A socket or file vmdock did not create is\n" +
-			"never replaced. After `vmdock stop` the link dangles; `vmdock start` of the profile makes it live again.\n" +
+			"(unless vmdock runs as root or may write the folder), printing each command first. A socket or file\n" +
+			"vmdock did not create is never replaced. After `vmdock stop` the link dangles; `vmdock start` of the\n" +
+			"profile makes it live again.\n" +
 			"Env " + dockersock.PathEnv + " puts the link at another path.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
