@@ -31,6 +31,9 @@ type Config struct {
 	Resume       bool        `yaml:"resume" json:"resume"`           // stop saves the running VM, start resumes it
 	PortForward  PortForward `yaml:"portForward" json:"portForward"` //
 
+	// Domains is the router for http(s)://<name>.vmdock.localhost.
+	Domains DomainsConfig `yaml:"domains" json:"domains"`
+
 	// SSHAgent offers the host's SSH agent (SSH_AUTH_SOCK at start) to
 	// containers at /run/host-services/ssh-auth.sock. Left out: on when
 	// SSH_AUTH_SOCK is set, decided again at every start.

@@ -57,6 +57,7 @@ func Default(h Host) Config {
 		Resume:      true,
 		Idle:        DefaultIdle,
 		HostCACerts: true,
+		Domains:     DefaultDomains(),
 	}
 	c.FillDefaults(h)
 	return c

@@ -45,6 +45,7 @@ func (c Config) ValidateOn(h Host) error {
 		validateEnv(c.Env),
 		c.validateCorpNet(),
 		c.PortForward.validate(),
+		c.Domains.validate(),
 	)
 	if err := CheckIdle(c.Idle); err != nil {
 		errs = append(errs, err)
