@@ -473,10 +473,10 @@ func checkPorts(t *testing.T, e *env) {
 		t.Logf("GET 127.0.0.1:18080 answered %.2fs after docker run returned", visible.Seconds())
 	})
 	e.timings[len(e.timings)-1].d = visible
+	checkIPv6AndDockerSock(t, e)
 	e.timed("UDP echo through published port", func(t *testing.T) {
 		c, err := net.Dial("udp", "127.0.0.1:18081")
 		if err != nil {
-	checkIPv6AndDockerSock(t, e)
 			t.Fatal(err)
 		}
 		defer c.Close()
