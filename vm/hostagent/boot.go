@@ -58,6 +58,7 @@ func (ha *hostAgent) bootSteps() []step {
 		{name: rt.name, run: ha.stepRuntime},
 		{name: "tunnels", run: ha.stepTunnels, undo: ha.undoTunnels},
 		{name: rt.name + "-ping", run: ha.stepRuntimePing},
+		{name: "domains", run: ha.stepDomains, undo: ha.undoDomains},
 	}
 }
 

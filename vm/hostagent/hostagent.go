@@ -112,6 +112,7 @@ type hostAgent struct {
 	console *consoleWatch
 	client  *agent.Client
 	tunnels *tunnels
+	domains *domainsServer // http(s)://<name>.vmdock.localhost (domains.go)
 	errs    []string
 	// link follows client across reconnects (reconnect.go); the tunnels
 	// dial through it.

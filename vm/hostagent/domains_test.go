@@ -1,0 +1,204 @@
+package hostagent
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vmdock/vmdock/network/domains/localca"
+	"github.com/vmdock/vmdock/vm/config"
+)
+
+// fakeDocker is the guest's docker API as the router's watch sees it: a
+// container list the test changes, and an event stream it feeds.
+type fakeDocker struct {
+	mu     sync.Mutex
+	list   string
+	events chan string
+}
+
+func (f *fakeDocker) set(list string) {
+	f.mu.Lock()
+	f.list = list
+	f.mu.Unlock()
+	f.events <- `{"Type":"container","Action":"destroy"}`
+}
+
+func (f *fakeDocker) serve(t *testing.T) string {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "docker.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/containers/json":
+			f.mu.Lock()
+			fmt.Fprint(w, f.list)
+			f.mu.Unlock()
+		case "/events":
+			w.WriteHeader(200)
+			w.(http.Flusher).Flush()
+			for {
+				select {
+				case ev := <-f.events:
+					fmt.Fprintln(w, ev)
+					w.(http.Flusher).Flush()
+				case <-r.Context().Done():
+					return
+				}
+			}
+		}
+	}))
+	s.Listener = ln
+	s.Start()
+	t.Cleanup(s.Close)
+	return sock
+}
+
+const webList = `[{"Id":"a","Names":["/web"],"Created":1,"NetworkSettings":{"Networks":{"bridge":{"IPAddress":"172.17.0.2"}}}}]`
+
+func TestDomainsFollowDockerEvents(t *testing.T) {
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "web saw %s %s", r.Host, r.Header.Get("X-Forwarded-Proto"))
+	}))
+	defer web.Close()
+	fd := &fakeDocker{list: webList, events: make(chan string)}
+	sock := fd.serve(t)
+	var holds, taken atomic.Int32
+	home := t.TempDir()
+	d, notes, err := startDomains(domainsSpec{
+		profile: "dev",
+		home:    home,
+		cfg:     config.DomainsConfig{Enabled: true}, // port 0: any free port
+		binds:   []string{"127.0.0.1"},
+		dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if addr != "172.17.0.2:80" {
+				return nil, fmt.Errorf("no container at %s", addr)
+			}
+			return (&net.Dialer{}).DialContext(ctx, network, web.Listener.Addr().String())
+		},
+		docker: func(ctx context.Context) (net.Conn, error) { return (&net.Dialer{}).DialContext(ctx, "unix", sock) },
+		hold: func(context.Context) (func(), error) {
+			holds.Add(1)
+			taken.Add(1)
+			return func() { holds.Add(-1) }, nil
+		},
+	})
+	if err != nil || len(notes) != 0 {
+		t.Fatalf("start: %v %q", err, notes)
+	}
+	defer d.Close()
+	httpAddr, httpsAddr := d.addrs["http"][0].String(), d.addrs["https"][0].String()
+
+	ca, err := localca.Open(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Certificate())
+	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: roots},
+		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+			to := httpAddr
+			if strings.HasSuffix(addr, ":443") {
+				to = httpsAddr
+			}
+			return (&net.Dialer{}).DialContext(ctx, "tcp", to)
+		},
+	}}
+	fetch := func(url string) (int, string) {
+		resp, err := c.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	// the first list comes once the event stream is open
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		code, body := fetch("http://web.dev.vmdock.localhost/")
+		if code == 200 {
+			if body != "web saw web.dev.vmdock.localhost http" {
+				t.Errorf("http: %q", body)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("web.dev.vmdock.localhost never appeared: %d %s", code, body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code, body := fetch("https://web.dev.vmdock.localhost/"); code != 200 || body != "web saw web.dev.vmdock.localhost https" {
+		t.Errorf("https: %d %q", code, body)
+	}
+	if taken.Load() == 0 || holds.Load() != 0 {
+		t.Errorf("requests took %d holds and left %d; want some, none left", taken.Load(), holds.Load())
+	}
+
+	// the container goes: its name goes with the event, well within 2 s
+	fd.set("[]")
+	deadline = time.Now().Add(2 * time.Second)
+	for {
+		code, _ := fetch("http://web.dev.vmdock.localhost/")
+		if code == http.StatusNotFound {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the removed container's name still answers %d", code)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestDomainsPortTakenIsANoteAndTheRestRuns(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	port := taken.Addr().(*net.TCPAddr).Port
+	fd := &fakeDocker{list: "[]", events: make(chan string)}
+	sock := fd.serve(t)
+	d, notes, err := startDomains(domainsSpec{
+		profile: "default", home: t.TempDir(),
+		cfg:    config.DomainsConfig{Enabled: true, HTTPPort: port},
+		binds:  []string{"127.0.0.1"},
+		dial:   func(context.Context, string, string) (net.Conn, error) { return nil, os.ErrNotExist },
+		docker: func(ctx context.Context) (net.Conn, error) { return (&net.Dialer{}).DialContext(ctx, "unix", sock) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if len(notes) != 1 || !strings.Contains(notes[0], fmt.Sprintf("port %d (domains.httpPort) is in use", port)) {
+		t.Errorf("notes %q, want one naming domains.httpPort", notes)
+	}
+	if len(d.addrs["http"]) != 0 || len(d.addrs["https"]) != 1 {
+		t.Errorf("listening on %v, want HTTPS only", d.addrs)
+	}
+}
+
+func TestPortNoteForARefusedPort(t *testing.T) {
+	err := &net.OpError{Op: "listen", Net: "tcp", Err: os.NewSyscallError("bind", syscall.EACCES)}
+	n := portNote("httpPort", 80, err)
+	if !strings.Contains(n, "refused port 80 (domains.httpPort") || !strings.Contains(n, "set domains.httpPort to 1024 or above") || strings.Contains(n, "\n") {
+		t.Errorf("note %q", n)
+	}
+}
