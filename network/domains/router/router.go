@@ -4,14 +4,14 @@
 // address inside that profile's guest through the profile's dial function
 // (the agent channel in production).
 //
-// Who owns the ports: one Router serves every profile because only one
-// process can hold 127.0.0.1:80. The design is that the first host agent
-// to bind the ports runs the Router, and the others register their
-// profiles with it (Register/SetTable/Unregister); on stop it closes the
-// listeners and the next agent to retry the bind takes over. Today only
-// the in-process part exists: Register/SetTable/Unregister for any number
-// of profiles in one process. The registration of another host agent's
-// profile across processes is not built yet.
+// Who owns the ports: only one process can hold 127.0.0.1:80, so the
+// design is one Router for every running profile. What is built: each
+// host agent runs a Router for its own profile and binds the ports itself
+// (vm/hostagent/domains.go); the first to start gets them and a second
+// profile's agent says the port is in use. The Router already serves any
+// number of profiles (Register/SetTable/Unregister); what is not built is
+// another agent registering with the owner across processes, and the
+// hand-over when the owner stops.
 package router
 
 import (
