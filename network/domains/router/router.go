@@ -44,6 +44,11 @@ type profile struct {
 // Router is an http.Handler routing by Host (and, over TLS, checking the
 // Host against the SNI name).
 type Router struct {
+	// KeepForwarded passes X-Forwarded-* on as they came instead of
+	// setting them: for a Router behind another vmdock router (the one
+	// that owns the ports), whose headers describe the real client.
+	KeepForwarded bool
+
 	mu       sync.RWMutex
 	profiles map[string]*profile
 	merged   *domains.Table
@@ -55,6 +60,8 @@ func New() *Router {
 }
 
 type routeKey struct{}
+
+var forwardedHeaders = []string{"X-Forwarded-For", "X-Forwarded-Proto", "X-Forwarded-Host"}
 
 // Register adds a profile whose guest dial reaches; its names appear with
 // SetTable. Registering a profile again replaces its dial function.
@@ -80,6 +87,14 @@ func (r *Router) Register(name string, dial DialFunc) {
 			// The container sees the name the browser asked for, so the
 			// links it makes point back through the router.
 			pr.Out.Host = pr.In.Host
+			if r.KeepForwarded {
+				for _, h := range forwardedHeaders {
+					if v := pr.In.Header.Values(h); len(v) > 0 {
+						pr.Out.Header[h] = v
+					}
+				}
+				return
+			}
 			pr.SetXForwarded()
 		},
 		ErrorHandler: func(w http.ResponseWriter, req *http.Request, err error) {

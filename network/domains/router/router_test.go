@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -46,7 +47,7 @@ func backend(t *testing.T, g *guest, guestAddr string, h http.Handler) *httptest
 }
 
 // front serves r over plain HTTP on loopback and returns its base URL.
-func front(t *testing.T, r *Router) string {
+func frontURL(t *testing.T, r *Router) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -95,7 +96,7 @@ func TestTwoProfilesOneRouter(t *testing.T) {
 	if err := r.SetTable("dev", domains.Build("dev", web)); err != nil {
 		t.Fatal(err)
 	}
-	base := front(t, r)
+	base := frontURL(t, r)
 	c := &http.Client{}
 
 	for name, want := range map[string]string{"web.vmdock.localhost": "default-web", "WEB.dev.vmdock.localhost:8080": "dev-web"} {
@@ -129,7 +130,7 @@ func TestUnknownNameAndProblemsAnswerAtOnce(t *testing.T) {
 		{ID: "1", Name: "multi", IP: "172.17.0.3", Exposed: []int{80, 9000}},
 		{ID: "2", Name: "gone", IP: "172.17.0.4"}, // no server behind it
 	}))
-	base := front(t, r)
+	base := frontURL(t, r)
 	c := &http.Client{Timeout: 2 * time.Second}
 	for _, tc := range []struct {
 		name, want string
@@ -162,7 +163,7 @@ func TestKeepAliveBothSides(t *testing.T) {
 	r := New()
 	r.Register("default", g.dial)
 	r.SetTable("default", domains.Build("default", []domains.Container{{ID: "1", Name: "web", IP: "172.17.0.2"}})) //nolint:errcheck
-	base := front(t, r)
+	base := frontURL(t, r)
 
 	var frontConns atomic.Int32
 	tr := &http.Transport{DialContext: func(ctx context.Context, n, a string) (net.Conn, error) {
@@ -199,7 +200,7 @@ func TestServerSentEventsStream(t *testing.T) {
 	r := New()
 	r.Register("default", g.dial)
 	r.SetTable("default", domains.Build("default", []domains.Container{{ID: "1", Name: "sse", IP: "172.17.0.2"}})) //nolint:errcheck
-	base := front(t, r)
+	base := frontURL(t, r)
 
 	req, _ := http.NewRequest("GET", base+"/", nil)
 	req.Host = "sse.vmdock.localhost"
@@ -238,7 +239,7 @@ func TestLargeUploadStreams(t *testing.T) {
 	r := New()
 	r.Register("default", g.dial)
 	r.SetTable("default", domains.Build("default", []domains.Container{{ID: "1", Name: "up", IP: "172.17.0.2"}})) //nolint:errcheck
-	base := front(t, r)
+	base := frontURL(t, r)
 
 	const size = 32 << 20
 	pr, pw := io.Pipe()
@@ -288,7 +289,7 @@ func TestWebSocketUpgrade(t *testing.T) {
 	r := New()
 	r.Register("default", g.dial)
 	r.SetTable("default", domains.Build("default", []domains.Container{{ID: "1", Name: "ws", IP: "172.17.0.2"}})) //nolint:errcheck
-	base := front(t, r)
+	base := frontURL(t, r)
 
 	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
 	if err != nil {
@@ -311,5 +312,44 @@ func TestWebSocketUpgrade(t *testing.T) {
 		if err != nil || line != "echo "+msg {
 			t.Errorf("after the upgrade: %q %v, want echo %q", line, err, msg)
 		}
+	}
+}
+
+// A router behind another (the port owner's, over a unix socket) keeps
+// the client's X-Forwarded-* headers.
+func TestRouterBehindRouterKeepsForwarded(t *testing.T) {
+	g := &guest{addrs: map[string]string{}}
+	backend(t, g, "172.17.0.2:80", echo("web"))
+	back := New()
+	back.KeepForwarded = true
+	back.Register("dev", g.dial)
+	web := []domains.Container{{ID: "1", Name: "web", IP: "172.17.0.2"}}
+	back.SetTable("dev", domains.Build("dev", web)) //nolint:errcheck
+	sock := filepath.Join(t.TempDir(), "domains.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := back.Server(nil)
+	go Serve(srv, ln) //nolint:errcheck
+	t.Cleanup(func() { srv.Close() })
+
+	front := New()
+	front.Register("dev", func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	})
+	front.SetTable("dev", domains.Build("dev", web)) //nolint:errcheck
+	base := frontURL(t, front)
+	req, _ := http.NewRequest("GET", base+"/p", nil)
+	req.Host = "web.dev.vmdock.localhost"
+	req.Header.Set("X-Forwarded-Proto", "gopher") // a client's own value is not believed by the front
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if want := "web host=web.dev.vmdock.localhost uri=/p xff=127.0.0.1 proto=http xhost=web.dev.vmdock.localhost"; string(b) != want {
+		t.Errorf("through two routers the container saw %q, want %q", b, want)
 	}
 }
