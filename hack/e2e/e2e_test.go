@@ -198,6 +198,7 @@ mounts:
 	e.timed("boot with a panicking kernel fails naming the panic", func(t *testing.T) {
 		checkBootPanic(t, e, startArgs)
 	})
+	sshAgent := startHostSSHAgent(e)
 	e.timed("vmdock start (cold boot)", func(t *testing.T) {
 		corp.withStartEnv(e, func() { e.run(15*time.Minute, e.vmdock, startArgs...) })
 	})
@@ -230,6 +231,7 @@ mounts:
 		e.docker(5*time.Minute, "load", "-i", e.testTar)
 	})
 	checkCorpNet(t, e, corp)
+	checkSSHAgentInContainer(e, sshAgent)
 	e.timed("docker run --rm echo", func(t *testing.T) {
 		out := e.docker(5*time.Minute, "run", "--rm", "vmdock-test:latest", "/bin/busybox", "echo", "hello-from-container")
 		if strings.TrimSpace(out) != "hello-from-container" {
@@ -274,6 +276,7 @@ mounts:
 	})
 	checkBenchSync(t, e)
 	checkAgentReconnect(t, e)
+	checkSSHAgentAfterAgentRestart(e, sshAgent)
 	writeBeforeStop(t, e, syncDir)
 	e.timed("vmdock stop", func(t *testing.T) {
 		e.run(5*time.Minute, e.vmdock, "stop")
