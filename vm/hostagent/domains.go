@@ -3,11 +3,14 @@ package hostagent
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -20,13 +23,30 @@ import (
 	"github.com/vmdock/vmdock/network/domains/router"
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/control"
+	"github.com/vmdock/vmdock/vm/store"
 )
+
+// Container domains (issue 30). Only one process can hold the router's
+// ports, so the host agents share them: the first to bind the ports owns
+// them and serves every profile; each other agent registers with it over
+// $VMDOCK_HOME/_domains.sock and streams its containers there, and the
+// owner proxies that profile's names to the agent's own router on
+// <instance>/domains.sock (the agent holds its VM for each request and
+// dials its guest). When the owner stops, the registration connections
+// end and the others bind the ports again: one of them wins, the rest
+// register with it.
+
+// registerSock is where the owner of the ports takes registrations.
+const registerSock = "_domains.sock"
+
+// localSockName is each agent's own router, under its instance folder.
+const localSockName = "domains.sock"
 
 // domainsSpec is what the container-domains router of one host agent
 // needs; tests fill it with loopback servers.
 type domainsSpec struct {
 	profile string
-	home    string // $VMDOCK_HOME: the CA lives there
+	home    string // $VMDOCK_HOME: the CA and the registration socket
 	cfg     config.DomainsConfig
 	binds   []string // loopback addresses each port listens on
 	// dial reaches a container's address in the guest.
@@ -37,51 +57,130 @@ type domainsSpec struct {
 	hold func(ctx context.Context) (func(), error)
 }
 
-// domainsServer is a running router and the watch feeding it names.
+func (s domainsSpec) localSock(profile string) string {
+	return filepath.Join(s.home, profile, localSockName)
+}
+
+// domainsServer is one agent's part: its own router, and while it owns
+// the ports the front router for every profile.
 type domainsServer struct {
-	router  *router.Router
-	servers []*http.Server
-	addrs   map[string][]net.Addr // "http"/"https" → where it listens
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	spec     domainsSpec
+	ca       *localca.CA
+	local    *router.Router
+	localSrv *http.Server
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+
+	mu         sync.Mutex
+	containers []domains.Container // the latest list, for a new front or owner
+	front      *router.Router      // non-nil while this agent owns the ports
+	frontSrvs  []*http.Server
+	addrs      map[string][]net.Addr // "http"/"https" → where the front listens
+	regLn      net.Listener
+	members    map[net.Conn]string // registered agents' connections → profile
+	upstream   net.Conn            // the registration with the owner
 }
 
 // startDomains serves the profile's names. It fails only when nothing
-// could be set up; a port the OS refuses comes back as a note and the
-// rest goes on, so start never stops over it.
-//
-// This host agent owns the ports it binds and serves only its own
-// profile: a second profile's agent finds them taken and says so. Handing
-// the ports over, or one router for several agents, is not built yet
-// (the router itself serves any number of registered profiles).
+// could be set up; a port nobody of vmdock holds and the OS refuses comes
+// back as a note and the rest goes on, so start never stops over it.
 func startDomains(spec domainsSpec) (*domainsServer, []string, error) {
 	ca, err := localca.Open(spec.home)
 	if err != nil {
 		return nil, nil, err
 	}
-	r := router.New()
-	r.Register(spec.profile, spec.dial)
-	var h http.Handler = r
-	if spec.hold != nil {
-		h = heldHandler(r, spec.hold)
+	local := router.New()
+	local.KeepForwarded = true
+	local.Register(spec.profile, spec.dial)
+	sock := spec.localSock(spec.profile)
+	os.Remove(sock)
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		return nil, nil, fmt.Errorf("container domains: %w", err)
 	}
-	d := &domainsServer{router: r, addrs: map[string][]net.Addr{}}
+	if err := os.Chmod(sock, 0o600); err != nil {
+		ln.Close()
+		return nil, nil, fmt.Errorf("container domains: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d := &domainsServer{spec: spec, ca: ca, local: local, ctx: ctx, cancel: cancel, addrs: map[string][]net.Addr{}}
+	d.localSrv = local.Server(nil)
+	d.localSrv.Handler = d.held(local)
+	d.serve(d.localSrv, ln)
+
+	notes := d.elect()
+	d.wg.Add(2)
+	go func() { defer d.wg.Done(); d.keepRole() }()
+	go func() {
+		defer d.wg.Done()
+		watchNames(ctx, dockerapi.New(spec.docker), d.publish)
+	}()
+	return d, notes, nil
+}
+
+func (d *domainsServer) serve(srv *http.Server, ln net.Listener) {
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		if err := router.Serve(srv, ln); err != nil {
+			slog.Warn("domains: serve", "addr", ln.Addr(), "err", err)
+		}
+	}()
+}
+
+// held makes each request (a WebSocket for as long as it is open) a use
+// of this agent's VM, waking a paused one first.
+func (d *domainsServer) held(h http.Handler) http.Handler {
+	if d.spec.hold == nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		release, err := d.spec.hold(req.Context())
+		if err != nil {
+			http.Error(w, "vmdock: the VM is not available: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		defer release()
+		h.ServeHTTP(w, req)
+	})
+}
+
+// elect makes this agent the owner of the ports if it can bind them, else
+// registers it with the owner. What could not be done is the notes.
+func (d *domainsServer) elect() []string {
+	var notes []string
+	for try := 0; try < 10 && d.ctx.Err() == nil; try++ {
+		lns, ns := d.listen()
+		if len(lns) > 0 {
+			err := d.own(lns)
+			if err == nil {
+				return ns
+			}
+			ns = append(ns, "container domains: "+err.Error())
+		}
+		if d.join() {
+			return nil
+		}
+		notes = ns
+		// an owner that is stopping frees the ports a moment after its
+		// registrations end; a new owner opens its socket a moment after
+		// it binds them
+		time.Sleep(100 * time.Millisecond)
+	}
+	return notes
+}
+
+// listen binds the ports on every loopback address; none bound: not
+// the owner.
+func (d *domainsServer) listen() (map[string][]net.Listener, []string) {
+	lns := map[string][]net.Listener{}
 	var notes []string
 	for _, p := range []struct {
 		scheme, field string
 		port          int
-		getCert       bool
-	}{
-		{"http", "httpPort", spec.cfg.HTTPPort, false},
-		{"https", "httpsPort", spec.cfg.HTTPSPort, true},
-	} {
-		var getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error)
-		if p.getCert {
-			getCert = ca.GetCertificate
-		}
-		srv := r.Server(getCert)
-		srv.Handler = h
-		for i, ip := range spec.binds {
+	}{{"http", "httpPort", d.spec.cfg.HTTPPort}, {"https", "httpsPort", d.spec.cfg.HTTPSPort}} {
+		for i, ip := range d.spec.binds {
 			ln, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(p.port)))
 			if err != nil {
 				if i == 0 {
@@ -92,25 +191,224 @@ func startDomains(spec domainsSpec) (*domainsServer, []string, error) {
 				slog.Debug("domains: listen", "addr", ip, "port", p.port, "err", err)
 				continue
 			}
-			d.addrs[p.scheme] = append(d.addrs[p.scheme], ln.Addr())
-			d.wg.Add(1)
-			go func() {
-				defer d.wg.Done()
-				if err := router.Serve(srv, ln); err != nil {
-					slog.Warn("domains: serve", "addr", ln.Addr(), "err", err)
-				}
-			}()
+			lns[p.scheme] = append(lns[p.scheme], ln)
 		}
-		d.servers = append(d.servers, srv)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	d.cancel = cancel
+	return lns, notes
+}
+
+// own serves the front router on lns and takes registrations.
+func (d *domainsServer) own(lns map[string][]net.Listener) error {
+	closeAll := func() {
+		for _, ls := range lns {
+			for _, ln := range ls {
+				ln.Close()
+			}
+		}
+	}
+	sock := filepath.Join(d.spec.home, registerSock)
+	os.Remove(sock) // a crashed owner's; the ports say who owns now
+	reg, err := net.Listen("unix", sock)
+	if err != nil {
+		closeAll()
+		return fmt.Errorf("registration socket: %w", err)
+	}
+	if err := os.Chmod(sock, 0o600); err != nil {
+		reg.Close()
+		closeAll()
+		return fmt.Errorf("registration socket: %w", err)
+	}
+	front := router.New()
+	front.Register(d.spec.profile, d.spec.dial)
+	d.mu.Lock()
+	if d.ctx.Err() != nil { // Close ran meanwhile
+		d.mu.Unlock()
+		reg.Close()
+		closeAll()
+		return d.ctx.Err()
+	}
+	front.SetTable(d.spec.profile, domains.Build(d.spec.profile, d.containers)) //nolint:errcheck // registered above
+	d.front, d.regLn, d.members = front, reg, map[net.Conn]string{}
+	own := d.held(front)
+	h := http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		// this VM's names hold it here; another profile's agent holds its
+		// own behind its socket
+		if rt, ok := front.Table().Lookup(req.Host); ok && rt.Profile == d.spec.profile {
+			own.ServeHTTP(w, req)
+			return
+		}
+		front.ServeHTTP(w, req)
+	})
+	for scheme, ls := range lns {
+		var getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error)
+		if scheme == "https" {
+			getCert = d.ca.GetCertificate
+		}
+		srv := front.Server(getCert)
+		srv.Handler = h
+		d.frontSrvs = append(d.frontSrvs, srv)
+		for _, ln := range ls {
+			d.addrs[scheme] = append(d.addrs[scheme], ln.Addr())
+			d.serve(srv, ln)
+		}
+	}
+	d.mu.Unlock()
+	slog.Info("domains: this agent owns the router's ports", "addrs", fmt.Sprint(d.addrs))
 	d.wg.Add(1)
 	go func() {
 		defer d.wg.Done()
-		watchNames(ctx, spec.profile, r, dockerapi.New(spec.docker))
+		for {
+			c, err := reg.Accept()
+			if err != nil {
+				return
+			}
+			d.wg.Add(1)
+			go func() { defer d.wg.Done(); d.member(front, c) }()
+		}
 	}()
-	return d, notes, nil
+	return nil
+}
+
+// listening is where the front listens while this agent owns the ports.
+func (d *domainsServer) listening(scheme string) []net.Addr {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]net.Addr(nil), d.addrs[scheme]...)
+}
+
+// hello and update are the registration protocol: one JSON value a line,
+// a hello then the agent's containers each time they change.
+type hello struct {
+	Profile string `json:"profile"`
+}
+
+type update struct {
+	Containers []domains.Container `json:"containers"`
+}
+
+// member serves one registered agent until its connection ends.
+func (d *domainsServer) member(front *router.Router, c net.Conn) {
+	defer c.Close()
+	dec := json.NewDecoder(c)
+	var h hello
+	if err := dec.Decode(&h); err != nil {
+		return
+	}
+	if err := store.ValidateProfile(h.Profile); err != nil || h.Profile == d.spec.profile {
+		slog.Warn("domains: registration refused", "profile", h.Profile, "err", err)
+		return
+	}
+	d.mu.Lock()
+	if d.members == nil { // closing
+		d.mu.Unlock()
+		return
+	}
+	d.members[c] = h.Profile
+	d.mu.Unlock()
+	sock := d.spec.localSock(h.Profile)
+	front.Register(h.Profile, func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	})
+	slog.Info("domains: serving another profile's names", "profile", h.Profile)
+	for {
+		var u update
+		if err := dec.Decode(&u); err != nil {
+			break
+		}
+		front.SetTable(h.Profile, domains.Build(h.Profile, u.Containers)) //nolint:errcheck // registered above
+	}
+	d.mu.Lock()
+	delete(d.members, c)
+	last := true
+	for _, p := range d.members {
+		if p == h.Profile {
+			last = false // the agent registered again before this one ended
+		}
+	}
+	d.mu.Unlock()
+	if last {
+		front.Unregister(h.Profile)
+	}
+}
+
+// join registers with the owner of the ports, if there is one.
+func (d *domainsServer) join() bool {
+	c, err := (&net.Dialer{Timeout: 2 * time.Second}).DialContext(d.ctx, "unix", filepath.Join(d.spec.home, registerSock))
+	if err != nil {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ctx.Err() != nil { // Close ran meanwhile
+		c.Close()
+		return false
+	}
+	enc := json.NewEncoder(c)
+	c.SetWriteDeadline(time.Now().Add(5 * time.Second)) //nolint:errcheck
+	if enc.Encode(hello{Profile: d.spec.profile}) != nil || enc.Encode(update{Containers: d.containers}) != nil {
+		c.Close()
+		return false
+	}
+	d.upstream = c
+	slog.Info("domains: another agent owns the router's ports; registered with it")
+	return true
+}
+
+// keepRole waits for this agent's role to end (the owner it registered
+// with went away, or there was none) and elects again.
+func (d *domainsServer) keepRole() {
+	for {
+		d.mu.Lock()
+		owner, up := d.front != nil, d.upstream
+		d.mu.Unlock()
+		switch {
+		case owner:
+			<-d.ctx.Done()
+			return
+		case up != nil:
+			io.Copy(io.Discard, up) //nolint:errcheck // the owner never writes: this waits for its end
+			up.Close()
+			d.mu.Lock()
+			d.upstream = nil
+			d.mu.Unlock()
+		default:
+			// the ports are held by something else, or refused: try now
+			// and then, so a freed port is taken
+			select {
+			case <-d.ctx.Done():
+				return
+			case <-time.After(5 * time.Second):
+			}
+		}
+		if d.ctx.Err() != nil {
+			return
+		}
+		for _, n := range d.elect() {
+			slog.Debug(n)
+		}
+	}
+}
+
+// publish takes a new list of this profile's containers to every router
+// that serves them.
+func (d *domainsServer) publish(cs []domains.Container) {
+	t := domains.Build(d.spec.profile, cs)
+	for _, p := range t.Problems {
+		slog.Info("domains: " + p)
+	}
+	d.local.SetTable(d.spec.profile, t) //nolint:errcheck // registered at start
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.containers = cs
+	if d.front != nil {
+		d.front.SetTable(d.spec.profile, t) //nolint:errcheck // registered in own
+	}
+	if d.upstream != nil {
+		d.upstream.SetWriteDeadline(time.Now().Add(5 * time.Second)) //nolint:errcheck
+		if err := json.NewEncoder(d.upstream).Encode(update{Containers: cs}); err != nil {
+			d.upstream.Close() // keepRole elects again
+		}
+	}
 }
 
 // portNote is the one line start prints for a port the router cannot
@@ -121,30 +419,16 @@ func portNote(field string, port int, err error) string {
 		return fmt.Sprintf("container domains: the OS refused port %d (domains.%s; ports below 1024 need root here): set domains.%s to 1024 or above, e.g. %d, for http(s)://<name>.%s:<port>",
 			port, field, field, port+8000, domains.Suffix)
 	case errors.Is(err, syscall.EADDRINUSE):
-		return fmt.Sprintf("container domains: port %d (domains.%s) is in use, by another server or another profile's vmdock; this profile's names are not served on it (set domains.%s to a free port)",
+		return fmt.Sprintf("container domains: port %d (domains.%s) is in use by a server other than vmdock; set domains.%s to a free port",
 			port, field, field)
 	}
 	return fmt.Sprintf("container domains: cannot listen on port %d (domains.%s): %v", port, field, err)
 }
 
-// heldHandler makes each request (a WebSocket for as long as it is open)
-// a use of the VM, waking a paused one first.
-func heldHandler(h http.Handler, hold func(context.Context) (func(), error)) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		release, err := hold(req.Context())
-		if err != nil {
-			http.Error(w, "vmdock: the VM is not available: "+err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		defer release()
-		h.ServeHTTP(w, req)
-	})
-}
-
-// watchNames keeps the router's table for profile current: a fresh list
-// of containers when docker's event stream opens and after each event
-// (several events while a list runs make one more list, not several).
-func watchNames(ctx context.Context, profile string, r *router.Router, c *dockerapi.Client) {
+// watchNames calls publish with the running containers when docker's
+// event stream opens and after each event (several events while a list
+// runs make one more list, not several).
+func watchNames(ctx context.Context, c *dockerapi.Client, publish func([]domains.Container)) {
 	kick := make(chan struct{}, 1)
 	changed := func() {
 		select {
@@ -185,22 +469,32 @@ func watchNames(ctx context.Context, profile string, r *router.Router, c *docker
 			slog.Debug("domains: list containers", "err", err)
 			continue
 		}
-		t := domains.Build(profile, cs)
-		for _, p := range t.Problems {
-			slog.Info("domains: " + p)
-		}
-		if err := r.SetTable(profile, t); err != nil {
-			slog.Warn("domains", "err", err)
-		}
+		publish(cs)
 	}
 }
 
-// Close stops the listeners and the watch.
+// Close gives up the ports and the registration: registered agents see
+// their connections end first, then the ports are free for one of them.
 func (d *domainsServer) Close() {
 	d.cancel()
-	for _, s := range d.servers {
+	d.mu.Lock()
+	reg, members, srvs, up := d.regLn, d.members, d.frontSrvs, d.upstream
+	d.members = nil
+	d.mu.Unlock()
+	if reg != nil {
+		reg.Close()
+	}
+	for c := range members {
+		c.Close()
+	}
+	for _, s := range srvs {
 		s.Close()
 	}
+	if up != nil {
+		up.Close()
+	}
+	d.localSrv.Close()
+	os.Remove(d.spec.localSock(d.spec.profile))
 	d.wg.Wait()
 }
 

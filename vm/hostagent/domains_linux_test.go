@@ -36,10 +36,10 @@ func TestDomainsRefusedPortAsAUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	home := filepath.Join(dir, "home")
-	if err := os.Mkdir(home, 0o777); err != nil {
+	if err := os.MkdirAll(filepath.Join(home, "default"), 0o777); err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range []string{home, dir, filepath.Dir(dir)} {
+	for _, d := range []string{filepath.Join(home, "default"), home, dir, filepath.Dir(dir)} {
 		if err := os.Chmod(d, 0o777); err != nil {
 			t.Fatal(err)
 		}
@@ -79,7 +79,7 @@ func bindAsUser(home string) {
 	for _, n := range notes {
 		fmt.Println("NOTE", n)
 	}
-	if len(d.addrs["http"]) > 0 {
+	if len(d.listening("http")) > 0 {
 		fmt.Println("BOUND")
 	}
 	fmt.Println("STARTED")

@@ -80,7 +80,7 @@ func TestDomainsFollowDockerEvents(t *testing.T) {
 	fd := &fakeDocker{list: webList, events: make(chan string)}
 	sock := fd.serve(t)
 	var holds, taken atomic.Int32
-	home := t.TempDir()
+	home := testHome(t, "dev")
 	d, notes, err := startDomains(domainsSpec{
 		profile: "dev",
 		home:    home,
@@ -103,7 +103,7 @@ func TestDomainsFollowDockerEvents(t *testing.T) {
 		t.Fatalf("start: %v %q", err, notes)
 	}
 	defer d.Close()
-	httpAddr, httpsAddr := d.addrs["http"][0].String(), d.addrs["https"][0].String()
+	httpAddr, httpsAddr := d.listening("http")[0].String(), d.listening("https")[0].String()
 
 	ca, err := localca.Open(home)
 	if err != nil {
@@ -177,7 +177,7 @@ func TestDomainsPortTakenIsANoteAndTheRestRuns(t *testing.T) {
 	fd := &fakeDocker{list: "[]", events: make(chan string)}
 	sock := fd.serve(t)
 	d, notes, err := startDomains(domainsSpec{
-		profile: "default", home: t.TempDir(),
+		profile: "default", home: testHome(t, "default"),
 		cfg:    config.DomainsConfig{Enabled: true, HTTPPort: port},
 		binds:  []string{"127.0.0.1"},
 		dial:   func(context.Context, string, string) (net.Conn, error) { return nil, os.ErrNotExist },
@@ -190,9 +190,21 @@ func TestDomainsPortTakenIsANoteAndTheRestRuns(t *testing.T) {
 	if len(notes) != 1 || !strings.Contains(notes[0], fmt.Sprintf("port %d (domains.httpPort) is in use", port)) {
 		t.Errorf("notes %q, want one naming domains.httpPort", notes)
 	}
-	if len(d.addrs["http"]) != 0 || len(d.addrs["https"]) != 1 {
-		t.Errorf("listening on %v, want HTTPS only", d.addrs)
+	if len(d.listening("http")) != 0 || len(d.listening("https")) != 1 {
+		t.Errorf("listening on %v %v, want HTTPS only", d.listening("http"), d.listening("https"))
 	}
+}
+
+// testHome is a $VMDOCK_HOME with the profiles' instance folders.
+func testHome(t *testing.T, profiles ...string) string {
+	t.Helper()
+	home := t.TempDir()
+	for _, p := range profiles {
+		if err := os.Mkdir(filepath.Join(home, p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return home
 }
 
 func TestPortNoteForARefusedPort(t *testing.T) {
@@ -201,4 +213,126 @@ func TestPortNoteForARefusedPort(t *testing.T) {
 	if !strings.Contains(n, "refused port 80 (domains.httpPort") || !strings.Contains(n, "set domains.httpPort to 1024 or above") || strings.Contains(n, "\n") {
 		t.Errorf("note %q", n)
 	}
+}
+
+// freePort is a loopback port nothing listens on (just now).
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// agentFor is one host agent's domains with one container, web, whose
+// server answers with tag.
+func agentFor(t *testing.T, home, profile, tag string, cfg config.DomainsConfig, holds *atomic.Int32) (*domainsServer, []string) {
+	t.Helper()
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%s %s %s", tag, r.Host, r.Header.Get("X-Forwarded-Proto"))
+	}))
+	t.Cleanup(web.Close)
+	fd := &fakeDocker{list: webList, events: make(chan string)}
+	sock := fd.serve(t)
+	d, notes, err := startDomains(domainsSpec{
+		profile: profile, home: home, cfg: cfg, binds: []string{"127.0.0.1"},
+		dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, web.Listener.Addr().String())
+		},
+		docker: func(ctx context.Context) (net.Conn, error) { return (&net.Dialer{}).DialContext(ctx, "unix", sock) },
+		hold: func(context.Context) (func(), error) {
+			holds.Add(1)
+			return func() {}, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, notes
+}
+
+func TestTwoAgentsShareThePortsAndHandThemOver(t *testing.T) {
+	home := testHome(t, "default", "dev")
+	cfg := config.DomainsConfig{Enabled: true, HTTPPort: freePort(t), HTTPSPort: freePort(t)}
+	var holdsA, holdsB atomic.Int32
+	a, notes := agentFor(t, home, "default", "A", cfg, &holdsA)
+	if len(notes) != 0 {
+		t.Fatalf("first agent: %q", notes)
+	}
+	b, notes := agentFor(t, home, "dev", "B", cfg, &holdsB)
+	defer b.Close()
+	if len(notes) != 0 {
+		t.Fatalf("second agent (registers with the first): %q", notes)
+	}
+	if len(b.listening("http"))+len(b.listening("https")) != 0 {
+		t.Fatal("the second agent listens on the ports too")
+	}
+
+	ca, err := localca.Open(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Certificate())
+	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: roots},
+		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
+			port := cfg.HTTPPort
+			if strings.HasSuffix(addr, ":443") {
+				port = cfg.HTTPSPort
+			}
+			return (&net.Dialer{}).DialContext(ctx, "tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		},
+		DisableKeepAlives: true,
+	}}
+	// eventually: names appear as each agent's first list arrives, and
+	// move when the owner changes
+	eventually := func(url string, code int, body string) {
+		t.Helper()
+		deadline := time.Now().Add(3 * time.Second)
+		for {
+			resp, err := c.Get(url)
+			var got string
+			if err == nil {
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				got = string(b)
+				if resp.StatusCode == code && (body == "" || got == body) {
+					return
+				}
+				got = fmt.Sprintf("%d %q", resp.StatusCode, got)
+			} else {
+				got = err.Error()
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %s, want %d %q", url, got, code, body)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	eventually("http://web.vmdock.localhost/", 200, "A web.vmdock.localhost http")
+	eventually("http://web.dev.vmdock.localhost/", 200, "B web.dev.vmdock.localhost http")
+	eventually("https://web.dev.vmdock.localhost/", 200, "B web.dev.vmdock.localhost https")
+	if holdsB.Load() == 0 {
+		t.Error("requests for dev's names did not hold dev's VM")
+	}
+
+	// the owner stops: the other agent takes the ports over
+	a.Close()
+	eventually("http://web.dev.vmdock.localhost/", 200, "B web.dev.vmdock.localhost http")
+	eventually("https://web.dev.vmdock.localhost/", 200, "B web.dev.vmdock.localhost https")
+	eventually("http://web.vmdock.localhost/", http.StatusNotFound, "")
+	if len(b.listening("http")) != 1 {
+		t.Errorf("after the hand-over the second agent listens on %v", b.listening("http"))
+	}
+
+	// the first comes back and registers with the new owner
+	a2, notes := agentFor(t, home, "default", "A2", cfg, &holdsA)
+	defer a2.Close()
+	if len(notes) != 0 {
+		t.Fatalf("restarted agent: %q", notes)
+	}
+	eventually("http://web.vmdock.localhost/", 200, "A2 web.vmdock.localhost http")
 }

@@ -4,14 +4,11 @@
 // address inside that profile's guest through the profile's dial function
 // (the agent channel in production).
 //
-// Who owns the ports: only one process can hold 127.0.0.1:80, so the
-// design is one Router for every running profile. What is built: each
-// host agent runs a Router for its own profile and binds the ports itself
-// (vm/hostagent/domains.go); the first to start gets them and a second
-// profile's agent says the port is in use. The Router already serves any
-// number of profiles (Register/SetTable/Unregister); what is not built is
-// another agent registering with the owner across processes, and the
-// hand-over when the owner stops.
+// Who owns the ports: only one process can hold 127.0.0.1:80, so one
+// Router (the front) serves every running profile: the first host agent
+// to bind the ports runs it, and the others register their profiles with
+// it and are reached through their own Router on a unix socket
+// (KeepForwarded); see vm/hostagent/domains.go.
 package router
 
 import (
