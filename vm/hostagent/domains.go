@@ -151,7 +151,7 @@ func (d *domainsServer) held(h http.Handler) http.Handler {
 func (d *domainsServer) elect() []string {
 	var notes []string
 	for try := 0; try < 10 && d.ctx.Err() == nil; try++ {
-		lns, ns := d.listen()
+		lns, ns, busy := d.listen()
 		if len(lns) > 0 {
 			err := d.own(lns)
 			if err == nil {
@@ -163,6 +163,9 @@ func (d *domainsServer) elect() []string {
 			return nil
 		}
 		notes = ns
+		if !busy {
+			break // refused, not taken: trying again at once changes nothing
+		}
 		// an owner that is stopping frees the ports a moment after its
 		// registrations end; a new owner opens its socket a moment after
 		// it binds them
@@ -172,10 +175,9 @@ func (d *domainsServer) elect() []string {
 }
 
 // listen binds the ports on every loopback address; none bound: not
-// the owner.
-func (d *domainsServer) listen() (map[string][]net.Listener, []string) {
-	lns := map[string][]net.Listener{}
-	var notes []string
+// the owner. busy: a port is in use (by an owner, or one handing over).
+func (d *domainsServer) listen() (lns map[string][]net.Listener, notes []string, busy bool) {
+	lns = map[string][]net.Listener{}
 	for _, p := range []struct {
 		scheme, field string
 		port          int
@@ -185,6 +187,7 @@ func (d *domainsServer) listen() (map[string][]net.Listener, []string) {
 			if err != nil {
 				if i == 0 {
 					notes = append(notes, portNote(p.field, p.port, err))
+					busy = busy || errors.Is(err, syscall.EADDRINUSE)
 					break
 				}
 				// a host without IPv6 loopback still serves on 127.0.0.1
@@ -194,7 +197,7 @@ func (d *domainsServer) listen() (map[string][]net.Listener, []string) {
 			lns[p.scheme] = append(lns[p.scheme], ln)
 		}
 	}
-	return lns, notes
+	return lns, notes, busy
 }
 
 // own serves the front router on lns and takes registrations.
