@@ -8,7 +8,9 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,13 +34,7 @@ type trustAdder interface{ Add(context.Context) error }
 var newTrust = func(certPath string, out io.Writer) (trustAdder, error) { return trust.New(certPath, out) }
 
 // domainsList is `vmdock domains --json`.
-type domainsList struct {
-	Routes    []domains.Route    `json:"routes"`
-	Conflicts []domains.Conflict `json:"conflicts"`
-	Problems  []string           `json:"problems"`
-	// Skipped are running profiles whose names could not be read, and why.
-	Skipped map[string]string `json:"skipped,omitempty"`
-}
+type domainsList = domains.Listing
 
 func newDomainsCmd(g *globals) *cobra.Command {
 	var asJSON bool
@@ -111,14 +107,19 @@ func openCA() (*localca.CA, error) {
 	return localca.Open(home)
 }
 
-// listDomains reads every running profile's containers from its docker
-// socket and resolves their names together, as the router does.
+// listDomains asks the router for the names it serves; with no router
+// running (domains disabled, or no port could be had) it reads every
+// running profile's containers from its docker socket and resolves them
+// as the router would.
 func listDomains(ctx context.Context, h config.Host) (domainsList, error) {
-	l := domainsList{Skipped: map[string]string{}}
 	home, err := store.Home()
 	if err != nil {
-		return l, err
+		return domainsList{}, err
 	}
+	if l, err := askRouter(ctx, filepath.Join(home, domains.SocketName)); err == nil {
+		return l, nil
+	}
+	l := domainsList{Skipped: map[string]string{}}
 	insts, err := store.List(home)
 	if err != nil {
 		return l, err
@@ -142,21 +143,37 @@ func listDomains(ctx context.Context, h config.Host) (domainsList, error) {
 		}
 		tables = append(tables, domains.Build(inst.Name, cs))
 	}
-	t := domains.Merge(tables...)
-	l.Routes, l.Conflicts, l.Problems = t.Routes(), t.Conflicts(), t.Problems
-	if l.Routes == nil {
-		l.Routes = []domains.Route{}
+	skipped := l.Skipped
+	l = domains.Merge(tables...).Listing()
+	l.Skipped = skipped
+	return l, nil
+}
+
+// askRouter gets the listing from the host agent that owns the router's
+// ports (the request is vm/hostagent's hello with list set).
+func askRouter(ctx context.Context, sock string) (domainsList, error) {
+	var l domainsList
+	c, err := (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "unix", sock)
+	if err != nil {
+		return l, err
 	}
-	if l.Conflicts == nil {
-		l.Conflicts = []domains.Conflict{}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second)) //nolint:errcheck
+	if _, err := io.WriteString(c, `{"list":true}`+"\n"); err != nil {
+		return l, err
 	}
-	if l.Problems == nil {
-		l.Problems = []string{}
+	if err := json.NewDecoder(c).Decode(&l); err != nil {
+		return l, fmt.Errorf("the router at %s: %w", sock, err)
 	}
 	return l, nil
 }
 
 func printDomains(w io.Writer, l domainsList) {
+	if len(l.Listening) > 0 {
+		fmt.Fprintf(w, "router: %s\n", strings.Join(l.Listening, ", "))
+	} else {
+		fmt.Fprintln(w, "no router is running (domains.enabled false, or it got no port: see `vmdock start`); names from the docker sockets:")
+	}
 	if len(l.Routes) == 0 {
 		fmt.Fprintln(w, "no container names: no running profile has a running container")
 	} else {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -95,6 +96,9 @@ func TestDomainsListsEveryRunningProfile(t *testing.T) {
 			t.Errorf("domains printed:\n%s\nwant %q", out, s)
 		}
 	}
+	if !strings.Contains(out, "no router is running") {
+		t.Errorf("domains printed:\n%s\nwant a word that no router runs", out)
+	}
 	if strings.Contains(out, "idle") {
 		t.Errorf("a profile that is not running was listed:\n%s", out)
 	}
@@ -145,5 +149,40 @@ func TestDomainsCAAndTrust(t *testing.T) {
 	}
 	if f.adds != 1 || f.cert != path {
 		t.Errorf("trust added %d times with %q, want once with %s", f.adds, f.cert, path)
+	}
+}
+
+func TestDomainsAsksTheRouterFirst(t *testing.T) {
+	home, _ := env(t)
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", filepath.Join(home, domains.SocketName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	asked := make(chan string, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		asked <- line
+		l := domains.Build("dev", []domains.Container{{ID: "x", Name: "api", IP: "10.0.0.9"}}).Listing()
+		l.Listening = []string{"http://127.0.0.1:80"}
+		json.NewEncoder(c).Encode(l) //nolint:errcheck
+	}()
+	out, err := run("domains")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if q := <-asked; q != "{\"list\":true}\n" {
+		t.Errorf("asked the router %q", q)
+	}
+	if !strings.Contains(out, "router: http://127.0.0.1:80") || !strings.Contains(out, "api.dev.vmdock.localhost") {
+		t.Errorf("domains printed:\n%s\nwant the router's address and its names", out)
 	}
 }

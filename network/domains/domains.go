@@ -15,6 +15,10 @@ import (
 	"time"
 )
 
+// SocketName is the file under $VMDOCK_HOME where the host agent that
+// owns the router's ports takes registrations and answers listings.
+const SocketName = "_domains.sock"
+
 // Suffix is the domain every name lives under. Browsers resolve
 // *.localhost to loopback by themselves (RFC 6761), so no DNS is needed.
 const Suffix = "vmdock.localhost"
@@ -316,6 +320,36 @@ func (t *Table) Conflicts() []Conflict {
 		return nil
 	}
 	return t.conflicts
+}
+
+// Listing is a table as `vmdock domains --json` shows it.
+type Listing struct {
+	Routes    []Route    `json:"routes"`
+	Conflicts []Conflict `json:"conflicts"`
+	Problems  []string   `json:"problems"`
+	// Listening is where the router serves ("http://127.0.0.1:80"), when
+	// the listing came from it.
+	Listening []string `json:"listening,omitempty"`
+	// Skipped are running profiles whose names could not be read, and why.
+	Skipped map[string]string `json:"skipped,omitempty"`
+}
+
+// Listing is t's routes, conflicts and problems, never null in JSON.
+func (t *Table) Listing() Listing {
+	l := Listing{Routes: t.Routes(), Conflicts: t.Conflicts(), Problems: nil}
+	if t != nil {
+		l.Problems = t.Problems
+	}
+	if l.Routes == nil {
+		l.Routes = []Route{}
+	}
+	if l.Conflicts == nil {
+		l.Conflicts = []Conflict{}
+	}
+	if l.Problems == nil {
+		l.Problems = []string{}
+	}
+	return l
 }
 
 // Under reports whether name is the suffix or below it: the only names

@@ -37,7 +37,7 @@ import (
 // register with it.
 
 // registerSock is where the owner of the ports takes registrations.
-const registerSock = "_domains.sock"
+const registerSock = domains.SocketName
 
 // localSockName is each agent's own router, under its instance folder.
 const localSockName = "domains.sock"
@@ -282,7 +282,10 @@ func (d *domainsServer) listening(scheme string) []net.Addr {
 // hello and update are the registration protocol: one JSON value a line,
 // a hello then the agent's containers each time they change.
 type hello struct {
-	Profile string `json:"profile"`
+	Profile string `json:"profile,omitempty"`
+	// List asks for the router's table instead (`vmdock domains`), so
+	// listing names wakes no paused VM.
+	List bool `json:"list,omitempty"`
 }
 
 type update struct {
@@ -295,6 +298,17 @@ func (d *domainsServer) member(front *router.Router, c net.Conn) {
 	dec := json.NewDecoder(c)
 	var h hello
 	if err := dec.Decode(&h); err != nil {
+		return
+	}
+	if h.List {
+		l := front.Table().Listing()
+		for _, scheme := range []string{"http", "https"} {
+			for _, a := range d.listening(scheme) {
+				l.Listening = append(l.Listening, scheme+"://"+a.String())
+			}
+		}
+		c.SetWriteDeadline(time.Now().Add(5 * time.Second)) //nolint:errcheck
+		json.NewEncoder(c).Encode(l)                        //nolint:errcheck // the lister sees a short answer
 		return
 	}
 	if err := store.ValidateProfile(h.Profile); err != nil || h.Profile == d.spec.profile {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -18,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmdock/vmdock/network/domains"
 	"github.com/vmdock/vmdock/network/domains/localca"
 	"github.com/vmdock/vmdock/vm/config"
 )
@@ -317,6 +319,23 @@ func TestTwoAgentsShareThePortsAndHandThemOver(t *testing.T) {
 	eventually("https://web.dev.vmdock.localhost/", 200, "B web.dev.vmdock.localhost https")
 	if holdsB.Load() == 0 {
 		t.Error("requests for dev's names did not hold dev's VM")
+	}
+	// `vmdock domains` asks the owner, which lists both profiles
+	lc, err := net.Dial("unix", filepath.Join(home, domains.SocketName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(lc, `{"list":true}`)
+	var l domains.Listing
+	err = json.NewDecoder(lc).Decode(&l)
+	lc.Close()
+	names := map[string]string{}
+	for _, r := range l.Routes {
+		names[r.Name] = r.Profile
+	}
+	if err != nil || names["web.vmdock.localhost"] != "default" || names["web.dev.vmdock.localhost"] != "dev" ||
+		len(l.Listening) != 2 || !strings.HasPrefix(l.Listening[0], "http://127.0.0.1:") {
+		t.Errorf("listing %+v (%v), want both profiles' names and the router's two addresses", l, err)
 	}
 
 	// the owner stops: the other agent takes the ports over
