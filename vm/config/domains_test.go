@@ -10,8 +10,8 @@ func TestDomainsDefaultsAndValidation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.Domains.Enabled || c.Domains.HTTPPort != 8080 || c.Domains.HTTPSPort != 443 {
-		t.Errorf("domains %+v, want enabled, 8080, 443", c.Domains)
+	if !c.Domains.Enabled || c.Domains.HTTPPort != 8080 || c.Domains.HTTPSPort != 443 || c.Domains.DNSPort != 15353 {
+		t.Errorf("domains %+v, want enabled, 8080, 443, DNS 15353", c.Domains)
 	}
 	if errs := c.Domains.validate(); len(errs) != 0 {
 		t.Errorf("valid domains refused: %v", errs)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/network/domains"
+	"github.com/vmdock/vmdock/network/domains/dnsserver"
 	"github.com/vmdock/vmdock/network/domains/dockerapi"
 	"github.com/vmdock/vmdock/network/domains/localca"
 	"github.com/vmdock/vmdock/network/domains/router"
@@ -76,6 +77,7 @@ type domainsServer struct {
 	containers []domains.Container // the latest list, for a new front or owner
 	front      *router.Router      // non-nil while this agent owns the ports
 	frontSrvs  []*http.Server
+	dns        []net.PacketConn
 	addrs      map[string][]net.Addr // "http"/"https" → where the front listens
 	regLn      net.Listener
 	members    map[net.Conn]string // registered agents' connections → profile
@@ -153,9 +155,9 @@ func (d *domainsServer) elect() []string {
 	for try := 0; try < 10 && d.ctx.Err() == nil; try++ {
 		lns, ns, busy := d.listen()
 		if len(lns) > 0 {
-			err := d.own(lns)
+			dnsNotes, err := d.own(lns)
 			if err == nil {
-				return ns
+				return append(ns, dnsNotes...)
 			}
 			ns = append(ns, "container domains: "+err.Error())
 		}
@@ -200,8 +202,9 @@ func (d *domainsServer) listen() (lns map[string][]net.Listener, notes []string,
 	return lns, notes, busy
 }
 
-// own serves the front router on lns and takes registrations.
-func (d *domainsServer) own(lns map[string][]net.Listener) error {
+// own serves the front router on lns, the DNS responder, and takes
+// registrations. A DNS port it cannot have is a note.
+func (d *domainsServer) own(lns map[string][]net.Listener) ([]string, error) {
 	closeAll := func() {
 		for _, ls := range lns {
 			for _, ln := range ls {
@@ -214,12 +217,12 @@ func (d *domainsServer) own(lns map[string][]net.Listener) error {
 	reg, err := net.Listen("unix", sock)
 	if err != nil {
 		closeAll()
-		return fmt.Errorf("registration socket: %w", err)
+		return nil, fmt.Errorf("registration socket: %w", err)
 	}
 	if err := os.Chmod(sock, 0o600); err != nil {
 		reg.Close()
 		closeAll()
-		return fmt.Errorf("registration socket: %w", err)
+		return nil, fmt.Errorf("registration socket: %w", err)
 	}
 	front := router.New()
 	front.Register(d.spec.profile, d.spec.dial)
@@ -228,7 +231,7 @@ func (d *domainsServer) own(lns map[string][]net.Listener) error {
 		d.mu.Unlock()
 		reg.Close()
 		closeAll()
-		return d.ctx.Err()
+		return nil, d.ctx.Err()
 	}
 	front.SetTable(d.spec.profile, domains.Build(d.spec.profile, d.containers)) //nolint:errcheck // registered above
 	d.front, d.regLn, d.members = front, reg, map[net.Conn]string{}
@@ -255,6 +258,7 @@ func (d *domainsServer) own(lns map[string][]net.Listener) error {
 			d.serve(srv, ln)
 		}
 	}
+	notes := d.serveDNS()
 	d.mu.Unlock()
 	slog.Info("domains: this agent owns the router's ports", "addrs", fmt.Sprint(d.addrs))
 	d.wg.Add(1)
@@ -269,6 +273,35 @@ func (d *domainsServer) own(lns map[string][]net.Listener) error {
 			go func() { defer d.wg.Done(); d.member(front, c) }()
 		}
 	}()
+	return notes, nil
+}
+
+// serveDNS answers *.vmdock.localhost on the DNS port, for the system
+// resolver (see dnsserver); d.mu is held.
+func (d *domainsServer) serveDNS() []string {
+	port := d.spec.cfg.DNSPort
+	if port == 0 {
+		return nil
+	}
+	for i, ip := range d.spec.binds {
+		pc, err := net.ListenPacket("udp", net.JoinHostPort(ip, strconv.Itoa(port)))
+		if err != nil {
+			if i == 0 {
+				return []string{portNote("dnsPort", port, err)}
+			}
+			slog.Debug("domains: DNS listen", "addr", ip, "port", port, "err", err)
+			continue
+		}
+		d.dns = append(d.dns, pc)
+		d.addrs["dns"] = append(d.addrs["dns"], pc.LocalAddr())
+		d.wg.Add(1)
+		go func() {
+			defer d.wg.Done()
+			if err := dnsserver.Serve(pc); err != nil {
+				slog.Warn("domains: DNS", "addr", pc.LocalAddr(), "err", err)
+			}
+		}()
+	}
 	return nil
 }
 
@@ -302,7 +335,7 @@ func (d *domainsServer) member(front *router.Router, c net.Conn) {
 	}
 	if h.List {
 		l := front.Table().Listing()
-		for _, scheme := range []string{"http", "https"} {
+		for _, scheme := range []string{"http", "https", "dns"} {
 			for _, a := range d.listening(scheme) {
 				l.Listening = append(l.Listening, scheme+"://"+a.String())
 			}
@@ -495,9 +528,12 @@ func watchNames(ctx context.Context, c *dockerapi.Client, publish func([]domains
 func (d *domainsServer) Close() {
 	d.cancel()
 	d.mu.Lock()
-	reg, members, srvs, up := d.regLn, d.members, d.frontSrvs, d.upstream
+	reg, members, srvs, up, dns := d.regLn, d.members, d.frontSrvs, d.upstream, d.dns
 	d.members = nil
 	d.mu.Unlock()
+	for _, pc := range dns {
+		pc.Close()
+	}
 	if reg != nil {
 		reg.Close()
 	}

@@ -257,7 +257,7 @@ func agentFor(t *testing.T, home, profile, tag string, cfg config.DomainsConfig,
 
 func TestTwoAgentsShareThePortsAndHandThemOver(t *testing.T) {
 	home := testHome(t, "default", "dev")
-	cfg := config.DomainsConfig{Enabled: true, HTTPPort: freePort(t), HTTPSPort: freePort(t)}
+	cfg := config.DomainsConfig{Enabled: true, HTTPPort: freePort(t), HTTPSPort: freePort(t), DNSPort: freeUDPPort(t)}
 	var holdsA, holdsB atomic.Int32
 	a, notes := agentFor(t, home, "default", "A", cfg, &holdsA)
 	if len(notes) != 0 {
@@ -334,9 +334,10 @@ func TestTwoAgentsShareThePortsAndHandThemOver(t *testing.T) {
 		names[r.Name] = r.Profile
 	}
 	if err != nil || names["web.vmdock.localhost"] != "default" || names["web.dev.vmdock.localhost"] != "dev" ||
-		len(l.Listening) != 2 || !strings.HasPrefix(l.Listening[0], "http://127.0.0.1:") {
-		t.Errorf("listing %+v (%v), want both profiles' names and the router's two addresses", l, err)
+		len(l.Listening) != 3 || !strings.HasPrefix(l.Listening[0], "http://127.0.0.1:") || !strings.HasPrefix(l.Listening[2], "dns://127.0.0.1:") {
+		t.Errorf("listing %+v (%v), want both profiles' names and the router's three addresses", l, err)
 	}
+	lookup(t, cfg.DNSPort)
 
 	// the owner stops: the other agent takes the ports over
 	a.Close()
@@ -346,6 +347,7 @@ func TestTwoAgentsShareThePortsAndHandThemOver(t *testing.T) {
 	if len(b.listening("http")) != 1 {
 		t.Errorf("after the hand-over the second agent listens on %v", b.listening("http"))
 	}
+	lookup(t, cfg.DNSPort)
 
 	// the first comes back and registers with the new owner
 	a2, notes := agentFor(t, home, "default", "A2", cfg, &holdsA)
@@ -354,4 +356,28 @@ func TestTwoAgentsShareThePortsAndHandThemOver(t *testing.T) {
 		t.Fatalf("restarted agent: %q", notes)
 	}
 	eventually("http://web.vmdock.localhost/", 200, "A2 web.vmdock.localhost http")
+}
+
+func freeUDPPort(t *testing.T) int {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	return pc.LocalAddr().(*net.UDPAddr).Port
+}
+
+// lookup asks the owner's DNS responder, as the system resolver would.
+func lookup(t *testing.T, port int) {
+	t.Helper()
+	r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "udp", fmt.Sprintf("127.0.0.1:%d", port))
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	ips, err := r.LookupHost(ctx, "web.dev.vmdock.localhost")
+	if err != nil || len(ips) == 0 {
+		t.Errorf("DNS on port %d: %v %v", port, ips, err)
+	}
 }
