@@ -22,6 +22,7 @@ import (
 	"github.com/vmdock/vmdock/network/domains"
 	"github.com/vmdock/vmdock/network/domains/dockerapi"
 	"github.com/vmdock/vmdock/network/domains/localca"
+	"github.com/vmdock/vmdock/network/domains/resolver"
 	"github.com/vmdock/vmdock/network/domains/trust"
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/store"
@@ -61,6 +62,7 @@ func newDomainsCmd(g *globals) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.AddCommand(newDomainsResolverCmd(g))
 	cmd.AddCommand(
 		&cobra.Command{
 			Use:   "ca",
@@ -201,4 +203,44 @@ func printDomains(w io.Writer, l domainsList) {
 	for _, p := range slices.Sorted(maps.Keys(l.Skipped)) {
 		fmt.Fprintf(w, "profile %s skipped: %s\n", p, l.Skipped[p])
 	}
+}
+
+func newDomainsResolverCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "resolver",
+		Short: "Send the system resolver's *." + domains.Suffix + " queries to vmdock (macOS; uses sudo)",
+		Long: "Browsers and curl resolve *.localhost themselves; Safari, Python and other clients of the system resolver\n" +
+			"do not. On macOS `add` writes /etc/resolver/" + domains.Suffix + " (through sudo, printing each command),\n" +
+			"pointing at the DNS responder the router's host agent runs on 127.0.0.1 port domains.dnsPort; it answers\n" +
+			"only names under " + domains.Suffix + ". On Linux nothing is needed (systemd-resolved or nss-myhostname).\n" +
+			"Env " + resolver.DirEnv + " moves /etc/resolver.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	for _, action := range []string{"add", "remove"} {
+		cmd.AddCommand(&cobra.Command{
+			Use:   action,
+			Short: map[string]string{"add": "Write the resolver entry", "remove": "Remove the resolver entry vmdock wrote"}[action],
+			Args:  cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				port := config.DefaultDomainsDNSPort
+				if inst, err := g.existing(); err == nil {
+					cfg, err := config.Load(inst.ConfigPath(), g.host)
+					if err != nil {
+						return err
+					}
+					port = cfg.Domains.DNSPort
+				}
+				r := &resolver.Resolver{
+					Port: port, Out: cmd.ErrOrStderr(), Run: resolver.Runner(trust.ExecRunner(cmd.ErrOrStderr())),
+					Getenv: os.Getenv, Root: os.Geteuid() == 0,
+				}
+				if action == "add" {
+					return r.Add(cmd.Context())
+				}
+				return r.Remove(cmd.Context())
+			},
+		})
+	}
+	return cmd
 }

@@ -53,7 +53,7 @@ func New(certPath string, out io.Writer) (*Trust, error) {
 	return &Trust{
 		CertPath: certPath,
 		Out:      out,
-		Run:      execRunner(out),
+		Run:      ExecRunner(out),
 		LookPath: exec.LookPath,
 		Getenv:   os.Getenv,
 		Root:     os.Geteuid() == 0,
@@ -91,7 +91,10 @@ func (t *Trust) nick() string {
 
 func (t *Trust) sudo() bool { return !t.Root }
 
-func execRunner(echo io.Writer) Runner {
+// ExecRunner runs commands as processes, through sudo when asked (unless
+// sudo is missing: then an error saying to run as root), each command
+// line printed to echo first.
+func ExecRunner(echo io.Writer) Runner {
 	return func(ctx context.Context, sudo bool, argv ...string) error {
 		if sudo {
 			if _, err := exec.LookPath("sudo"); err != nil {
