@@ -110,20 +110,17 @@ func (c *Client) SyncResume(ctx context.Context) error { return c.syncAction(ctx
 
 // SetIdle sets the running VM's idle period (0: never pause).
 func (c *Client) SetIdle(ctx context.Context, after time.Duration) error {
-	resp, err := c.do(ctx, http.MethodPost, IdlePath+"?after="+url.QueryEscape(after.String()))
-	if err != nil {
-		return fmt.Errorf("ask host agent: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return errors.New(strings.TrimSpace(string(b)))
-	}
-	return nil
+	return c.post(ctx, IdlePath+"?after="+url.QueryEscape(after.String()))
 }
 
 func (c *Client) syncAction(ctx context.Context, route, hostPath string) error {
-	resp, err := c.do(ctx, http.MethodPost, route+"?path="+url.QueryEscape(hostPath))
+	return c.post(ctx, route+"?path="+url.QueryEscape(hostPath))
+}
+
+// post sends an action with no body; a refusal comes back as the host
+// agent's text.
+func (c *Client) post(ctx context.Context, pathAndQuery string) error {
+	resp, err := c.do(ctx, http.MethodPost, pathAndQuery)
 	if err != nil {
 		return fmt.Errorf("ask host agent: %w", err)
 	}
