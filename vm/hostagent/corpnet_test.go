@@ -107,3 +107,18 @@ func setupOf(c corpNet) agent.Setup {
 	c.setup(&s)
 	return s
 }
+
+// The host's settings are read before the saved state is judged (the
+// fingerprint holds them) and the guest gets them in setup, before the
+// runtime starts.
+func TestHostSettingsStepOrder(t *testing.T) {
+	ha := &hostAgent{}
+	pos := map[string]int{}
+	for i, s := range ha.bootSteps() {
+		pos[s.name] = i
+	}
+	hs, ok := pos["host-settings"]
+	if !ok || hs > pos["saved-state"] || pos["setup"] > pos["docker"] {
+		t.Errorf("steps %v: want host-settings before saved-state, setup before docker", pos)
+	}
+}
