@@ -238,3 +238,48 @@ func TestHeapProfile(t *testing.T) {
 		}
 	}
 }
+
+// SetIdle carries the period (0 too); the host agent's refusal comes back
+// as its text, and a host agent without the idle pause answers 404.
+func TestSetIdle(t *testing.T) {
+	sock := shortSocket(t)
+	var got []time.Duration
+	srv, err := Listen(sock, Handlers{
+		Status: func() Status { return Status{} }, Events: NewEventLog(), Stop: func(StopRequest) {},
+		SetIdle: func(d time.Duration) error {
+			if d > 0 && d < 10*time.Second {
+				return errors.New("idle: 5s is not accepted; accepted: 0 (never pause) or 10s and up")
+			}
+			got = append(got, d)
+			return nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	c := NewClient(sock)
+	ctx := context.Background()
+	for _, d := range []time.Duration{30 * time.Second, 0} {
+		if err := c.SetIdle(ctx, d); err != nil {
+			t.Fatalf("SetIdle(%s): %v", d, err)
+		}
+	}
+	if len(got) != 2 || got[0] != 30*time.Second || got[1] != 0 {
+		t.Fatalf("handler saw %v", got)
+	}
+	if err := c.SetIdle(ctx, 5*time.Second); err == nil || !strings.Contains(err.Error(), "idle: 5s is not accepted") {
+		t.Fatalf("refused period: %v", err)
+	}
+	resp, err := c.do(ctx, http.MethodPost, IdlePath+"?after=soon")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("after=soon: status %d, want 400", resp.StatusCode)
+	}
+	if err := serve(t, &fakeAgent{}).SetIdle(ctx, time.Minute); err == nil || !strings.Contains(err.Error(), "no idle pause") {
+		t.Errorf("without a handler: %v", err)
+	}
+}
