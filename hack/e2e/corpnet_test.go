@@ -80,13 +80,11 @@ func (f *corpFixture) startEnv() []string {
 	}
 }
 
-// withStartEnv runs fn with the proxy in the environment of the commands
-// e runs.
-func (f *corpFixture) withStartEnv(e *env, fn func()) {
-	n := len(e.extraEnv)
+// useStartEnv puts the proxy in the environment of every command e runs
+// from now on: the proxy is part of the saved state's fingerprint, so the
+// later starts must see the same one to resume as they did before.
+func (f *corpFixture) useStartEnv(e *env) {
 	e.extraEnv = append(e.extraEnv, f.startEnv()...)
-	defer func() { e.extraEnv = e.extraEnv[:n] }()
-	fn()
 }
 
 func startRegistry(t *testing.T, dir, name string, ca *testCA, hosts ...string) int {

@@ -200,7 +200,8 @@ mounts:
 	})
 	sshAgent := startHostSSHAgent(e)
 	e.timed("vmdock start (cold boot)", func(t *testing.T) {
-		corp.withStartEnv(e, func() { e.run(15*time.Minute, e.vmdock, startArgs...) })
+		corp.useStartEnv(e)
+		e.run(15*time.Minute, e.vmdock, startArgs...)
 	})
 	e.timed("the default image was downloaded from the release manifest", func(t *testing.T) {
 		checkDefaultImageFrom(t, e, "amd64", release.URL+"vmdock-amd64.tar.zst")
