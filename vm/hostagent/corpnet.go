@@ -58,8 +58,8 @@ func (ha *hostAgent) stepHostSettings(context.Context) error {
 		return err
 	}
 	slog.Info("host settings for the guest", "caCerts", c.certs.Describe(), "proxy", c.proxy.Masked(), "proxySource", c.proxy.Source, "pac", c.proxy.PAC)
-	if c.proxy.PAC != "" && c.proxy.Source != proxy.SourceSystem {
-		ha.events.Emit("host-settings", control.EventNote, "", "the host's system proxy uses a PAC file ("+c.proxy.PAC+"), which vmdock does not apply; set proxy: in the config or HTTPS_PROXY")
+	if c.proxy.PAC != "" {
+		ha.events.Emit("host-settings", control.EventNote, "", "the host's system proxy settings use a PAC file ("+c.proxy.PAC+"), which vmdock does not evaluate; set proxy: in the config or HTTPS_PROXY for the guest")
 	}
 	ha.mu.Lock()
 	ha.corp = c
