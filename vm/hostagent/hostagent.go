@@ -332,7 +332,7 @@ func (ha *hostAgent) status() control.Status {
 		st.Errors = append(st.Errors, st.Machine.Problems...)
 	}
 	if ha.tunnels != nil {
-		st.Ports = ha.tunnels.ports()
+		st.Ports = notePortsTheRouterHolds(ha.tunnels.ports(), ha.cfg.Domains)
 	}
 	st.Shares = shares
 	st.Errors = append(st.Errors, shareProblems...)
