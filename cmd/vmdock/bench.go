@@ -37,7 +37,7 @@ func newBenchCmd(g *globals) *cobra.Command {
 			"--disk-sync none for the other sync modes, on scratch disks hot-plugged into this VM; qemu only).\n" +
 			"Sections: " + fmt.Sprint(bench.Sections) + ". tree, ports and api need the guest helper\n" +
 			"(`make bench` builds it into bin/), found next to the vmdock binary or given with --helper.\n" +
-			"cost takes about 6 minutes: it allocates 1 GiB in the guest, writes and deletes 1 GiB on the data disk,\n" +
+			"cost takes a few minutes (3 under TCG): it allocates 1 GiB in the guest, writes and deletes 1 GiB on the data disk,\n" +
 			"and sets the idle period to 10s until the VM pauses, then puts the period back.",
 		Example: `  vmdock bench --quick
   vmdock bench --sections disk,tree --json bench.json --svg bench.svg`,
