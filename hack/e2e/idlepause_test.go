@@ -3,9 +3,11 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -97,9 +99,14 @@ func processCPU(t *testing.T, pid int) float64 {
 // holds the targets); the checks fail only where a mechanism did nothing.
 func checkIdlePause(t *testing.T, e *env, syncDir string) {
 	// A forwarded port with no container behind it: the test image's
-	// echo server run by systemd in the guest.
-	e.run(2*time.Minute, e.vmdock, "ssh", "--", "sh", "-c",
-		`id=$(docker create vmdock-test:latest) && docker cp "$id":/echo-server /run/e2e-echo-server && docker rm "$id" >/dev/null && `+
+	// echo server, taken out of the image on the host and run by systemd
+	// in the guest (which has no docker CLI).
+	bin := filepath.Join(t.TempDir(), "echo-server")
+	id := strings.TrimSpace(e.docker(time.Minute, "create", "vmdock-test:latest"))
+	e.docker(time.Minute, "cp", id+":/echo-server", bin)
+	e.docker(time.Minute, "rm", id)
+	e.runWithStdin(t, bin, 2*time.Minute, e.vmdock, "ssh", "--", "sh", "-c",
+		`cat > /run/e2e-echo-server && chmod 0755 /run/e2e-echo-server && `+
 			`systemd-run --unit e2e-echo /run/e2e-echo-server -http 0.0.0.0:18123 -udp 127.0.0.1:18124 -tcp 127.0.0.1:18125`)
 	waitForTestServer(t, 18123, time.Minute)
 	before := e.idleNow(t)
@@ -159,6 +166,26 @@ func checkIdlePause(t *testing.T, e *env, syncDir string) {
 		t.Errorf("agent sessions went from %d to %d over the pauses", before.AgentSessions, end.AgentSessions)
 	}
 	e.run(time.Minute, e.vmdock, "ssh", "--", "systemctl", "stop", "e2e-echo")
+}
+
+// runWithStdin runs a command of the test's environment with the file at
+// stdinPath as its standard input.
+func (e *env) runWithStdin(t *testing.T, stdinPath string, timeout time.Duration, name string, args ...string) {
+	t.Helper()
+	in, err := os.Open(stdinPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = e.environ()
+	cmd.Dir = e.work
+	cmd.Stdin = in
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
 }
 
 func deref(p *float64) float64 {
