@@ -48,7 +48,9 @@ func TestE2EResume(t *testing.T) {
 	e.timed("docker load, a counter container and a published web server", func(t *testing.T) {
 		e.docker(5*time.Minute, "load", "-i", e.testTar)
 		e.docker(3*time.Minute, "run", "-d", "--name", "counter", "-v", "counter:/c", "vmdock-test:latest",
-			"/bin/busybox", "sh", "-c", "i=0; while true; do i=$((i+1)); echo $i > /c/count; sleep 1; done")
+			// Renamed into place: a reader between the shell's truncate and
+			// its write would read an empty count.
+			"/bin/busybox", "sh", "-c", "i=0; while true; do i=$((i+1)); echo $i > /c/count.new; /bin/busybox mv /c/count.new /c/count; sleep 1; done")
 		e.docker(3*time.Minute, "run", "-d", "--name", "web", "-p", "18095:80", "vmdock-test:latest")
 		waitForTestServer(t, 18095, time.Minute)
 	})
