@@ -41,7 +41,10 @@ type HostCost struct {
 // Timings of the cost section; variables so the tests run in
 // milliseconds.
 var (
-	costQuiet      = 30 * time.Second // idle before the idle sample
+	// Two minutes: the guest agent drains cold page cache in 30 s rounds
+	// (half of the inactive cache a round), so the idle figure is what an
+	// instance left alone settles at, not the cache a boot left.
+	costQuiet      = 2 * time.Minute  // idle before the idle sample
 	costAfterAlloc = 30 * time.Second // from freeing 1 GiB to the RSS sample
 	costPausedCPU  = 20 * time.Second // CPU window while paused
 	costDiskLimit  = 2 * time.Minute  // from the delete to the last disk sample

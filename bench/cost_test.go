@@ -144,7 +144,7 @@ func TestCostRows(t *testing.T) {
 	if got := rowValue(t, rows, "VM process RSS / (guest used + page cache), idle", "host vs guest"); got != 3 {
 		t.Errorf("idle factor %v, want 3", got)
 	}
-	if got := rowValue(t, rows, "memory after ~30 s idle", "guest-RAM block RSS"); got != 1700 {
+	if got := rowValue(t, rows, "memory after ~120 s idle", "guest-RAM block RSS"); got != 1700 {
 		t.Errorf("guest-RAM row %v", got)
 	}
 	for _, r := range rows {
