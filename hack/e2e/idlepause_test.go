@@ -100,14 +100,14 @@ func processCPU(t *testing.T, pid int) float64 {
 func checkIdlePause(t *testing.T, e *env, syncDir string) {
 	// A forwarded port with no container behind it: the test image's
 	// echo server, taken out of the image on the host and run by systemd
-	// in the guest (which has no docker CLI).
+	// in the guest (which has no docker CLI; /run is noexec there).
 	bin := filepath.Join(t.TempDir(), "echo-server")
 	id := strings.TrimSpace(e.docker(time.Minute, "create", "vmdock-test:latest"))
 	e.docker(time.Minute, "cp", id+":/echo-server", bin)
 	e.docker(time.Minute, "rm", id)
 	e.runWithStdin(t, bin, 2*time.Minute, e.vmdock, "ssh", "--", "sh", "-c",
-		`cat > /run/e2e-echo-server && chmod 0755 /run/e2e-echo-server && `+
-			`systemd-run --unit e2e-echo /run/e2e-echo-server -http 0.0.0.0:18123 -udp 127.0.0.1:18124 -tcp 127.0.0.1:18125`)
+		`cat > /usr/local/bin/e2e-echo-server && chmod 0755 /usr/local/bin/e2e-echo-server && `+
+			`systemd-run --unit e2e-echo /usr/local/bin/e2e-echo-server -http 0.0.0.0:18123 -udp 127.0.0.1:18124 -tcp 127.0.0.1:18125`)
 	waitForTestServer(t, 18123, time.Minute)
 	before := e.idleNow(t)
 	out := e.run(time.Minute, e.vmdock, "set", "idle", "10s")
