@@ -44,11 +44,7 @@ func newDockerSockCmd(g *globals) *cobra.Command {
 		Short: "Point the link at this profile's docker socket",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			inst, err := g.existing()
-			if err != nil {
-				return err
-			}
-			cfg, err := config.Load(inst.ConfigPath(), g.host)
+			inst, cfg, err := g.existingConfig()
 			if err != nil {
 				return err
 			}

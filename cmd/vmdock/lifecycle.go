@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/instance"
 )
 
@@ -44,11 +43,7 @@ func newRestartCmd(g *globals) *cobra.Command {
 		Short: "Stop and start the instance with its saved config",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			inst, err := g.existing()
-			if err != nil {
-				return err
-			}
-			cfg, err := config.Load(inst.ConfigPath(), g.host)
+			inst, cfg, err := g.existingConfig()
 			if err != nil {
 				return err
 			}

@@ -60,11 +60,7 @@ func newNerdctlCmd(g *globals) *cobra.Command {
 // containerdInstance is the running instance of a `vmdock nerdctl`
 // command, which must use the containerd runtime.
 func containerdInstance(g *globals) (*store.Instance, config.Config, error) {
-	inst, err := g.existing()
-	if err != nil {
-		return nil, config.Config{}, err
-	}
-	cfg, err := config.Load(inst.ConfigPath(), g.host)
+	inst, cfg, err := g.existingConfig()
 	if err != nil {
 		return nil, cfg, err
 	}

@@ -52,6 +52,20 @@ func (g *globals) instance() (*store.Instance, error) {
 }
 
 // existing is instance() for commands that need a created instance.
+// existingConfig is an existing profile and its config as a start would
+// read it.
+func (g *globals) existingConfig() (*store.Instance, config.Config, error) {
+	inst, err := g.existing()
+	if err != nil {
+		return nil, config.Config{}, err
+	}
+	cfg, err := config.Load(inst.ConfigPath(), g.host)
+	if err != nil {
+		return nil, cfg, err
+	}
+	return inst, cfg, nil
+}
+
 func (g *globals) existing() (*store.Instance, error) {
 	inst, err := g.instance()
 	if err != nil {
