@@ -40,6 +40,11 @@ const (
 // dnsLocalNames are answered with the host access IP.
 var dnsLocalNames = []string{"host.docker.internal.", "gateway.docker.internal."}
 
+// dnsLocalZone and every name under it are answered with the host access
+// IP too: containers reach each other by container-domain name through
+// the host's router (issue 30), the same way a browser on the host does.
+const dnsLocalZone = "vmdock.localhost."
+
 // dnsServer answers the local names and forwards every other query.
 type dnsServer struct {
 	log   *slog.Logger
@@ -235,7 +240,8 @@ func (d *dnsServer) isLocal(n dnsmessage.Name) bool {
 			return true
 		}
 	}
-	return false
+	lower := strings.ToLower(name)
+	return lower == dnsLocalZone || strings.HasSuffix(lower, "."+dnsLocalZone)
 }
 
 // localAnswer gives A the host access IP; every other type gets an empty

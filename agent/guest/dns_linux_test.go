@@ -162,6 +162,11 @@ func TestDNSServer(t *testing.T) {
 		{"host AAAA is empty", "host.docker.internal.", dnsmessage.TypeAAAA, nil, false},
 		{"other name forwarded", "example.com.", dnsmessage.TypeA, [][4]byte{upstreamIP}, true},
 		{"suffix is not local", "x.host.docker.internal.", dnsmessage.TypeA, [][4]byte{upstreamIP}, true},
+		{"container domain", "web.vmdock.localhost.", dnsmessage.TypeA, [][4]byte{local}, false},
+		{"compose domain any case", "API.Shop.VMDock.localhost.", dnsmessage.TypeA, [][4]byte{local}, false},
+		{"domain zone itself", "vmdock.localhost.", dnsmessage.TypeA, [][4]byte{local}, false},
+		{"container domain AAAA is empty", "web.vmdock.localhost.", dnsmessage.TypeAAAA, nil, false},
+		{"lookalike zone forwarded", "web.notvmdock.localhost.", dnsmessage.TypeA, [][4]byte{upstreamIP}, true},
 	}
 	for _, network := range []string{"udp", "tcp"} {
 		for i, tt := range tests {
