@@ -2,11 +2,16 @@
 // gives the end-to-end tests one thing to reach per protocol. HTTP on :80
 // answers "GET /" with "vmdock-test-ok\n" and "GET /env" with the
 // environment, UDP on :81 echoes datagrams, TCP on :82 echoes the stream.
+// For the container-domains router it also has a page for a browser
+// (/page), the request as the server saw it (/request), a WebSocket echo
+// (/ws), an upload answered with its sha256 (/upload) and server-sent
+// events (/events).
 // With -inotify DIR it is a file watcher instead, like a dev server in a
 // container: it prints one line per inotify event in DIR (not recursive).
 package main
 
 import (
+	"crypto/sha256"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,8 +21,11 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/net/websocket"
 )
 
 // okBody is what the tests look for on port 80.
@@ -81,7 +89,80 @@ func newHandler() http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		io.WriteString(w, strings.Join(env, "\n")+"\n")
 	})
+	mux.HandleFunc("GET /page", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, pageHTML)
+	})
+	mux.HandleFunc("GET /request", serveRequest)
+	// a websocket.Server without Handshake takes any Origin: clients
+	// behind the router come from other names
+	mux.Handle("GET /ws", websocket.Server{Handler: func(ws *websocket.Conn) { io.Copy(ws, ws) }})
+	mux.HandleFunc("POST /upload", serveUpload)
+	mux.HandleFunc("GET /events", serveEvents)
 	return mux
+}
+
+// pageHTML is what a browser shows; the tests look for pageText.
+const (
+	pageText = "vmdock container domains work"
+	pageHTML = "<!doctype html><html><head><title>vmdock-test</title></head>" +
+		"<body style=\"font: 32px sans-serif\"><h1>" + pageText + "</h1></body></html>\n"
+)
+
+// serveRequest writes the request line and headers as received, so a
+// test sees what a proxy in front changed.
+func serveRequest(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	fmt.Fprintf(w, "%s %s %s\nHost: %s\n", r.Method, r.URL.RequestURI(), r.Proto, r.Host)
+	keys := make([]string, 0, len(r.Header))
+	for k := range r.Header {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "%s: %s\n", k, strings.Join(r.Header[k], ", "))
+	}
+}
+
+// serveUpload answers with the body's size and sha256.
+func serveUpload(w http.ResponseWriter, r *http.Request) {
+	h := sha256.New()
+	n, err := io.Copy(h, r.Body)
+	if err != nil {
+		http.Error(w, "read upload: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	fmt.Fprintf(w, "%d %x\n", n, h.Sum(nil))
+}
+
+// serveEvents sends ?n= server-sent events (default 3) ?gap= apart
+// (default 500ms), each flushed at once, so a test can see the first
+// arrive before the response ends.
+func serveEvents(w http.ResponseWriter, r *http.Request) {
+	n, err := strconv.Atoi(r.URL.Query().Get("n"))
+	if err != nil || n < 1 || n > 1000 {
+		n = 3
+	}
+	gap, err := time.ParseDuration(r.URL.Query().Get("gap"))
+	if err != nil || gap < 0 || gap > time.Minute {
+		gap = 500 * time.Millisecond
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	fl, _ := w.(http.Flusher)
+	for i := 1; i <= n; i++ {
+		if i > 1 {
+			select {
+			case <-time.After(gap):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		fmt.Fprintf(w, "data: event %d\n\n", i)
+		if fl != nil {
+			fl.Flush()
+		}
+	}
 }
 
 // serveUDP echoes every datagram back to its sender until pc is closed.

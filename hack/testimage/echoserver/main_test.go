@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/net/websocket"
 )
 
 func TestHTTP(t *testing.T) {
@@ -126,5 +128,70 @@ func TestWatchInotify(t *testing.T) {
 	os.WriteFile(f, []byte("x"), 0o644)
 	if !lines.Scan() || !strings.HasPrefix(lines.Text(), "a.txt ") {
 		t.Fatalf("after a write: %q", lines.Text())
+	}
+}
+
+func TestDomainEndpoints(t *testing.T) {
+	srv := httptest.NewServer(newHandler())
+	defer srv.Close()
+	get := func(path string, hdr ...string) string {
+		t.Helper()
+		req, _ := http.NewRequest("GET", srv.URL+path, nil)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	if b := get("/page"); !strings.Contains(b, pageText) {
+		t.Errorf("/page = %q", b)
+	}
+	if b := get("/request", "X-Forwarded-Proto", "https"); !strings.Contains(b, "GET /request HTTP/1.1\n") || !strings.Contains(b, "X-Forwarded-Proto: https\n") {
+		t.Errorf("/request = %q", b)
+	}
+
+	resp, err := http.Post(srv.URL+"/upload", "application/octet-stream", strings.NewReader("abc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if want := "3 ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad\n"; string(b) != want {
+		t.Errorf("/upload = %q, want %q", b, want)
+	}
+
+	start := time.Now()
+	resp, err = http.Get(srv.URL + "/events?n=2&gap=300ms")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(resp.Body)
+	first, _ := r.ReadString('\n')
+	if first != "data: event 1\n" || time.Since(start) > 250*time.Millisecond {
+		t.Errorf("first event %q after %v, want it before the gap", first, time.Since(start))
+	}
+	rest, _ := io.ReadAll(r)
+	resp.Body.Close()
+	if !strings.Contains(string(rest), "data: event 2") {
+		t.Errorf("rest of the events = %q", rest)
+	}
+
+	ws, err := websocket.Dial("ws"+strings.TrimPrefix(srv.URL, "http")+"/ws", "", "http://elsewhere.example")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	if _, err := ws.Write([]byte("hello ws")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	n, err := ws.Read(buf)
+	if err != nil || string(buf[:n]) != "hello ws" {
+		t.Fatalf("ws echo = %q, %v", buf[:n], err)
 	}
 }
