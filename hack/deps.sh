@@ -23,8 +23,14 @@ set -euo pipefail
 #   docker-registry         real TLS registries on loopback (CA certs e2e)
 #   tinyproxy               a real HTTP proxy on loopback (proxy e2e)
 #   openssh-client          ssh-agent, ssh-keygen (SSH agent forwarding e2e)
+#   chromium, libnss3-tools a real browser and certutil (container domains
+#                           e2e: pages over http and https, the CA trusted in
+#                           a throwaway NSS database)
+#   curl                    HTTP/2 over TLS through the domains router
+#   docker-compose          a compose project's <service>.<project> name
 pkgs=(make git qemu-system-x86 qemu-utils ovmf e2fsprogs busybox-static zstd tar
-  socat iproute2 procps xorriso mmdebstrap docker-registry tinyproxy openssh-client)
+  socat iproute2 procps xorriso mmdebstrap docker-registry tinyproxy openssh-client
+  chromium libnss3-tools curl docker-compose)
 if [ "${1:-}" = arm64 ]; then pkgs+=(qemu-system-arm); fi
 
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo

@@ -182,6 +182,8 @@ mounts:
 `, share9p, shareVFS, e.work, syncDir)
 	corp := startCorpNet(t, base) // registries and proxy on loopback (corpnet_test.go)
 	cfgYAML += corp.configYAML()
+	domainPorts := pickDomainPorts(t)
+	cfgYAML += domainPorts.configYAML()
 	e.configure(cfgYAML)
 
 	// A context of the user's own is current before start; stop must
@@ -250,6 +252,7 @@ mounts:
 	checkPorts(t, e)
 	checkParallelStreams(t, e)
 	checkHostAccess(t, e)
+	checkDomains(t, e, domainPorts)
 	checkConfigSafety(t, e)
 	for _, sh := range []struct{ name, dir string }{{"9p", share9p}, {"virtiofs", shareVFS}, {"workdir", e.work}} {
 		sh := sh
