@@ -34,15 +34,15 @@ import (
 type domainPorts struct{ http, https int }
 
 func pickDomainPorts(t *testing.T) domainPorts {
-	return domainPorts{http: freeLoopbackPort(t), https: freeLoopbackPort(t)}
+	return domainPorts{http: freeDualStackPort(t), https: freeDualStackPort(t)}
 }
 
 func (p domainPorts) configYAML() string {
 	return fmt.Sprintf("domains:\n  httpPort: %d\n  httpsPort: %d\n", p.http, p.https)
 }
 
-// freeLoopbackPort is a TCP port free on 127.0.0.1 and ::1 a moment ago.
-func freeLoopbackPort(t *testing.T) int {
+// freeDualStackPort is a TCP port free on 127.0.0.1 and ::1 a moment ago.
+func freeDualStackPort(t *testing.T) int {
 	for try := 0; try < 20; try++ {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
