@@ -1,7 +1,8 @@
 // Package bench measures a running vmdock instance: disk and shared-folder
 // I/O, port forwarding, the Docker API path, boot steps and memory. Every
 // metric is measured side by side with its baseline in the same run and
-// reported as a ratio; nothing passes or fails.
+// reported as a ratio. Only a target an issue set is judged (a Check,
+// printed after the table); every other ratio passes or fails nothing.
 package bench
 
 import (
@@ -61,6 +62,30 @@ type Report struct {
 	Machine Machine  `json:"machine"`
 	Results []Result `json:"results"`
 	Skipped []string `json:"skipped,omitempty"` // "section: why"
+	Checks  []Check  `json:"checks,omitempty"`
+}
+
+// Check is a ratio an issue set a target for, and whether this run met it.
+type Check struct {
+	Section string  `json:"section"`
+	What    string  `json:"what"`
+	Ratio   float64 `json:"ratio"`
+	Target  float64 `json:"target"` // the least ratio that passes
+	Pass    bool    `json:"pass"`
+}
+
+// NewCheck judges ratio against target (at least target passes).
+func NewCheck(section, what string, ratio, target float64) Check {
+	return Check{Section: section, What: what, Ratio: ratio, Target: target, Pass: ratio >= target}
+}
+
+// String is the check's line under the table.
+func (c Check) String() string {
+	verdict := "PASS"
+	if !c.Pass {
+		verdict = "below target"
+	}
+	return fmt.Sprintf("target: %s %s = %.2fx (at least %.2fx): %s", c.Section, c.What, c.Ratio, c.Target, verdict)
 }
 
 // Add appends a result.
@@ -120,6 +145,11 @@ func WriteTable(w io.Writer, r *Report) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, c := range r.Checks {
+		if _, err := fmt.Fprintln(w, c); err != nil {
+			return err
+		}
 	}
 	for _, s := range r.Skipped {
 		if _, err := fmt.Fprintf(w, "skipped: %s\n", s); err != nil {

@@ -21,7 +21,7 @@ import (
 )
 
 // Sections, in run order.
-var Sections = []string{"disk", "tree", "propagate", "ports", "api", "boot", "memory", "sync", "cost"}
+var Sections = []string{"disk", "tree", "propagate", "ports", "api", "domains", "boot", "memory", "sync", "cost"}
 
 // ExecFunc runs argv in the guest (instance.Exec without the instance).
 type ExecFunc func(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) (int, error)
@@ -76,6 +76,13 @@ type Env struct {
 	// IdleAfter is the configured idle period, put back after the cost
 	// section when the host agent does not report its own.
 	IdleAfter time.Duration
+	// DialGuest opens a TCP stream to addr inside the guest that the host
+	// agent dials over the agent channel, as the container-domains router
+	// does (the domains section's agent tunnel); nil when it cannot.
+	DialGuest func(ctx context.Context, addr string) (net.Conn, error)
+	// DomainRoute finds the router's name for a container (by ID, full or
+	// a prefix); ok is false while the router has none. nil: no router.
+	DomainRoute func(ctx context.Context, containerID string) (rt DomainRoute, ok bool, err error)
 }
 
 // Options choose what to run.
@@ -135,7 +142,7 @@ func Run(ctx context.Context, env Env, opt Options, rep *Report) error {
 	funcs := map[string]func(context.Context) error{
 		"disk": r.disk, "tree": r.tree, "ports": r.ports, "api": r.api,
 		"boot": r.boot, "memory": r.memory, "sync": r.sync, "propagate": r.propagate,
-		"cost": r.cost,
+		"cost": r.cost, "domains": r.domains,
 	}
 	for _, s := range opt.Sections {
 		fmt.Fprintf(r.opt.Progress, "bench: %s...\n", s)

@@ -31,12 +31,14 @@ func newBenchCmd(g *globals) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure the running instance: shares vs native disk, port forwarding, Docker API, boot, memory, disk sync, host cost",
+		Short: "Measure the running instance: shares vs native disk, port forwarding, Docker API, container domains, boot, memory, disk sync, host cost",
 		Long: "bench measures a running instance and prints each metric next to its baseline from the same run\n" +
 			"(native disk for shares, guest loopback for forwarded ports, in-guest socket for the Docker API,\n" +
-			"--disk-sync none for the other sync modes, on scratch disks hot-plugged into this VM; qemu only).\n" +
+			"--disk-sync none for the other sync modes, on scratch disks hot-plugged into this VM, qemu only;\n" +
+			"the agent tunnel the container-domains router rides on, against issue 30's target of 0.8x).\n" +
 			"Sections: " + fmt.Sprint(bench.Sections) + ". tree, ports and api need the guest helper\n" +
 			"(`make bench` builds it into bin/), found next to the vmdock binary or given with --helper.\n" +
+			"domains needs the router on (domains.enabled, free ports) and the vmdock-test image loaded (`make bench` loads it).\n" +
 			"cost takes a few minutes (3 under TCG): it allocates 1 GiB in the guest, writes and deletes 1 GiB on the data disk,\n" +
 			"and sets the idle period to 10s until the VM pauses, then puts the period back.",
 		Example: `  vmdock bench --quick
@@ -157,6 +159,10 @@ func benchEnv(cmd *cobra.Command, inst *store.Instance, cfg config.Config) (benc
 	}
 	ctl := control.NewClient(inst.ControlSocketPath())
 	env.Cost, env.SetIdle, env.IdleAfter = benchCostFunc(ctl), ctl.SetIdle, time.Duration(cfg.Idle)
+	env.DialGuest = benchDialGuest(ctl)
+	if cfg.Domains.Enabled {
+		env.DomainRoute = benchDomainRoute(inst)
+	}
 	if len(mounts.Syncs(cfg.Mounts)) > 0 {
 		c := ctl
 		env.SyncFlush = c.SyncFlush

@@ -9,7 +9,13 @@
 # baseline, start once more for the boot section, stop, and print the
 # merged table.
 #
+# The container-domains router listens on two free loopback ports of 1024
+# or above (not 80/443, which may be taken, or refused to a normal user),
+# set in the template and in every existing profile's config.
+#
 # Env: BENCH_FULL=1 for the full workloads (20000 files; slow under TCG),
+#      BENCH_SECTIONS=domains,ports (say) to run only these sections on the
+#      docker instance and skip the rest (containerd, resume, boot),
 #      BENCH_OUT (default bin/bench), VMDOCK_HOME, DOCKER_CONFIG.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -30,6 +36,15 @@ sharevfsalways=$VMDOCK_HOME-virtiofs-always
 
 stamp() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
 
+# free_port prints a loopback TCP port from $1 up that nothing answers on.
+free_port() {
+	local p=$1
+	while (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; do
+		p=$((p + 1))
+	done
+	echo "$p"
+}
+
 # Two VMs on two cores would measure each other.
 if pgrep -f "qemu-system-$(uname -m) " >/dev/null; then
 	echo "bench: another qemu VM is running; stop it first (numbers would be meaningless)" >&2
@@ -42,6 +57,19 @@ CGO_ENABLED=0 GOOS=linux GOARCH="$arch" go build -trimpath -ldflags "-s -w" \
 
 mkdir -p "$VMDOCK_HOME" "$DOCKER_CONFIG" "$share9p" "$sharevfs" "$syncdir" "$share9ploose" "$sharevfsalways" "$out"
 rm -f "$out/bench.json"
+httpport=$(free_port $((18080 + RANDOM % 1000)))
+httpsport=$(free_port $((httpport + 1)))
+# dnsPort 0: no DNS responder, which the bench does not use.
+domains="domains: {enabled: true, httpPort: $httpport, httpsPort: $httpsport, dnsPort: 0}"
+stamp "container domains on 127.0.0.1:$httpport (http), :$httpsport (https)"
+# Profiles of an earlier run keep their saved config: their domains
+# section is replaced (a top-level block, up to the next top-level key).
+for cfg in "$VMDOCK_HOME"/*/vmdock.yaml; do
+	[[ -f $cfg ]] || continue
+	awk '/^domains:/ {skip = 1; next} skip && /^[^ \t#-]/ {skip = 0} !skip' "$cfg" >"$cfg.tmp"
+	echo "$domains" >>"$cfg.tmp"
+	mv "$cfg.tmp" "$cfg"
+done
 # New instances start from the template; decoded over the defaults.
 cat >"$VMDOCK_HOME/template.yaml" <<YAML
 network:
@@ -53,6 +81,7 @@ mounts:
   - {location: $share9ploose, writable: true, type: 9p, cache: loose}
   - {location: $sharevfsalways, writable: true, type: virtiofs, cache: always}
   - {location: $syncdir, writable: true, mode: sync}
+$domains
 YAML
 
 started=0
@@ -76,8 +105,19 @@ if [[ -f /tmp/vmdock-test.tar ]] || go run ./hack/testimage --arch "$arch" --out
 	docker --context vmdock load -i /tmp/vmdock-test.tar >/dev/null 2>&1 || stamp "test image load failed (not needed by bench)"
 fi
 
+if [[ -n ${BENCH_SECTIONS:-} ]]; then
+	stamp "bench: $BENCH_SECTIONS only"
+	"$vmdock" bench $quick --sections "$BENCH_SECTIONS" --append "$out/bench.json" >"$out/table.txt"
+	"$vmdock" stop
+	started=0
+	stamp "done: $out/bench.json, $out/table.txt"
+	echo
+	cat "$out/table.txt"
+	exit 0
+fi
+
 stamp "bench: all sections but boot"
-"$vmdock" bench $quick --sections disk,tree,propagate,ports,api,memory,sync --append "$out/bench.json"
+"$vmdock" bench $quick --sections disk,tree,propagate,ports,api,domains,memory,sync --append "$out/bench.json"
 "$vmdock" stop
 started=0
 
