@@ -17,10 +17,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/network/domains"
 	"github.com/vmdock/vmdock/network/domains/dnsserver"
 	"github.com/vmdock/vmdock/network/domains/dockerapi"
 	"github.com/vmdock/vmdock/network/domains/localca"
+	"github.com/vmdock/vmdock/network/domains/nerdctlapi"
 	"github.com/vmdock/vmdock/network/domains/router"
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/control"
@@ -52,6 +54,9 @@ type domainsSpec struct {
 	binds   []string // loopback addresses each port listens on
 	// dial reaches a container's address in the guest.
 	dial router.DialFunc
+	// names is where the containers come from; nil: docker's API through
+	// docker.
+	names nameSource
 	// docker reaches the guest's docker socket, for the names.
 	docker func(ctx context.Context) (net.Conn, error)
 	// hold makes each request a use of the VM (nil: none).
@@ -60,6 +65,16 @@ type domainsSpec struct {
 
 func (s domainsSpec) localSock(profile string) string {
 	return filepath.Join(s.home, profile, localSockName)
+}
+
+// nameSource is a runtime's containers and the event stream that says
+// when to read them again: dockerapi for docker, nerdctlapi for
+// containerd.
+type nameSource interface {
+	Containers(ctx context.Context) ([]domains.Container, error)
+	// Watch calls changed once the stream is open and after each event
+	// that can change a name, until ctx ends or the stream breaks.
+	Watch(ctx context.Context, changed func()) error
 }
 
 // domainsServer is one agent's part: its own router, and while it owns
@@ -114,9 +129,13 @@ func startDomains(spec domainsSpec) (*domainsServer, []string, error) {
 	notes := d.elect()
 	d.wg.Add(2)
 	go func() { defer d.wg.Done(); d.keepRole() }()
+	names := spec.names
+	if names == nil {
+		names = dockerapi.New(spec.docker)
+	}
 	go func() {
 		defer d.wg.Done()
-		watchNames(ctx, dockerapi.New(spec.docker), d.publish)
+		watchNames(ctx, names, d.publish)
 	}()
 	return d, notes, nil
 }
@@ -475,10 +494,12 @@ func portNote(field string, port int, err error) string {
 	return fmt.Sprintf("container domains: cannot listen on port %d (domains.%s): %v", port, field, err)
 }
 
-// watchNames calls publish with the running containers when docker's
+// watchNames calls publish with the running containers when the runtime's
 // event stream opens and after each event (several events while a list
-// runs make one more list, not several).
-func watchNames(ctx context.Context, c *dockerapi.Client, publish func([]domains.Container)) {
+// runs make one more list, not several). A list that fails is tried
+// again after a pause, growing while it keeps failing: with no event to
+// come, a container that went while the list ran would keep its name.
+func watchNames(ctx context.Context, c nameSource, publish func([]domains.Container)) {
 	kick := make(chan struct{}, 1)
 	changed := func() {
 		select {
@@ -497,7 +518,7 @@ func watchNames(ctx context.Context, c *dockerapi.Client, publish func([]domains
 			if time.Since(opened) > 10*time.Second {
 				backoff = 250 * time.Millisecond
 			}
-			slog.Debug("domains: docker events ended; watching again", "err", err, "in", backoff)
+			slog.Debug("domains: container events ended; watching again", "err", err, "in", backoff)
 			select {
 			case <-time.After(backoff):
 			case <-ctx.Done():
@@ -506,22 +527,32 @@ func watchNames(ctx context.Context, c *dockerapi.Client, publish func([]domains
 			backoff = min(2*backoff, 10*time.Second)
 		}
 	}()
+	var retry <-chan time.Time
+	retryIn := listRetry
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-kick:
+		case <-retry:
 		}
+		retry = nil
 		lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		cs, err := c.Containers(lctx)
 		cancel()
 		if err != nil {
-			slog.Debug("domains: list containers", "err", err)
+			slog.Debug("domains: list containers", "err", err, "again in", retryIn)
+			retry = time.After(retryIn)
+			retryIn = min(2*retryIn, 30*time.Second)
 			continue
 		}
+		retryIn = listRetry
 		publish(cs)
 	}
 }
+
+// listRetry is the first pause before a failed list is tried again.
+var listRetry = 500 * time.Millisecond
 
 // Close gives up the ports and the registration: registered agents see
 // their connections end first, then the ports are free for one of them.
@@ -558,7 +589,14 @@ func (ha *hostAgent) stepDomains(context.Context) error {
 		return nil
 	}
 	note := func(s string) { ha.events.Emit("domains", control.EventNote, "", s) }
-	if ha.cfg.Runtime != config.RuntimeDocker {
+	var names nameSource
+	switch ha.cfg.Runtime {
+	case config.RuntimeDocker:
+	case config.RuntimeContainerd:
+		// nerdctl in the guest: the containers' addresses are in their
+		// network namespaces, which only the guest sees
+		names = nerdctlapi.New(ha.guestExec)
+	default:
 		note("container domains: names for the " + ha.cfg.Runtime + " runtime are not built yet")
 		return nil
 	}
@@ -568,6 +606,7 @@ func (ha *hostAgent) stepDomains(context.Context) error {
 		cfg:     ha.cfg.Domains,
 		binds:   []string{"127.0.0.1", "::1"},
 		dial:    ha.link.Dial,
+		names:   names,
 		docker: func(ctx context.Context) (net.Conn, error) {
 			return ha.link.Dial(ctx, "unix", guestDockerSocket)
 		},
@@ -584,6 +623,17 @@ func (ha *hostAgent) stepDomains(context.Context) error {
 	ha.domains = d
 	ha.mu.Unlock()
 	return nil
+}
+
+// guestExec runs a command in the guest for the names (nerdctlapi.Exec):
+// no hold, so following events keeps no VM awake; a command waits out a
+// reconnect before it starts, and ends with the session it ran on.
+func (ha *hostAgent) guestExec(ctx context.Context, argv []string, stdout, stderr io.Writer) (int, error) {
+	c, err := ha.link.live(ctx)
+	if err != nil {
+		return -1, err
+	}
+	return c.Exec(ctx, agent.ExecRequest{Argv: argv}, nil, stdout, stderr, nil)
 }
 
 func (ha *hostAgent) undoDomains(context.Context) error {
