@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,7 +35,9 @@ func TestE2EContainerd(t *testing.T) {
 	} else if err := os.WriteFile(filepath.Join(e.work, tarName), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	e.configure(fmt.Sprintf("runtime: containerd\nmountType: 9p\nmounts:\n  - location: %q\n    writable: true\n", e.work))
+	// container domains on free ports (80/443 may be taken or refused)
+	domainPorts := pickDomainPorts(t)
+	e.configure(fmt.Sprintf("runtime: containerd\nmountType: 9p\nmounts:\n  - location: %q\n    writable: true\n", e.work) + domainPorts.configYAML())
 	// A Mac user's other way to an image: import one built on Linux, then
 	// a plain start (no --image, no checkout) boots it.
 	e.outsideCheckout(t, base)
@@ -118,6 +121,7 @@ func TestE2EContainerd(t *testing.T) {
 		}
 	})
 	checkNerdctlPorts(t, e, nerdctl)
+	checkNerdctlDomains(t, e, nerdctl, domainPorts)
 	checkNerdctlHostAccess(t, e, nerdctl)
 	e.timed("vmdock nerdctl install, then the script runs nerdctl ps", func(t *testing.T) {
 		dir := filepath.Join(base, "bin dir")
@@ -173,6 +177,88 @@ func checkNerdctlPorts(t *testing.T, e *env, nerdctl func(time.Duration, ...stri
 	}
 	nerdctl(3*time.Minute, "rm", "-f", "web")
 	e.checkPortClosed("127.0.0.1:18090", "nerdctl rm -f")
+}
+
+// checkNerdctlDomains: container domains under the containerd runtime.
+// The host agent reads the names through nerdctl in the guest (container
+// inspect for the list and each container's address in its network
+// namespace, nerdctl events for when to read again): a container with no
+// -p answers by name, a compose service by <service>.<project>, and a
+// removed container's name goes within 2 s.
+func checkNerdctlDomains(t *testing.T, e *env, nerdctl func(time.Duration, ...string) string, ports domainPorts) {
+	url := func(name string) string { return fmt.Sprintf("http://%s.vmdock.localhost:%d/", name, ports.http) }
+	plain := domainClient(nil)
+	e.timed("nerdctl domains: a container with no -p answers by name", func(t *testing.T) {
+		// the test image exposes 80 and 82: the label picks the port
+		nerdctl(3*time.Minute, "run", "-d", "--name", "ctrd-web", "--label", "dev.vmdock.http-port=80", "vmdock-test:latest")
+		t.Logf("http://ctrd-web.vmdock.localhost answered %v after nerdctl run returned", waitBody(t, plain, url("ctrd-web"), okBody, time.Minute))
+	})
+	e.timed("nerdctl domains: domains --json lists the name; two exposed ports and no label is a problem", func(t *testing.T) {
+		nerdctl(3*time.Minute, "run", "-d", "--name", "ctrd-multi", "vmdock-test:latest")
+		var l struct {
+			Routes []struct {
+				Name, Container, Addr, Problem string
+				Port                           int
+			}
+			Listening []string
+		}
+		var routes map[string]string
+		deadline := time.Now().Add(time.Minute)
+		for {
+			out := e.run(time.Minute, e.vmdock, "domains", "--json")
+			if err := json.Unmarshal([]byte(out), &l); err != nil {
+				t.Fatalf("domains --json: %v\n%s", err, out)
+			}
+			routes = map[string]string{}
+			for _, r := range l.Routes {
+				routes[r.Name] = fmt.Sprintf("%s port=%d addr=%s problem=%s", r.Container, r.Port, r.Addr, r.Problem)
+			}
+			if _, ok := routes["ctrd-multi.vmdock.localhost"]; ok || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		t.Logf("domains --json routes: %v, listening %v", routes, l.Listening)
+		if w := routes["ctrd-web.vmdock.localhost"]; !strings.HasPrefix(w, "ctrd-web port=80 addr=") || strings.Contains(w, "addr= ") {
+			t.Errorf("ctrd-web's route: %q, want port 80 to its address in the guest", w)
+		}
+		if m := routes["ctrd-multi.vmdock.localhost"]; !strings.Contains(m, "(80, 82)") {
+			t.Errorf("ctrd-multi's route: %q, want a problem naming the image's ports 80 and 82", m)
+		}
+		if len(l.Listening) == 0 {
+			t.Errorf("domains --json names no listening address")
+		}
+		nerdctl(3*time.Minute, "rm", "-f", "ctrd-multi")
+	})
+	e.timed("nerdctl domains: a compose service answers by <service>.<project>", func(t *testing.T) {
+		dir := filepath.Join(e.work, "compose")
+		must(t, os.MkdirAll(dir, 0o755))
+		file := filepath.Join(dir, "compose.yaml")
+		must(t, os.WriteFile(file, []byte("services:\n  app:\n    image: vmdock-test:latest\n    pull_policy: never\n    labels:\n      dev.vmdock.http-port: \"80\"\n"), 0o644))
+		nerdctl(5*time.Minute, "compose", "-f", file, "-p", "ctrdproj", "up", "-d")
+		t.Logf("http://app.ctrdproj.vmdock.localhost answered %v after compose up returned", waitBody(t, plain, url("app.ctrdproj"), okBody, time.Minute))
+		nerdctl(5*time.Minute, "compose", "-f", file, "-p", "ctrdproj", "down")
+	})
+	var gone time.Duration
+	e.timed("nerdctl domains: a removed container's name goes within 2 s", func(t *testing.T) {
+		nerdctl(3*time.Minute, "rm", "-f", "ctrd-web")
+		removed := time.Now()
+		var last string
+		for {
+			code, body, err := getBody(plain, url("ctrd-web"))
+			if err == nil && code == http.StatusNotFound && strings.Contains(body, "No such container name") && !strings.Contains(body, okBody) {
+				gone = time.Since(removed)
+				break
+			}
+			last = fmt.Sprintf("%d %q %v", code, trimTo(body, 200), err)
+			if time.Since(removed) > 2*time.Second {
+				t.Fatalf("2 s after nerdctl rm -f returned the name still gives %s, want the unknown-name page", last)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Logf("the name gave the unknown-name page %v after nerdctl rm -f returned", gone)
+	})
+	e.timings[len(e.timings)-1].d = gone
 }
 
 // checkNerdctlHostAccess: an "IDE" on the host's loopback, reached from a
