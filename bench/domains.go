@@ -85,7 +85,7 @@ func (r *runner) domains(ctx context.Context) error {
 	// Published on the guest's wildcard: that is the port the forwarder
 	// can serve on QEMU's direct path (a guest loopback port always goes
 	// through the agent tunnel, which the tunnel row measures already).
-	out, err := r.run(ctx, []string{"docker", "run", "-d", "--name", domainsContainer,
+	out, err := r.run(ctx, []string{"docker", "run", "-d", "--pull", "never", "--name", domainsContainer,
 		"-p", fmt.Sprintf("%d:80", port), "--label", "dev.vmdock.http-port=80", domainsImage})
 	if err != nil {
 		return fmt.Errorf("start the web container (`make bench` loads %s; without it: docker --context vmdock load -i the output of go run ./hack/testimage): %w", domainsImage, err)
