@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -205,5 +208,52 @@ func TestWatchCancel(t *testing.T) {
 		}
 	case <-time.After(2 * time.Second):
 		t.Fatal("Watch did not return on cancel")
+	}
+}
+
+// TestListScriptInAShell runs the list script in sh against a fake
+// nerdctl: ps's IDs go to inspect as separate arguments, and no running
+// container means no inspect and no output.
+func TestListScriptInAShell(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	dir := t.TempDir()
+	fake := `#!/bin/sh
+[ "$1 $2" = "--namespace default" ] || { echo "namespace: $*" >&2; exit 2; }
+shift 2
+case "$1" in
+ps) [ "$2 $3" = "-q --no-trunc" ] || exit 3; cat "$(dirname "$0")/ids" ;;
+container) shift 2; printf '[%s]' "$*" ;;
+*) exit 4 ;;
+esac
+`
+	if err := os.WriteFile(filepath.Join(dir, "nerdctl"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run := func(ctx context.Context, argv []string, stdout, stderr io.Writer) (int, error) {
+		cmd := exec.CommandContext(ctx, sh, argv[1:]...)
+		cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"))
+		cmd.Stdout, cmd.Stderr = stdout, stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode(), nil
+		}
+		return 0, err
+	}
+	c := New(run)
+	for _, tc := range []struct{ ids, want string }{
+		{"", ""},
+		{"a1\nb2\n", "[a1 b2]"},
+	} {
+		if err := os.WriteFile(filepath.Join(dir, "ids"), []byte(tc.ids), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := c.run(context.Background(), "sh", "-c", listScript, "sh", c.namespace())
+		if err != nil || string(out) != tc.want {
+			t.Errorf("ids %q: %q %v, want %q", tc.ids, out, err, tc.want)
+		}
 	}
 }
