@@ -116,7 +116,18 @@ type PortForwarderConfig struct {
 	UDPIdleTimeout time.Duration // default DefaultUDPIdleTimeout
 	MaxPorts       int           // default DefaultMaxPorts
 	Log            *slog.Logger  // default slog.Default()
+	// Yield is asked for a TCP host port that is in use before its
+	// forward gives up: vmdock's own container-domains router holds ports
+	// 80 and 443 by default and gives one up to a port the user published
+	// (`docker run -p 80:80` wins, as on Docker Desktop). It returns what
+	// gives the port back once the forward ends, or nil when the port is
+	// not the router's. nil: no port is ever yielded.
+	Yield func(port int) (giveBack func())
 }
+
+// yieldRetry is how long a forward waits for a yielded port to come free:
+// a router in another host agent gives it up a moment after it is asked.
+const yieldRetry = 2 * time.Second
 
 // PortForwarder mirrors the guest's listening ports on the host, fed by
 // Apply with the guest's port events. Failures to listen are recorded in
@@ -196,6 +207,8 @@ type forward struct {
 	// directing says an open is under way or done.
 	direct    string
 	directing bool
+	// giveBack returns the port to whoever yielded it (Yield).
+	giveBack func()
 }
 
 // hostListener is one host address of a forward: a TCP listener or a UDP
@@ -459,6 +472,9 @@ func (f *PortForwarder) start(fw *forward) error {
 	var errs []error
 	for _, addr := range fw.addrs {
 		l, err := f.listen(fw, addr)
+		if err != nil && errors.Is(err, syscall.EADDRINUSE) && fw.key.proto == "tcp" {
+			l, err = f.listenYielded(fw, addr, err)
+		}
 		if err != nil {
 			errs = append(errs, listenError(fw.key.proto, addr, err))
 			continue
@@ -470,6 +486,31 @@ func (f *PortForwarder) start(fw *forward) error {
 	}
 	fw.missed = errs
 	return nil
+}
+
+// listenYielded asks Yield for addr's port, which is in use, and listens
+// once it is free; busy is the error to keep when it is not yielded.
+func (f *PortForwarder) listenYielded(fw *forward, addr string, busy error) (hostListener, error) {
+	if fw.giveBack == nil {
+		if f.opts.Yield == nil {
+			return hostListener{}, busy
+		}
+		_, portText, _ := net.SplitHostPort(addr)
+		port, _ := strconv.Atoi(portText)
+		fw.giveBack = f.opts.Yield(port)
+		if fw.giveBack == nil {
+			return hostListener{}, busy
+		}
+		f.opts.Log.Info("the container-domains router gave its port to a published port", "host", addr)
+	}
+	deadline := time.Now().Add(yieldRetry)
+	for {
+		l, err := f.listen(fw, addr)
+		if err == nil || !errors.Is(err, syscall.EADDRINUSE) || time.Now().After(deadline) {
+			return l, err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func (f *PortForwarder) listen(fw *forward, addr string) (hostListener, error) {
@@ -534,8 +575,9 @@ func (fw *forward) listening() []string {
 	return out
 }
 
-// stop closes the host listeners. Tunnels already open keep running: the
-// guest server may still be serving them after it stopped listening.
+// stop closes the host listeners and gives a yielded port back. Tunnels
+// already open keep running: the guest server may still be serving them
+// after it stopped listening.
 func (fw *forward) stop() {
 	for _, l := range fw.listeners {
 		if l.ln != nil {
@@ -544,6 +586,10 @@ func (fw *forward) stop() {
 		if l.udp != nil {
 			l.udp.close()
 		}
+	}
+	if fw.giveBack != nil {
+		go fw.giveBack()
+		fw.giveBack = nil
 	}
 }
 
