@@ -245,7 +245,7 @@ func (ha *hostAgent) stepTunnels(ctx context.Context) error {
 	ha.mu.Lock()
 	direct := directPathFor(ha.machine, ha.link.guestAddr)
 	ha.mu.Unlock()
-	t, err := startTunnels(ctx, ha.inst, ha.cfg, &ha.link, direct, ha.hold)
+	t, err := startTunnels(ctx, ha.inst, ha.cfg, &ha.link, direct, ha.hold, ha.yieldToPublished)
 	if err != nil {
 		return err
 	}

@@ -92,6 +92,9 @@ type domainsServer struct {
 	containers []domains.Container // the latest list, for a new front or owner
 	front      *router.Router      // non-nil while this agent owns the ports
 	frontSrvs  []*http.Server
+	frontBy    map[string]*http.Server // "http"/"https" → its server (domainsyield.go)
+	frontLns   map[int][]net.Listener  // port → its listeners
+	yielded    map[int]bool            // ports given to published ports
 	dns        []net.PacketConn
 	addrs      map[string][]net.Addr // "http"/"https" → where the front listens
 	regLn      net.Listener
@@ -264,7 +267,9 @@ func (d *domainsServer) own(lns map[string][]net.Listener) ([]string, error) {
 		}
 		front.ServeHTTP(w, req)
 	})
-	for scheme, ls := range lns {
+	// both servers, even for a port not bound now: retake binds it later
+	d.frontBy, d.frontLns, d.yielded = map[string]*http.Server{}, map[int][]net.Listener{}, map[int]bool{}
+	for _, scheme := range []string{"http", "https"} {
 		var getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error)
 		if scheme == "https" {
 			getCert = d.ca.GetCertificate
@@ -272,9 +277,9 @@ func (d *domainsServer) own(lns map[string][]net.Listener) ([]string, error) {
 		srv := front.Server(getCert)
 		srv.Handler = h
 		d.frontSrvs = append(d.frontSrvs, srv)
-		for _, ln := range ls {
-			d.addrs[scheme] = append(d.addrs[scheme], ln.Addr())
-			d.serve(srv, ln)
+		d.frontBy[scheme] = srv
+		for _, ln := range lns[scheme] {
+			d.addFrontListener(scheme, ln)
 		}
 	}
 	notes := d.serveDNS()
@@ -342,6 +347,11 @@ type hello struct {
 
 type update struct {
 	Containers []domains.Container `json:"containers"`
+	// Yield asks the owner to give one of its ports up to a port the
+	// agent publishes, GiveBack to take it again (domainsyield.go); such
+	// a message carries no containers.
+	Yield    int `json:"yield,omitempty"`
+	GiveBack int `json:"giveBack,omitempty"`
 }
 
 // member serves one registered agent until its connection ends.
@@ -379,12 +389,30 @@ func (d *domainsServer) member(front *router.Router, c net.Conn) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
 	})
 	slog.Info("domains: serving another profile's names", "profile", h.Profile)
+	yieldedTo := map[int]bool{} // given back when this member goes
+	defer func() {
+		for port := range yieldedTo {
+			d.giveBack(port)
+		}
+	}()
 	for {
 		var u update
 		if err := dec.Decode(&u); err != nil {
 			break
 		}
-		front.SetTable(h.Profile, domains.Build(h.Profile, u.Containers)) //nolint:errcheck // registered above
+		switch {
+		case u.Yield != 0:
+			if d.yieldPort(u.Yield) != nil {
+				yieldedTo[u.Yield] = true
+			}
+		case u.GiveBack != 0:
+			if yieldedTo[u.GiveBack] {
+				delete(yieldedTo, u.GiveBack)
+				d.giveBack(u.GiveBack)
+			}
+		default:
+			front.SetTable(h.Profile, domains.Build(h.Profile, u.Containers)) //nolint:errcheck // registered above
+		}
 	}
 	d.mu.Lock()
 	delete(d.members, c)
@@ -432,8 +460,16 @@ func (d *domainsServer) keepRole() {
 		d.mu.Unlock()
 		switch {
 		case owner:
-			<-d.ctx.Done()
-			return
+			// a port another program held at the election, or one given
+			// back while it was busy, is bound once it is free
+			for {
+				select {
+				case <-d.ctx.Done():
+					return
+				case <-time.After(retakeEvery):
+					d.retake()
+				}
+			}
 		case up != nil:
 			io.Copy(io.Discard, up) //nolint:errcheck // the owner never writes: this waits for its end
 			up.Close()
@@ -622,6 +658,7 @@ func (ha *hostAgent) stepDomains(context.Context) error {
 	ha.mu.Lock()
 	ha.domains = d
 	ha.mu.Unlock()
+	ha.domainsYield.Store(d)
 	return nil
 }
 
@@ -641,6 +678,7 @@ func (ha *hostAgent) undoDomains(context.Context) error {
 	d := ha.domains
 	ha.domains = nil
 	ha.mu.Unlock()
+	ha.domainsYield.Store(nil)
 	if d != nil {
 		d.Close()
 	}

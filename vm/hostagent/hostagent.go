@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -113,7 +114,10 @@ type hostAgent struct {
 	client  *agent.Client
 	tunnels *tunnels
 	domains *domainsServer // http(s)://<name>.vmdock.localhost (domains.go)
-	errs    []string
+	// domainsYield is domains for the port forwarder's Yield, read
+	// without mu: status holds mu while it reads the forwarder.
+	domainsYield atomic.Pointer[domainsServer]
+	errs         []string
 	// link follows client across reconnects (reconnect.go); the tunnels
 	// dial through it.
 	link             agentLink

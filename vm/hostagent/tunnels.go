@@ -41,15 +41,18 @@ type tunnelSpec struct {
 	direct network.DirectPath
 	// hold makes each connection a use of the VM (the idle pause).
 	hold network.Hold
+	// yield frees a host port vmdock's domains router holds for a
+	// published port (nil: none).
+	yield func(port int) (giveBack func())
 }
 
-func startTunnels(ctx context.Context, inst *store.Instance, cfg config.Config, link *agentLink, direct network.DirectPath, hold network.Hold) (*tunnels, error) {
+func startTunnels(ctx context.Context, inst *store.Instance, cfg config.Config, link *agentLink, direct network.DirectPath, hold network.Hold, yield func(int) func()) (*tunnels, error) {
 	rules, err := network.ParseRules(toNetworkRules(cfg.PortForward))
 	if err != nil {
 		return nil, err
 	}
 	rt := runtimeFor(cfg.Runtime)
-	spec := tunnelSpec{hostSocket: rt.hostSocket(inst), guestSocket: rt.guestSocket, portBind: cfg.Network.PortBind, rules: rules, direct: direct, hold: hold}
+	spec := tunnelSpec{hostSocket: rt.hostSocket(inst), guestSocket: rt.guestSocket, portBind: cfg.Network.PortBind, rules: rules, direct: direct, hold: hold, yield: yield}
 	return openTunnels(ctx, spec, link)
 }
 
@@ -59,7 +62,7 @@ func openTunnels(ctx context.Context, spec tunnelSpec, link *agentLink) (*tunnel
 	if err != nil {
 		return nil, err
 	}
-	ports := network.NewPortForwarder(network.PortForwarderConfig{BindAddr: spec.portBind, Dial: dial, Direct: spec.direct, Rules: spec.rules, Hold: spec.hold})
+	ports := network.NewPortForwarder(network.PortForwarderConfig{BindAddr: spec.portBind, Dial: dial, Direct: spec.direct, Rules: spec.rules, Hold: spec.hold, Yield: spec.yield})
 	wctx, cancel := context.WithCancel(context.Background())
 	fail := func(err error) (*tunnels, error) {
 		cancel()
