@@ -316,6 +316,15 @@ func checkDomains(t *testing.T, e *env, ports domainPorts) {
 		e.run(3*time.Minute, run[0], append(run[1:], "-p", "shop", "-f", filepath.Join(dir, "docker-compose.yml"), "down")...)
 	})
 
+	e.timed("domains: docker run -p on the router's port wins it, and the router takes it back", func(t *testing.T) {
+		direct := fmt.Sprintf("http://127.0.0.1:%d/env", ports.http)
+		e.docker(2*time.Minute, "run", "-d", "--name", "published", "-e", "WHO=published",
+			"-p", fmt.Sprintf("%d:80", ports.http), "vmdock-test:latest")
+		t.Logf("the published port answered after %v", waitBody(t, plain, direct, "WHO=published", time.Minute))
+		e.docker(time.Minute, "rm", "-f", "published")
+		t.Logf("the router answered again after %v", waitBody(t, plain, httpBase("web")+"/", okBody, 30*time.Second))
+	})
+
 	e.timed("domains: a removed container's name is gone within 2 s", func(t *testing.T) {
 		e.docker(time.Minute, "rm", "-f", "web", "Multi_Port")
 		start := time.Now()

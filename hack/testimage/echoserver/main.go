@@ -15,6 +15,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"html"
 	"io"
 	"log/slog"
 	"net"
@@ -89,9 +90,13 @@ func newHandler() http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		io.WriteString(w, strings.Join(env, "\n")+"\n")
 	})
-	mux.HandleFunc("GET /page", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /page", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		io.WriteString(w, pageHTML)
+		proto := r.Header.Get("X-Forwarded-Proto")
+		if proto == "" {
+			proto = "http"
+		}
+		fmt.Fprintf(w, pageHTML, html.EscapeString(proto+"://"+r.Host))
 	})
 	mux.HandleFunc("GET /request", serveRequest)
 	// a websocket.Server without Handshake takes any Origin: clients
@@ -106,7 +111,7 @@ func newHandler() http.Handler {
 const (
 	pageText = "vmdock container domains work"
 	pageHTML = "<!doctype html><html><head><title>vmdock-test</title></head>" +
-		"<body style=\"font: 32px sans-serif\"><h1>" + pageText + "</h1></body></html>\n"
+		"<body style=\"font: 32px sans-serif\"><h1>" + pageText + "</h1><p>%s</p></body></html>\n"
 )
 
 // serveRequest writes the request line and headers as received, so a
