@@ -8,9 +8,11 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/vmdock/vmdock/bench/probe"
+	"github.com/vmdock/vmdock/network/domains"
 )
 
 // The domains section (issue 30) puts the same GET / to one container
@@ -69,7 +71,7 @@ type domainPath struct {
 
 func (r *runner) domains(ctx context.Context) error {
 	switch {
-	case r.env.ContainerdSocket != "":
+	case r.env.ContainerdSocket != "" || r.env.DockerSocket == "":
 		return fmt.Errorf("container domains are built for the docker runtime only")
 	case r.env.DomainRoute == nil:
 		return fmt.Errorf("container domains are off for this instance (domains.enabled: false)")
@@ -80,18 +82,20 @@ func (r *runner) domains(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("pick a port: %w", err)
 	}
+	docker := dockerAPI{client: probe.UnixHTTPClient(r.env.DockerSocket)}
+	defer docker.client.CloseIdleConnections()
 	// A leftover of an interrupted run would hold the name.
-	_, _ = r.run(ctx, []string{"docker", "rm", "-f", domainsContainer})
+	if err := docker.remove(ctx, domainsContainer); err != nil {
+		return err
+	}
 	// Published on the guest's wildcard: that is the port the forwarder
 	// can serve on QEMU's direct path (a guest loopback port always goes
 	// through the agent tunnel, which the tunnel row measures already).
-	out, err := r.run(ctx, []string{"docker", "run", "-d", "--pull", "never", "--name", domainsContainer,
-		"-p", fmt.Sprintf("%d:80", port), "--label", "dev.vmdock.http-port=80", domainsImage})
+	id, err := docker.runContainer(ctx, domainsContainer, domainsImage, map[string]string{domains.LabelHTTPPort: "80"}, 80, port)
 	if err != nil {
 		return fmt.Errorf("start the web container (`make bench` loads %s; without it: docker --context vmdock load -i the output of go run ./hack/testimage): %w", domainsImage, err)
 	}
-	id := strings.TrimSpace(lastLines(out, 1))
-	defer r.run(context.WithoutCancel(ctx), []string{"docker", "rm", "-f", id}) //nolint:errcheck // best effort
+	defer docker.remove(context.WithoutCancel(ctx), id) //nolint:errcheck // best effort
 
 	rt, err := waitRoute(ctx, r.env.DomainRoute, id, 60*time.Second)
 	if err != nil {

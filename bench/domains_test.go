@@ -277,8 +277,9 @@ func TestDomainsNeedsDockerAndRouter(t *testing.T) {
 		want string
 	}{
 		{Env{ContainerdSocket: "/x"}, "docker runtime only"},
-		{Env{DialGuest: func(context.Context, string) (net.Conn, error) { return nil, nil }}, "domains.enabled: false"},
-		{Env{DomainRoute: func(context.Context, string) (DomainRoute, bool, error) { return DomainRoute{}, false, nil }}, "no agent tunnel"},
+		{Env{}, "docker runtime only"},
+		{Env{DockerSocket: "/x", DialGuest: func(context.Context, string) (net.Conn, error) { return nil, nil }}, "domains.enabled: false"},
+		{Env{DockerSocket: "/x", DomainRoute: func(context.Context, string) (DomainRoute, bool, error) { return DomainRoute{}, false, nil }}, "no agent tunnel"},
 	} {
 		r := &runner{env: tc.env, rep: &Report{}}
 		if err := r.domains(context.Background()); err == nil || !strings.Contains(err.Error(), tc.want) {
