@@ -197,6 +197,13 @@ func (r *Router) Server(getCert func(*tls.ClientHelloInfo) (*tls.Certificate, er
 		ReadHeaderTimeout: 30 * time.Second,
 		ErrorLog:          slogErrorLog(),
 	}
+	if getCert == nil {
+		// HTTP/1 only: Serve's HTTP/2 setup would give a plain server a
+		// TLSConfig, and Serve below would then take its next listener
+		// (::1 after 127.0.0.1) for TLS without a certificate.
+		srv.Protocols = new(http.Protocols)
+		srv.Protocols.SetHTTP1(true)
+	}
 	if getCert != nil {
 		srv.TLSConfig = &tls.Config{
 			MinVersion:     tls.VersionTLS12,
