@@ -108,7 +108,7 @@ func (r *runner) domains(ctx context.Context) error {
 			note:   "a stream to " + rt.GuestAddr + " dialed by the host agent over the agent channel, as the router's proxy dials"},
 		{variant: "router", url: "http://" + net.JoinHostPort(rt.Name, portOf(rt.HTTPAddr)) + "/",
 			client: keepAliveClient(tcpTo(rt.HTTPAddr)), note: "http://" + net.JoinHostPort(rt.Name, portOf(rt.HTTPAddr)) + "/ on " + rt.HTTPAddr},
-		{variant: "published port", url: "http://" + published + "/", client: keepAliveClient(tcpTo(published)), note: "-p " + published + " -> container :80"},
+		{variant: "published port", url: "http://" + published + "/", client: keepAliveClient(tcpTo(published)), note: fmt.Sprintf("%s (-p %d:80, the guest's wildcard) -> container :80", published, port)},
 	}
 	for _, p := range paths {
 		if err := waitHTTP(ctx, p.client, p.url, 60*time.Second); err != nil {
