@@ -195,16 +195,18 @@ func checkNerdctlDomains(t *testing.T, e *env, nerdctl func(time.Duration, ...st
 	})
 	e.timed("nerdctl domains: domains --json lists the name; two exposed ports and no label is a problem", func(t *testing.T) {
 		nerdctl(3*time.Minute, "run", "-d", "--name", "ctrd-multi", "vmdock-test:latest")
-		var l struct {
+		type listing struct {
 			Routes []struct {
 				Name, Container, Addr, Problem string
 				Port                           int
 			}
 			Listening []string
 		}
+		var l listing
 		var routes map[string]string
 		deadline := time.Now().Add(time.Minute)
 		for {
+			l = listing{} // a route's omitted port and address must not come from the last read
 			out := e.run(time.Minute, e.vmdock, "domains", "--json")
 			if err := json.Unmarshal([]byte(out), &l); err != nil {
 				t.Fatalf("domains --json: %v\n%s", err, out)
