@@ -128,13 +128,17 @@ func listDomains(ctx context.Context, h config.Host) (domainsList, error) {
 	}
 	var tables []*domains.Table
 	for _, inst := range insts {
+		if cfg, err := config.Load(inst.ConfigPath(), h); err == nil && cfg.Runtime == config.RuntimeContainerd {
+			if _, err := os.Stat(inst.ContainerdSocketPath()); err == nil {
+				// its names come from nerdctl in the guest, which only
+				// the profile's host agent runs
+				l.Skipped[inst.Name] = "containerd runtime: its names are listed only by a running router (domains.enabled false, or the router could not have its ports)"
+			}
+			continue
+		}
 		sock := inst.DockerSocketPath()
 		if _, err := os.Stat(sock); errors.Is(err, fs.ErrNotExist) {
 			continue // not running
-		}
-		if cfg, err := config.Load(inst.ConfigPath(), h); err == nil && cfg.Runtime == config.RuntimeContainerd {
-			l.Skipped[inst.Name] = "the containerd runtime's names are not built yet"
-			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		cs, err := dockerapi.Unix(sock).Containers(cctx)

@@ -54,6 +54,12 @@ func TestDomainsListsEveryRunningProfile(t *testing.T) {
 		{"Id":"c","Names":["/web"],"Created":200,"Labels":{"dev.vmdock.domains":"app.vmdock.localhost"},
 		 "Ports":[{"PrivatePort":80,"Type":"tcp"},{"PrivatePort":443,"Type":"tcp"}],"NetworkSettings":{"Networks":{"bridge":{"IPAddress":"172.17.0.2"}}}}]`)
 	// "idle" has no docker socket: not running, not listed
+	if out, err := run("start", "-p", "ctrd", "--runtime", "containerd"); err != nil {
+		t.Fatalf("start ctrd: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(home, "ctrd", "containerd.sock"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	out, err := run("domains", "--json")
 	if err != nil {
@@ -81,6 +87,9 @@ func TestDomainsListsEveryRunningProfile(t *testing.T) {
 		if got[n] != w {
 			t.Errorf("%s → %s, want %s", n, got[n], w)
 		}
+	}
+	if !strings.Contains(l.Skipped["ctrd"], "containerd runtime: its names are listed only by a running router") {
+		t.Errorf("skipped %v, want the containerd profile named with why", l.Skipped)
 	}
 	if len(l.Conflicts) != 1 || l.Conflicts[0].Name != "app.vmdock.localhost" || l.Conflicts[0].Losers[0].Profile != "default" {
 		t.Errorf("conflicts %+v", l.Conflicts)
