@@ -154,12 +154,16 @@ func TestUnknownNameAndProblemsAnswerAtOnce(t *testing.T) {
 func TestKeepAliveBothSides(t *testing.T) {
 	g := &guest{addrs: map[string]string{}}
 	var backendConns atomic.Int32
-	s := backend(t, g, "172.17.0.2:80", echo("web"))
+	// ConnState is set before the server starts: setting it after is a race
+	s := httptest.NewUnstartedServer(echo("web"))
 	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
 		if st == http.StateNew {
 			backendConns.Add(1)
 		}
 	}
+	s.Start()
+	t.Cleanup(s.Close)
+	g.addrs["172.17.0.2:80"] = s.Listener.Addr().String()
 	r := New()
 	r.Register("default", g.dial)
 	r.SetTable("default", domains.Build("default", []domains.Container{{ID: "1", Name: "web", IP: "172.17.0.2"}})) //nolint:errcheck
