@@ -524,7 +524,7 @@ func portNote(field string, port int, err error) string {
 		return fmt.Sprintf("container domains: the OS refused port %d (domains.%s; ports below 1024 need root here): set domains.%s to 1024 or above, e.g. %d, for http(s)://<name>.%s:<port>",
 			port, field, field, port+8000, domains.Suffix)
 	case errors.Is(err, syscall.EADDRINUSE):
-		return fmt.Sprintf("container domains: port %d (domains.%s) is in use by a server other than vmdock; set domains.%s to a free port",
+		return fmt.Sprintf("container domains: port %d (domains.%s) is in use (a published port or another server); the router takes it once it is free, or set domains.%s to a free port",
 			port, field, field)
 	}
 	return fmt.Sprintf("container domains: cannot listen on port %d (domains.%s): %v", port, field, err)

@@ -189,7 +189,7 @@ func TestDomainsPortTakenIsANoteAndTheRestRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if len(notes) != 1 || !strings.Contains(notes[0], fmt.Sprintf("port %d (domains.httpPort) is in use", port)) {
+	if len(notes) != 1 || !strings.Contains(notes[0], fmt.Sprintf("port %d (domains.httpPort) is in use (a published port or another server); the router takes it once it is free", port)) {
 		t.Errorf("notes %q, want one naming domains.httpPort", notes)
 	}
 	if len(d.listening("http")) != 0 || len(d.listening("https")) != 1 {
