@@ -508,12 +508,7 @@ func (d *domainsServer) publish(cs []domains.Container) {
 	if d.front != nil {
 		d.front.SetTable(d.spec.profile, t) //nolint:errcheck // registered in own
 	}
-	if d.upstream != nil {
-		d.upstream.SetWriteDeadline(time.Now().Add(5 * time.Second)) //nolint:errcheck
-		if err := json.NewEncoder(d.upstream).Encode(update{Containers: cs}); err != nil {
-			d.upstream.Close() // keepRole elects again
-		}
-	}
+	d.sendUpstream(update{Containers: cs})
 }
 
 // portNote is the one line start prints for a port the router cannot

@@ -133,12 +133,18 @@ func (d *domainsServer) ownerListensOn(port int) bool {
 func (d *domainsServer) tellOwner(u update) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	return d.sendUpstream(u)
+}
+
+// sendUpstream writes u to the owner this agent registered with; d.mu is
+// held. A failed write ends the registration (keepRole elects again).
+func (d *domainsServer) sendUpstream(u update) bool {
 	if d.upstream == nil {
 		return false
 	}
 	d.upstream.SetWriteDeadline(time.Now().Add(5 * time.Second)) //nolint:errcheck
 	if err := json.NewEncoder(d.upstream).Encode(u); err != nil {
-		d.upstream.Close() // keepRole elects again
+		d.upstream.Close()
 		return false
 	}
 	return true
