@@ -98,6 +98,15 @@ func (s *Server) installCACerts(ctx context.Context, pems []string) (bool, error
 	if err := os.Remove(s.path(caHashFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return false, err
 	}
+	before, err := s.readCADir()
+	if err != nil {
+		return false, err
+	}
+	now := make(map[string][]byte, len(files))
+	for _, d := range digests {
+		// update-ca-certificates takes *.crt only.
+		now[d[:16]+".crt"] = files[d]
+	}
 	// The new folder is complete before it replaces the old one.
 	tmp := dir + ".new"
 	if err := os.RemoveAll(tmp); err != nil {
@@ -107,9 +116,8 @@ func (s *Server) installCACerts(ctx context.Context, pems []string) (bool, error
 		if err := os.MkdirAll(tmp, 0o755); err != nil {
 			return false, err
 		}
-		for _, d := range digests {
-			// update-ca-certificates takes *.crt only.
-			if err := writeFileAtomic(filepath.Join(tmp, d[:16]+".crt"), files[d], 0o644); err != nil {
+		for name, p := range now {
+			if err := writeFileAtomic(filepath.Join(tmp, name), p, 0o644); err != nil {
 				return false, err
 			}
 		}
@@ -122,8 +130,7 @@ func (s *Server) installCACerts(ctx context.Context, pems []string) (bool, error
 			return false, err
 		}
 	}
-	// --fresh drops the links of certificates that are gone.
-	if _, err := s.OS.Run(ctx, "update-ca-certificates", "--fresh"); err != nil {
+	if err := s.rebuildTrustStore(ctx, before, now); err != nil {
 		return true, err
 	}
 	if err := os.MkdirAll(filepath.Dir(s.path(caHashFile)), 0o755); err != nil {

@@ -1,0 +1,182 @@
+package guest
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Debian's trust store, which the vmdock CAs in guestCADir join. Debian's
+// update-ca-certificates builds it from every certificate it knows, with
+// two processes per certificate (about 150): over a minute of a first boot
+// under TCG, two with an fstrim beside it. The agent writes what that
+// script writes for a change of the local certificates (a link per
+// certificate, the bundle, openssl's hash links), in one process.
+const (
+	etcCertsDir = "/etc/ssl/certs"
+	caBundle    = "/etc/ssl/certs/ca-certificates.crt"
+	// Hooks (Java's keystore, for one) must see every change: where there
+	// are any, update-ca-certificates runs them.
+	caHooksDir = "/etc/ca-certificates/update.d"
+)
+
+// errNotPlainStore says the guest's trust store is not the one
+// updateTrustStore knows how to edit.
+var errNotPlainStore = errors.New("not a plain Debian trust store")
+
+// rebuildTrustStore makes the trust store hold the certificates now in
+// guestCADir, where before held the ones that were there (file name to
+// PEM). Where the store is not the plain Debian one, it runs
+// update-ca-certificates --fresh, which drops the links of those gone.
+func (s *Server) rebuildTrustStore(ctx context.Context, before, now map[string][]byte) error {
+	err := s.updateTrustStore(ctx, before, now)
+	if err == nil {
+		return nil
+	}
+	s.log().Info("trust store: update-ca-certificates rebuilds it", "why", err)
+	_, err = s.OS.Run(ctx, "update-ca-certificates", "--fresh")
+	return err
+}
+
+func (s *Server) updateTrustStore(ctx context.Context, before, now map[string][]byte) error {
+	if hooks, _ := os.ReadDir(s.path(caHooksDir)); len(hooks) > 0 {
+		return fmt.Errorf("%w: %s has hooks", errNotPlainStore, caHooksDir)
+	}
+	bundle, err := os.ReadFile(s.path(caBundle))
+	if err != nil {
+		return fmt.Errorf("%w: %v", errNotPlainStore, err)
+	}
+	blocks, err := pemBlocks(bundle)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", errNotPlainStore, caBundle, err)
+	}
+	// The ones added before are at the end of the bundle; only the last
+	// copy of each goes, so a system CA the host also sent stays.
+	for _, p := range before {
+		blocks = dropLast(blocks, derDigest(p))
+	}
+	var out bytes.Buffer
+	for _, b := range blocks {
+		out.Write(b.raw)
+	}
+	for _, name := range sortedNames(now) {
+		out.Write(now[name])
+	}
+	if err := writeFileAtomic(s.path(caBundle), out.Bytes(), 0o644); err != nil {
+		return err
+	}
+	// update-ca-certificates names a certificate's link after its file.
+	for name := range before {
+		if _, ok := now[name]; !ok {
+			if err := os.Remove(s.path(certLink(name))); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	for _, name := range sortedNames(now) {
+		link := s.path(certLink(name))
+		if err := os.Remove(link); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		// Relative, so the link reads the same from any root.
+		target, _ := filepath.Rel(etcCertsDir, filepath.Join(guestCADir, name))
+		if err := os.Symlink(target, link); err != nil {
+			return err
+		}
+	}
+	// The subject-hash links OpenSSL looks certificates up by; rehash also
+	// drops the ones whose certificate went.
+	if _, err := s.OS.Run(ctx, "openssl", "rehash", s.path(etcCertsDir)); err != nil {
+		return fmt.Errorf("openssl rehash %s: %w", etcCertsDir, err)
+	}
+	return nil
+}
+
+// certLink is the link update-ca-certificates makes for a local
+// certificate file.
+func certLink(name string) string {
+	return filepath.Join(etcCertsDir, strings.TrimSuffix(name, ".crt")+".pem")
+}
+
+// bundleBlock is one certificate of a bundle: its bytes as the file has
+// them (with any text before it), so what stays is written back unchanged.
+type bundleBlock struct {
+	raw    []byte
+	digest [sha256.Size]byte
+}
+
+// pemBlocks splits a bundle into its certificates; anything else in it
+// means the file is not what update-ca-certificates writes.
+func pemBlocks(b []byte) ([]bundleBlock, error) {
+	var blocks []bundleBlock
+	for {
+		blk, rest := pem.Decode(b)
+		if blk == nil {
+			if len(bytes.TrimSpace(b)) > 0 {
+				return nil, errors.New("text after the last certificate")
+			}
+			return blocks, nil
+		}
+		if blk.Type != "CERTIFICATE" {
+			return nil, fmt.Errorf("a %s block", blk.Type)
+		}
+		blocks = append(blocks, bundleBlock{raw: b[:len(b)-len(rest)], digest: sha256.Sum256(blk.Bytes)})
+		b = rest
+	}
+}
+
+func derDigest(p []byte) [sha256.Size]byte {
+	blk, _ := pem.Decode(p)
+	if blk == nil {
+		return [sha256.Size]byte{}
+	}
+	return sha256.Sum256(blk.Bytes)
+}
+
+func dropLast(blocks []bundleBlock, digest [sha256.Size]byte) []bundleBlock {
+	for i := len(blocks) - 1; i >= 0; i-- {
+		if blocks[i].digest == digest {
+			return append(blocks[:i:i], blocks[i+1:]...)
+		}
+	}
+	return blocks
+}
+
+func sortedNames(m map[string][]byte) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// readCADir is the certificates in the vmdock folder, file name to PEM.
+func (s *Server) readCADir() (map[string][]byte, error) {
+	entries, err := os.ReadDir(s.path(guestCADir))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	files := map[string][]byte{}
+	for _, e := range entries {
+		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".crt") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(s.path(guestCADir), e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		files[e.Name()] = b
+	}
+	return files, nil
+}
