@@ -91,18 +91,23 @@ release:
 	done
 	$(GO) run ./hack/release --dir $(RELEASE_DIR) --version $(VERSION) --arch "$(or $(ARCH),$(ARCHES))"
 
+# What the amd64 e2e targets make first. .ci/run, which made them already,
+# runs two of those targets side by side with E2E_PREREQS= : two go builds
+# writing bin/vmdock at once would truncate a binary the other test runs.
+E2E_PREREQS ?= build image
+
 # The main e2e boots a fresh install: it serves bin/release on loopback.
-e2e: build image
+e2e: $(E2E_PREREQS)
 	$(MAKE) release ARCH=amd64
 	VMDOCK_E2E=1 $(GO) test -tags e2e -v -timeout 60m -run 'TestE2E$$' ./hack/e2e/
 
 # One containerd instance (--runtime containerd) driven through vmdock
 # nerdctl: its own boot, since the runtime is fixed per instance.
-e2e-containerd: build image
+e2e-containerd: $(E2E_PREREQS)
 	VMDOCK_E2E_CONTAINERD=1 $(GO) test -tags e2e -v -timeout 45m -run 'TestE2EContainerd$$' ./hack/e2e/
 
 # Fast start: save on stop, resume on start, and the cold fall backs.
-e2e-resume: build image
+e2e-resume: $(E2E_PREREQS)
 	VMDOCK_E2E_RESUME=1 $(GO) test -tags e2e -v -timeout 45m -run 'TestE2EResume$$' ./hack/e2e/
 
 # The Apple Silicon guest (arm64 image, arm64 agent) booted under
