@@ -281,6 +281,7 @@ mounts:
 	checkBenchSync(t, e)
 	checkAgentReconnect(t, e)
 	checkSSHAgentAfterAgentRestart(e, sshAgent)
+	growth := prepareDiskGrowth(t, e)
 	writeBeforeStop(t, e, syncDir)
 	e.timed("vmdock stop", func(t *testing.T) {
 		e.run(5*time.Minute, e.vmdock, "stop")
@@ -298,15 +299,16 @@ mounts:
 	checkWrittenBeforeStop(t, e, syncDir)
 	// Every later start runs offline, from the cache.
 	release.close()
-	e.timed("vmdock start (second boot, image server gone, data disk kept)", func(t *testing.T) {
-		e.run(15*time.Minute, e.vmdock, startArgs...)
+	// The second boot also grows the data disk: one boot for both.
+	e.timed("vmdock start --disk +2 (second boot, image server gone, data disk kept)", func(t *testing.T) {
+		e.run(15*time.Minute, e.vmdock, growth.startArgs(startArgs)...)
 		out := e.docker(2*time.Minute, "image", "ls", "--format", "{{.Repository}}:{{.Tag}}")
 		if !strings.Contains(out, "vmdock-test:latest") {
 			t.Fatalf("image lost across restart; images: %q", out)
 		}
 	})
 	checkExcludeKept(t, e, share9p, "node_modules")
-	checkDiskGrowth(t, e, startArgs)
+	checkDiskGrowth(t, e, growth)
 	checkGuestPowerOff(t, e)
 	e.timed("kill -9 host agent, then start recovers", func(t *testing.T) {
 		pidB, err := os.ReadFile(filepath.Join(e.home, "default", "ha.pid"))
