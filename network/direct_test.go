@@ -120,11 +120,15 @@ func TestReachableDirectly(t *testing.T) {
 // reach it); a port whose direct path cannot be opened tunnels.
 func TestPortForwarderChoosesThePathPerPort(t *testing.T) {
 	g := newFakeGuest(t)
+	// The servers listen before the ports are picked, so none of them
+	// holds a port the forwarder is to listen on.
+	tunnels := []string{taggedServer(t, "tunnel"), taggedServer(t, "tunnel"), taggedServer(t, "tunnel")}
+	directs := []string{taggedServer(t, "direct"), taggedServer(t, "direct")}
 	wild, loop, nohostfwd := freePort(t), freePort(t), freePort(t)
-	for _, p := range []int{wild, loop, nohostfwd} {
-		g.route(p, taggedServer(t, "tunnel"))
+	for i, p := range []int{wild, loop, nohostfwd} {
+		g.route(p, tunnels[i])
 	}
-	d := &fakeDirect{to: map[int]string{wild: taggedServer(t, "direct"), loop: taggedServer(t, "direct")}}
+	d := &fakeDirect{to: map[int]string{wild: directs[0], loop: directs[1]}}
 	f := newForwarder(t, g, PortForwarderConfig{Direct: d})
 	f.Apply(PortEvent{Added: true, Proto: "tcp", IP: "0.0.0.0", Port: wild})
 	f.Apply(PortEvent{Added: true, Proto: "tcp", IP: "127.0.0.1", Port: loop})

@@ -186,22 +186,32 @@ func echoUDPServer(t *testing.T) net.PacketConn {
 	return pc
 }
 
+// handedOut is every port freePort returned to a test still running: the
+// kernel may give a closed port out again at once, and two "free" ports
+// that are one made a test see one forward where it set up two.
+var handedOut sync.Map
+
 // freePort returns a port nothing listens on right now, for both tcp and
-// udp on 127.0.0.1.
+// udp on 127.0.0.1, and none it gave a test that still runs.
 func freePort(t *testing.T) int {
 	t.Helper()
-	for range 20 {
+	for range 50 {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
 		port := ln.Addr().(*net.TCPAddr).Port
 		ln.Close()
+		if _, seen := handedOut.LoadOrStore(port, true); seen {
+			continue
+		}
 		pc, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err == nil {
 			pc.Close()
+			t.Cleanup(func() { handedOut.Delete(port) })
 			return port
 		}
+		handedOut.Delete(port)
 	}
 	t.Fatal("no free port")
 	return 0
