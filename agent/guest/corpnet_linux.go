@@ -282,7 +282,7 @@ func systemdEscape(v string) string {
 	return strings.ReplaceAll(v, "%", "%%")
 }
 
-func sortedKeys(m map[string]string) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

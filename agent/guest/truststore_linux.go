@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 )
 
@@ -66,7 +65,7 @@ func (s *Server) updateTrustStore(ctx context.Context, before, now map[string][]
 	for _, b := range blocks {
 		out.Write(b.raw)
 	}
-	for _, name := range sortedNames(now) {
+	for _, name := range sortedKeys(now) {
 		out.Write(now[name])
 	}
 	if err := writeFileAtomic(s.path(caBundle), out.Bytes(), 0o644); err != nil {
@@ -80,7 +79,7 @@ func (s *Server) updateTrustStore(ctx context.Context, before, now map[string][]
 			}
 		}
 	}
-	for _, name := range sortedNames(now) {
+	for _, name := range sortedKeys(now) {
 		link := s.path(certLink(name))
 		if err := os.Remove(link); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
@@ -147,15 +146,6 @@ func dropLast(blocks []bundleBlock, digest [sha256.Size]byte) []bundleBlock {
 		}
 	}
 	return blocks
-}
-
-func sortedNames(m map[string][]byte) []string {
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }
 
 // readCADir is the certificates in the vmdock folder, file name to PEM.
