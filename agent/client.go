@@ -14,7 +14,7 @@ import (
 
 	"github.com/hashicorp/yamux"
 
-	"github.com/vmdock/vmdock/connpipe"
+	"github.com/vmdock/vmdock/internal/connpipe"
 )
 
 // Version is the agent protocol/binary version, set with

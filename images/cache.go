@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vmdock/vmdock/atomicfile"
+	"github.com/vmdock/vmdock/internal/atomicfile"
 )
 
 // Image kinds, as stored in Entry.Kind.

@@ -5,7 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/vmdock/vmdock/sparsefile"
+	"github.com/vmdock/vmdock/internal/sparsefile"
 )
 
 // cloneFile makes dst a copy-on-write clone of src (FICLONE: btrfs, XFS).

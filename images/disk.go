@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/vmdock/vmdock/atomicfile"
-	"github.com/vmdock/vmdock/sparsefile"
+	"github.com/vmdock/vmdock/internal/atomicfile"
+	"github.com/vmdock/vmdock/internal/sparsefile"
 )
 
 // PrepareDisk makes the instance root disk dst from img, sized to at least

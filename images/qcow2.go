@@ -11,7 +11,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/vmdock/vmdock/sparsefile"
+	"github.com/vmdock/vmdock/internal/sparsefile"
 )
 
 // A pure-Go qcow2 reader, just enough to turn an image into a raw disk:

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vmdock/vmdock/atomicfile"
+	"github.com/vmdock/vmdock/internal/atomicfile"
 )
 
 // manifestTimeout bounds the release manifest request, so a start on a

@@ -9,7 +9,7 @@ import (
 	"context"
 	"net"
 
-	"github.com/vmdock/vmdock/connpipe"
+	"github.com/vmdock/vmdock/internal/connpipe"
 )
 
 // DialFunc opens a stream to network/addr as seen from the guest, e.g.

@@ -5,7 +5,7 @@ import (
 	"net"
 	"time"
 
-	"github.com/vmdock/vmdock/connpipe"
+	"github.com/vmdock/vmdock/internal/connpipe"
 )
 
 // Pipe copies a<->b until both directions end, passing each end-of-stream

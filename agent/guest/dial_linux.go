@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
-	"github.com/vmdock/vmdock/connpipe"
+	"github.com/vmdock/vmdock/internal/connpipe"
 )
 
 func (s *Server) dial(ctx context.Context, st net.Conn, req agent.Request) {

@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vmdock/vmdock/agent"
-	"github.com/vmdock/vmdock/connpipe"
+	"github.com/vmdock/vmdock/internal/connpipe"
 )
 
 const hostAccessChain = "VMDOCK-HOST"

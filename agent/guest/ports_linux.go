@@ -11,7 +11,7 @@ import (
 
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/agent/portlist"
-	"github.com/vmdock/vmdock/memtrim"
+	"github.com/vmdock/vmdock/internal/memtrim"
 )
 
 type portKey struct {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
-	"github.com/vmdock/vmdock/connpipe"
+	"github.com/vmdock/vmdock/internal/connpipe"
 )
 
 // maxSSHAgentConns bounds the SSH agent connections open at once. Each one

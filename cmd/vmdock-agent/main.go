@@ -14,7 +14,7 @@ import (
 	"syscall"
 
 	"github.com/vmdock/vmdock/agent"
-	"github.com/vmdock/vmdock/memtrim"
+	"github.com/vmdock/vmdock/internal/memtrim"
 )
 
 func main() {

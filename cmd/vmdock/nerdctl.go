@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/vmdock/vmdock/atomicfile"
+	"github.com/vmdock/vmdock/internal/atomicfile"
 	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/network/dockerctx"
 	"github.com/vmdock/vmdock/vm/config"

@@ -35,7 +35,7 @@ var Table = []Layer{
 	{"network", []string{"network/..."}},
 	{"guest agent protocol and images", []string{"agent/...", "images/..."}},
 	{"mounts", []string{"mounts/..."}},
-	{"leaves", []string{"atomicfile", "memtrim", "connpipe", "sparsefile"}},
+	{"leaves", []string{"internal/..."}},
 }
 
 // Check returns what is wrong with imports (package path → the module

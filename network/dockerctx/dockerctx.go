@@ -16,7 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 
-	"github.com/vmdock/vmdock/atomicfile"
+	"github.com/vmdock/vmdock/internal/atomicfile"
 )
 
 // DefaultName is the docker CLI's built-in context; it has no files.

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/vmdock/vmdock/atomicfile"
+	"github.com/vmdock/vmdock/internal/atomicfile"
 )
 
 // Profile is one vmdock profile's docker context and the file where the

@@ -12,7 +12,7 @@ import (
 
 	"github.com/kdomanski/iso9660"
 
-	"github.com/vmdock/vmdock/atomicfile"
+	"github.com/vmdock/vmdock/internal/atomicfile"
 )
 
 // Label is the volume label the guest's boot unit mounts.

@@ -16,7 +16,7 @@ import (
 
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/agent/agentbin"
-	"github.com/vmdock/vmdock/atomicfile"
+	"github.com/vmdock/vmdock/internal/atomicfile"
 	"github.com/vmdock/vmdock/images"
 	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/network"

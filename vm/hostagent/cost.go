@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vmdock/vmdock/sparsefile"
+	"github.com/vmdock/vmdock/internal/sparsefile"
 	"github.com/vmdock/vmdock/vm/control"
 	"github.com/vmdock/vmdock/vm/driver"
 )

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/vmdock/vmdock/sparsefile"
+	"github.com/vmdock/vmdock/internal/sparsefile"
 	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/store"
 )

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
-	"github.com/vmdock/vmdock/connpipe"
+	"github.com/vmdock/vmdock/internal/connpipe"
 	"github.com/vmdock/vmdock/network"
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/control"

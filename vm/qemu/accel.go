@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vmdock/vmdock/atomicfile"
+	"github.com/vmdock/vmdock/internal/atomicfile"
 	"github.com/vmdock/vmdock/vm/driver"
 )
 

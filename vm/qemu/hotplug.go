@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/vmdock/vmdock/sparsefile"
+	"github.com/vmdock/vmdock/internal/sparsefile"
 )
 
 // ScratchSlots is how many scratch disks a VM can hold at once: one per

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vmdock/vmdock/atomicfile"
+	"github.com/vmdock/vmdock/internal/atomicfile"
 	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/vm/driver"
 )

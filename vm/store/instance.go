@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/vmdock/vmdock/atomicfile"
+	"github.com/vmdock/vmdock/internal/atomicfile"
 	"github.com/vmdock/vmdock/images"
 	"github.com/vmdock/vmdock/network/dockerctx"
 	"github.com/vmdock/vmdock/vm/driver"
