@@ -269,7 +269,7 @@ func (c *Client) Dial(ctx context.Context, network, addr string) (net.Conn, erro
 	// (NewDatagramConn, or the port forwarder's own packet stream), so
 	// nothing frames twice.
 	// A yamux Close only ends our sending side: as CloseWrite it lets
-	// network.Pipe pass a client's end of input on to the guest.
+	// connpipe.Pipe pass a client's end of input on to the guest.
 	return connpipe.CloseIsCloseWrite(st), nil
 }
 

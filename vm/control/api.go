@@ -18,7 +18,7 @@ package control
 import (
 	"time"
 
-	"github.com/vmdock/vmdock/network"
+	"github.com/vmdock/vmdock/network/forward"
 	"github.com/vmdock/vmdock/vm/driver"
 )
 
@@ -223,7 +223,7 @@ type SyncConflict struct {
 }
 
 // ForwardedPort is one guest listener and what the host did about it.
-type ForwardedPort = network.ForwardedPort
+type ForwardedPort = forward.ForwardedPort
 
 // BootReport is what the last boot took, step by step, for `vmdock bench`
 // and for anyone asking why a start was slow.

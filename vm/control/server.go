@@ -9,7 +9,8 @@ import (
 	"runtime/pprof"
 	"time"
 
-	"github.com/vmdock/vmdock/network"
+	"github.com/vmdock/vmdock/internal/connpipe"
+	"github.com/vmdock/vmdock/network/forward"
 )
 
 // Handlers are the host agent's answers to the API.
@@ -46,7 +47,7 @@ func Listen(path string, h Handlers) (*Server, error) {
 	if h.Status == nil || h.Events == nil || h.Stop == nil {
 		return nil, fmt.Errorf("control socket %s: Status, Events and Stop handlers are required", path)
 	}
-	ln, err := network.ListenUnix(path)
+	ln, err := forward.ListenUnix(path)
 	if err != nil {
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
@@ -204,5 +205,5 @@ func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
 	}
 	fmt.Fprintf(buf, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: %s\r\n\r\n", ExecUpgrade)
 	buf.Flush()
-	go network.Pipe(conn, st)
+	go connpipe.Pipe(conn, st)
 }

@@ -16,10 +16,11 @@ import (
 
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/agent/agentbin"
-	"github.com/vmdock/vmdock/internal/atomicfile"
 	"github.com/vmdock/vmdock/images"
+	"github.com/vmdock/vmdock/internal/atomicfile"
+	"github.com/vmdock/vmdock/internal/connpipe"
 	"github.com/vmdock/vmdock/mounts"
-	"github.com/vmdock/vmdock/network"
+	"github.com/vmdock/vmdock/network/forward"
 	"github.com/vmdock/vmdock/vm/cidata"
 	"github.com/vmdock/vmdock/vm/control"
 	"github.com/vmdock/vmdock/vm/driver"
@@ -258,12 +259,12 @@ func (ha *hostAgent) stepTunnels(ctx context.Context) error {
 // directPathFor is how published TCP ports skip the guest agent on m: its
 // own DirectPath (QEMU's hostfwd), or the guest's address where the host
 // routes to the VM network (vz's NAT); nil: every port tunnels.
-func directPathFor(m driver.Machine, guestAddr func(context.Context) (netip.Addr, error)) network.DirectPath {
-	if d, ok := m.(network.DirectPath); ok {
+func directPathFor(m driver.Machine, guestAddr func(context.Context) (netip.Addr, error)) forward.DirectPath {
+	if d, ok := m.(forward.DirectPath); ok {
 		return d
 	}
 	if r, ok := m.(driver.RoutedGuest); ok && r.GuestRoutable() {
-		return network.AddrPath{Addr: guestAddr}
+		return forward.AddrPath{Addr: guestAddr}
 	}
 	return nil
 }
@@ -427,7 +428,7 @@ func (ha *hostAgent) serveGuestStream(req agent.Request, conn net.Conn) {
 	if err := agent.Reply(conn, nil); err != nil {
 		return
 	}
-	network.Pipe(conn, target)
+	connpipe.Pipe(conn, target)
 }
 
 // growsRoot says whether the agent should grow the root file system to

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
-	"github.com/vmdock/vmdock/network"
+	"github.com/vmdock/vmdock/network/forward"
 	"github.com/vmdock/vmdock/vm/driver"
 )
 
@@ -34,7 +34,7 @@ func TestDirectPathForEachMachine(t *testing.T) {
 		t.Errorf("QEMU-like machine: %#v, want its own hostfwd path", d)
 	}
 	d := directPathFor(natMachine{newAgentMachine(), true}, addr)
-	if _, ok := d.(network.AddrPath); !ok {
+	if _, ok := d.(forward.AddrPath); !ok {
 		t.Fatalf("vz behind NAT: %#v, want an AddrPath", d)
 	}
 	if a, err := d.OpenPort(context.Background(), 80); err != nil || a != "192.168.64.9:80" {

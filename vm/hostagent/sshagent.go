@@ -12,7 +12,6 @@ import (
 
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/internal/connpipe"
-	"github.com/vmdock/vmdock/network"
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/control"
 )
@@ -100,5 +99,5 @@ func relaySSHAgent(conn net.Conn, sock string) {
 		target.Close()
 		return
 	}
-	network.Pipe(connpipe.CloseIsCloseWrite(conn), target)
+	connpipe.Pipe(connpipe.CloseIsCloseWrite(conn), target)
 }

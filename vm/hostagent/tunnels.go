@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
-	"github.com/vmdock/vmdock/network"
+	"github.com/vmdock/vmdock/network/forward"
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/control"
 	"github.com/vmdock/vmdock/vm/store"
@@ -24,8 +24,8 @@ const guestDockerSocket = "/var/run/docker.sock"
 // they outlive one agent session, and the port watch starts again on each
 // new session.
 type tunnels struct {
-	docker    *network.SocketForwarder
-	forwarder *network.PortForwarder
+	docker    *forward.SocketForwarder
+	forwarder *forward.PortForwarder
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 }
@@ -35,19 +35,19 @@ type tunnelSpec struct {
 	hostSocket  string // the runtime's socket on the host
 	guestSocket string // the runtime's socket in the guest
 	portBind    string // host IP forwarded ports listen on
-	rules       *network.Rules
+	rules       *forward.Rules
 	// direct reaches guest TCP ports over the VM's network (nil: the
 	// driver cannot, every port tunnels through the guest agent).
-	direct network.DirectPath
+	direct forward.DirectPath
 	// hold makes each connection a use of the VM (the idle pause).
-	hold network.Hold
+	hold forward.Hold
 	// yield frees a host port vmdock's domains router holds for a
 	// published port (nil: none).
 	yield func(port int) (giveBack func())
 }
 
-func startTunnels(ctx context.Context, inst *store.Instance, cfg config.Config, link *agentLink, direct network.DirectPath, hold network.Hold, yield func(int) func()) (*tunnels, error) {
-	rules, err := network.ParseRules(toNetworkRules(cfg.PortForward))
+func startTunnels(ctx context.Context, inst *store.Instance, cfg config.Config, link *agentLink, direct forward.DirectPath, hold forward.Hold, yield func(int) func()) (*tunnels, error) {
+	rules, err := forward.ParseRules(toNetworkRules(cfg.PortForward))
 	if err != nil {
 		return nil, err
 	}
@@ -57,12 +57,12 @@ func startTunnels(ctx context.Context, inst *store.Instance, cfg config.Config, 
 }
 
 func openTunnels(ctx context.Context, spec tunnelSpec, link *agentLink) (*tunnels, error) {
-	dial := network.DialFunc(link.Dial)
-	docker, err := network.ListenSocketHeld(spec.hostSocket, "unix", spec.guestSocket, dial, spec.hold)
+	dial := forward.DialFunc(link.Dial)
+	docker, err := forward.ListenSocketHeld(spec.hostSocket, "unix", spec.guestSocket, dial, spec.hold)
 	if err != nil {
 		return nil, err
 	}
-	ports := network.NewPortForwarder(network.PortForwarderConfig{BindAddr: spec.portBind, Dial: dial, Direct: spec.direct, Rules: spec.rules, Hold: spec.hold, Yield: spec.yield})
+	ports := forward.NewPortForwarder(forward.PortForwarderConfig{BindAddr: spec.portBind, Dial: dial, Direct: spec.direct, Rules: spec.rules, Hold: spec.hold, Yield: spec.yield})
 	wctx, cancel := context.WithCancel(context.Background())
 	fail := func(err error) (*tunnels, error) {
 		cancel()
@@ -114,7 +114,7 @@ func (t *tunnels) apply(events <-chan agent.PortEvent) {
 			t.forwarder.EndSync()
 			continue
 		}
-		t.forwarder.Apply(network.PortEvent{Added: ev.Added, Proto: ev.Proto, IP: ev.IP, Port: ev.Port})
+		t.forwarder.Apply(forward.PortEvent{Added: ev.Added, Proto: ev.Proto, IP: ev.IP, Port: ev.Port})
 	}
 }
 
@@ -187,10 +187,10 @@ func waitDockerPing(ctx context.Context, sock string, timeout time.Duration) err
 	}
 }
 
-func toNetworkRules(pf config.PortForward) ([]network.RuleSpec, []string) {
-	specs := make([]network.RuleSpec, 0, len(pf.Rules))
+func toNetworkRules(pf config.PortForward) ([]forward.RuleSpec, []string) {
+	specs := make([]forward.RuleSpec, 0, len(pf.Rules))
 	for _, r := range pf.Rules {
-		specs = append(specs, network.RuleSpec{Guest: r.Guest, Host: r.Host, Proto: r.Proto})
+		specs = append(specs, forward.RuleSpec{Guest: r.Guest, Host: r.Host, Proto: r.Proto})
 	}
 	return specs, pf.Ignore
 }

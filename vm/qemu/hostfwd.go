@@ -8,13 +8,13 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/vmdock/vmdock/network"
+	"github.com/vmdock/vmdock/network/forward"
 )
 
 // netdevID names the user-mode network device, for hostfwd rules.
 const netdevID = "net0"
 
-var _ network.DirectPath = (*Machine)(nil)
+var _ forward.DirectPath = (*Machine)(nil)
 
 // OpenPort adds a user-networking hostfwd rule from an ephemeral host
 // loopback port to guestPort on the guest's network address, at run time

@@ -1,25 +1,19 @@
-// Package network moves bytes between the host and the guest: a unix
+// Package forward moves bytes between the host and the guest: a unix
 // socket forwarder (the docker socket), a port forwarder that mirrors the
 // guest's listening ports on the host, the port rules that shape it, and
 // the datagram framing UDP uses on a stream. It never imports the agent:
 // everything that reaches the guest goes through a DialFunc.
-package network
+package forward
 
 import (
 	"context"
 	"net"
-
-	"github.com/vmdock/vmdock/internal/connpipe"
 )
 
 // DialFunc opens a stream to network/addr as seen from the guest, e.g.
 // ("unix", "/var/run/docker.sock") or ("tcp", "127.0.0.1:8080"). For "udp"
 // the stream carries length-prefixed datagrams (see PacketStream).
 //
-// The returned conn should implement CloseWriter: without it a half-close
+// The returned conn should implement connpipe.CloseWriter: without it a half-close
 // from the host client cannot be passed on to the guest.
 type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
-
-// CloseWriter is a conn that can shut down its sending side while still
-// reading (TCP, unix sockets, a yamux stream's Close).
-type CloseWriter = connpipe.CloseWriter

@@ -1,4 +1,4 @@
-package network
+package forward
 
 import (
 	"context"
@@ -7,11 +7,6 @@ import (
 
 	"github.com/vmdock/vmdock/internal/connpipe"
 )
-
-// Pipe copies a<->b until both directions end, passing each end-of-stream
-// on as a half-close; it closes both conns before it returns. It is
-// connpipe.Pipe, which the guest agent shares.
-func Pipe(a, b net.Conn) { connpipe.Pipe(a, b) }
 
 // dialAndPipe connects c to a new guest connection and pipes the two until
 // both ends are done. Both stay in conns meanwhile, so a forwarder's Close
@@ -37,7 +32,7 @@ func dialAndPipe(ctx context.Context, c net.Conn, conns *connSet, timeout time.D
 		return nil
 	}
 	defer conns.remove(g)
-	Pipe(c, g)
+	connpipe.Pipe(c, g)
 	return nil
 }
 

@@ -1,4 +1,4 @@
-package network
+package forward
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/vmdock/vmdock/internal/connpipe"
 )
 
 // fakeGuest stands in for the guest agent: it maps "guest" ports to real
@@ -109,7 +111,7 @@ func (c *trackedConn) Close() error {
 }
 
 func (c *trackedConn) CloseWrite() error {
-	if cw, ok := c.Conn.(CloseWriter); ok {
+	if cw, ok := c.Conn.(connpipe.CloseWriter); ok {
 		return cw.CloseWrite()
 	}
 	return nil
