@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/vmdock/vmdock/network/dockerctx"
+	"github.com/vmdock/vmdock/dockerhost/dockerctx"
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/instance"
 )

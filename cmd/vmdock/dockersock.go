@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/vmdock/vmdock/network/dockersock"
+	"github.com/vmdock/vmdock/dockerhost/dockersock"
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/store"
 )

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vmdock/vmdock/network/dockersock"
+	"github.com/vmdock/vmdock/dockerhost/dockersock"
 )
 
 func TestDockerSockLinkStatusUnlink(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/vmdock/vmdock/internal/atomicfile"
 	"github.com/vmdock/vmdock/mounts"
-	"github.com/vmdock/vmdock/network/dockerctx"
+	"github.com/vmdock/vmdock/dockerhost/dockerctx"
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/store"
 )

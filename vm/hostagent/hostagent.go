@@ -20,8 +20,9 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
-	"github.com/vmdock/vmdock/internal/atomicfile"
+	"github.com/vmdock/vmdock/dockerhost/dockerctx"
 	"github.com/vmdock/vmdock/images"
+	"github.com/vmdock/vmdock/internal/atomicfile"
 	"github.com/vmdock/vmdock/internal/memtrim"
 	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/vm/config"
@@ -273,7 +274,7 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 			slog.Info("the guest powered itself off; stopping the instance")
 			ha.setPhase(control.PhaseStopping)
 			ha.shutdown(forced)
-			inst.DockerContext().Restore()
+			dockerctx.Of(inst).Restore()
 			ha.events.Emit("stop", control.EventStopped, "", control.StopBySelf)
 			return nil
 		}

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vmdock/vmdock/dockerhost/dockerctx"
 	"github.com/vmdock/vmdock/network/loopback"
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/control"
@@ -104,7 +105,7 @@ func activateContext(inst *store.Instance, cfg config.Config) error {
 	if cfg.Runtime != config.RuntimeDocker {
 		return nil
 	}
-	return inst.DockerContext().Activate(cfg.Activate)
+	return dockerctx.Of(inst).Activate(cfg.Activate)
 }
 
 // rotateLogs caps the logs a boot appends to before it starts writing.
@@ -246,7 +247,7 @@ func Stop(ctx context.Context, inst *store.Instance, opts StopOptions) error {
 	if progress == nil {
 		progress = io.Discard
 	}
-	defer inst.DockerContext().Restore()
+	defer dockerctx.Of(inst).Restore()
 	pid, ok := liveHostAgent(ctx, inst)
 	if !ok {
 		// Stopping a broken instance acknowledges the failure.
@@ -341,8 +342,8 @@ func Delete(ctx context.Context, inst *store.Instance, opts DeleteOptions) error
 			return err
 		}
 	}
-	inst.DockerContext().Restore()
-	inst.DockerContext().Remove()
+	dockerctx.Of(inst).Restore()
+	dockerctx.Of(inst).Remove()
 	entries, err := os.ReadDir(inst.Dir)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {

@@ -6,9 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/vmdock/vmdock/internal/atomicfile"
 	"github.com/vmdock/vmdock/images"
-	"github.com/vmdock/vmdock/network/dockerctx"
+	"github.com/vmdock/vmdock/internal/atomicfile"
 	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/logfile"
 )
@@ -59,12 +58,6 @@ const (
 // IsInstanceDir reports whether name is a folder vmdock makes in an
 // instance folder; `delete` removes it with its contents.
 func IsInstanceDir(name string) bool { return name == syncDataDir || name == savedStateDir }
-
-// DockerContext is the instance's docker context, with the file that
-// remembers the context it replaced.
-func (i *Instance) DockerContext() dockerctx.Profile {
-	return dockerctx.Profile{Name: i.Name, Socket: i.DockerSocketPath(), StatePath: i.StatePath()}
-}
 
 // SpecPath holds the driver.Spec the host agent last booted: what exactly
 // ran, for debugging and for the bench's raw-boot baseline.

@@ -89,14 +89,6 @@ func TestIsInstanceFile(t *testing.T) {
 	}
 }
 
-func TestDockerContext(t *testing.T) {
-	inst, _ := Open("/h", "dev")
-	p := inst.DockerContext()
-	if p.Name != "dev" || p.Socket != "/h/dev/docker.sock" || p.StatePath != "/h/dev/state.json" {
-		t.Fatalf("DockerContext = %+v", p)
-	}
-}
-
 func TestDataRuntime(t *testing.T) {
 	inst := &Instance{Name: "x", Dir: t.TempDir()}
 	if rt, ok := inst.DataRuntime(); ok || rt != "" {
