@@ -13,7 +13,7 @@ import (
 	"github.com/vmdock/vmdock/bench/probe"
 )
 
-// The cost section (issue 28) measures what a running instance costs the
+// The cost section measures what a running instance costs the
 // host, side by side with what the guest itself uses: memory while idle,
 // memory given back after a 1 GiB allocation ends, disk space given back
 // after a 1 GiB delete, and the first Docker call after an idle pause

@@ -15,17 +15,17 @@ import (
 	"github.com/vmdock/vmdock/network/domains"
 )
 
-// The domains section (issue 30) puts the same GET / to one container
+// The domains section puts the same GET / to one container
 // through three paths side by side: the container-domains router
 // (http://<name>.vmdock.localhost:<httpPort>/), the agent tunnel the router
 // rides on (a stream the host agent dials to the container's address in
 // the guest, as the router's proxy does, with nothing in front of it), and
 // the published port (-p) the port forwarder serves, on its direct path
-// where the VM's network has one. The issue's target: the router at least
+// where the VM's network has one. The target: the router at least
 // DomainsTarget times the tunnel's requests per second.
 
 // DomainsTarget is the least router/tunnel ratio of requests per second
-// issue 30 accepts.
+// the domains section accepts.
 const DomainsTarget = 0.8
 
 // domainsConns is how many keep-alive clients send requests in parallel
@@ -385,7 +385,7 @@ func domainsRows(stats []pathStats) []Result {
 	return out
 }
 
-// domainsCheck is issue 30's target: the router's requests per second
+// domainsCheck is the domains section's target: the router's requests per second
 // against the agent tunnel's. ok is false when either path has no rounds.
 func domainsCheck(stats []pathStats) (Check, bool) {
 	var tunnel, router *pathStats

@@ -42,7 +42,7 @@ var dnsLocalNames = []string{"host.docker.internal.", "gateway.docker.internal."
 
 // dnsLocalZone and every name under it are answered with the host access
 // IP too: containers reach each other by container-domain name through
-// the host's router (issue 30), the same way a browser on the host does.
+// the host's router, the same way a browser on the host does.
 const dnsLocalZone = "vmdock.localhost."
 
 // dnsServer answers the local names and forwards every other query.

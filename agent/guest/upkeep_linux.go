@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Upkeep gives the host back what an idle guest does not need (issue 28):
+// Upkeep gives the host back what an idle guest does not need:
 // memory the guest only keeps as cold page cache, and disk blocks its file
 // systems freed. Every upkeepEvery the agent
 //

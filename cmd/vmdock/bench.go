@@ -35,7 +35,7 @@ func newBenchCmd(g *globals) *cobra.Command {
 		Long: "bench measures a running instance and prints each metric next to its baseline from the same run\n" +
 			"(native disk for shares, guest loopback for forwarded ports, in-guest socket for the Docker API,\n" +
 			"--disk-sync none for the other sync modes, on scratch disks hot-plugged into this VM, qemu only;\n" +
-			"the agent tunnel the container-domains router rides on, against issue 30's target of 0.8x).\n" +
+			"the agent tunnel the container-domains router rides on, against the target of 0.8x).\n" +
 			"Sections: " + fmt.Sprint(bench.Sections) + ". tree, ports and api need the guest helper\n" +
 			"(`make bench` builds it into bin/), found next to the vmdock binary or given with --helper.\n" +
 			"domains needs the router on (domains.enabled, free ports) and the vmdock-test image loaded (`make bench` loads it).\n" +

@@ -2,7 +2,7 @@
 
 package e2e
 
-// The corporate-network checks (issue 29) in the main boot: two real TLS
+// The corporate-network checks in the main boot: two real TLS
 // registries (Debian's docker-registry) on this machine's loopback, each
 // with its own throwaway CA of which only the first is in caCerts, and a
 // real proxy (tinyproxy) the start finds in HTTPS_PROXY. Nothing leaves

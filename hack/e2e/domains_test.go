@@ -25,7 +25,7 @@ import (
 	"golang.org/x/net/websocket"
 )
 
-// Container domains (issue 30), checked in the main boot: a browser, curl
+// Container domains, checked in the main boot: a browser, curl
 // and Go clients reach containers with no published port by name through
 // the host's router, on free ports (80/443 may be taken or refused here).
 

@@ -50,7 +50,7 @@ func (e *env) cost(t *testing.T) hostCost {
 
 const mib = 1 << 20
 
-// checkIdleCost (issue 28): 256 MiB a container touched come back to the
+// checkIdleCost: 256 MiB a container touched come back to the
 // host once it is gone (the balloon's free page reporting), and so do the
 // data disk blocks of a removed 256 MiB volume (the guest agent's fstrim).
 // Each fails only when its mechanism clearly did nothing; the figures are

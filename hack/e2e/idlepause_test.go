@@ -90,7 +90,7 @@ func processCPU(t *testing.T, pid int) float64 {
 	return user + sys
 }
 
-// checkIdlePause (issue 28): with idle set to 10s through the control
+// checkIdlePause: with idle set to 10s through the control
 // API on a VM running no container, the VM pauses; a 2-minute pause
 // keeps the agent session (status counts the sessions), the guest's
 // clocks stood still (the pause was real) and the first docker call wakes

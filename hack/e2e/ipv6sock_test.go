@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// checkIPv6AndDockerSock (issue 29) runs while checkPorts' "web"
+// checkIPv6AndDockerSock runs while checkPorts' "web"
 // container publishes 18080 (the test image's HTTP server) and 18081/udp
 // (its echo): a client that reaches localhost over IPv6 gets the port
 // too, and `docker-sock link` makes a working docker socket at a path of

@@ -85,7 +85,7 @@ func TestModuleKeepsItsLayers(t *testing.T) {
 	}
 }
 
-// The check refuses the three arrows issue 27 removed: the guest agent
+// The check refuses the three arrows an earlier split removed: the guest agent
 // protocol and mounts leaning on vm/driver, the daemon on the bench.
 func TestCheckRefusesArrowsUp(t *testing.T) {
 	imports := map[string][]string{

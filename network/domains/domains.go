@@ -1,5 +1,5 @@
 // Package domains turns a profile's containers into the names the router
-// answers under vmdock.localhost (see issue 30): which name goes to which
+// answers under vmdock.localhost: which name goes to which
 // container and port, and which containers lost a name to another. It
 // knows nothing of docker's API or of the network: callers hand it
 // Containers and get a Table.

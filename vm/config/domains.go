@@ -1,7 +1,7 @@
 package config
 
-// DomainsConfig is the host-side router for http(s)://<name>.vmdock.localhost
-// (issue 30): whether this profile's containers get names, and the loopback
+// DomainsConfig is the host-side router for http(s)://<name>.vmdock.localhost:
+// whether this profile's containers get names, and the loopback
 // ports the router listens on.
 type DomainsConfig struct {
 	Enabled   bool `yaml:"enabled" json:"enabled"`

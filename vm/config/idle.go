@@ -9,7 +9,7 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// DefaultIdle is how long an unused VM runs before it pauses (issue 28);
+// DefaultIdle is how long an unused VM runs before it pauses;
 // MinIdle is the shortest accepted, so a pause is never a surprise in
 // the middle of one's work.
 const (

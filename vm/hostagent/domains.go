@@ -29,7 +29,7 @@ import (
 	"github.com/vmdock/vmdock/vm/store"
 )
 
-// Container domains (issue 30). Only one process can hold the router's
+// Container domains. Only one process can hold the router's
 // ports, so the host agents share them: the first to bind the ports owns
 // them and serves every profile; each other agent registers with it over
 // $VMDOCK_HOME/_domains.sock and streams its containers there, and the

@@ -17,7 +17,7 @@ import (
 	"github.com/vmdock/vmdock/vm/idle"
 )
 
-// The idle pause (issue 28): the tunnels, `vmdock ssh`/`exec`/`nerdctl`
+// The idle pause: the tunnels, `vmdock ssh`/`exec`/`nerdctl`
 // streams and the control routes that reach the guest hold the VM
 // (ha.hold) while they are open; vm/idle pauses it after the idle period
 // and wakes it for the next use. What must not wake it (status, share

@@ -1,5 +1,5 @@
-// Package idle pauses a VM that nobody uses and wakes it on the next use
-// (issue 28). The host agent counts what uses the VM through Hold (each
+// Package idle pauses a VM that nobody uses and wakes it on the next use.
+// The host agent counts what uses the VM through Hold (each
 // docker or containerd API connection, forwarded connection, `vmdock
 // ssh`/`exec`/`nerdctl` session and guest-bound control request) and asks
 // the guest whether containers run; after a quiet period the Monitor has
