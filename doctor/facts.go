@@ -14,8 +14,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/vmdock/vmdock/images"
 	"github.com/vmdock/vmdock/dockerhost/dockerctx"
+	"github.com/vmdock/vmdock/images"
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/instance"
 	"github.com/vmdock/vmdock/vm/qemu"

@@ -12,8 +12,8 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/vmdock/vmdock/internal/atomicfile"
 	"github.com/vmdock/vmdock/images/imagetest"
+	"github.com/vmdock/vmdock/internal/atomicfile"
 )
 
 func zstdOf(t testing.TB, b []byte, opts ...zstd.EOption) []byte {

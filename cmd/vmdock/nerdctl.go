@@ -10,9 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/vmdock/vmdock/dockerhost/dockerctx"
 	"github.com/vmdock/vmdock/internal/atomicfile"
 	"github.com/vmdock/vmdock/mounts"
-	"github.com/vmdock/vmdock/dockerhost/dockerctx"
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/store"
 )

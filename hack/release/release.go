@@ -19,8 +19,8 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/vmdock/vmdock/internal/atomicfile"
 	"github.com/vmdock/vmdock/images"
+	"github.com/vmdock/vmdock/internal/atomicfile"
 )
 
 // imageManifest is the part of an archive's manifest.json (written by
