@@ -25,6 +25,7 @@ import (
 	"github.com/vmdock/vmdock/internal/atomicfile"
 	"github.com/vmdock/vmdock/internal/memtrim"
 	"github.com/vmdock/vmdock/mounts"
+	"github.com/vmdock/vmdock/network/domains/share"
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/control"
 	"github.com/vmdock/vmdock/vm/driver"
@@ -107,6 +108,10 @@ type hostAgent struct {
 	idle *idle.Monitor
 	// sshAgent is the host's SSH agent the guest is offered (sshagent.go).
 	sshAgent sshAgentForward
+	// domains serves http(s)://<name>.vmdock.localhost (domains.go); not
+	// under mu, as the port forwarder's Yield reads it while status holds
+	// mu to read the forwarder.
+	domains atomic.Pointer[share.Server]
 
 	mu      sync.Mutex
 	phase   string
@@ -114,11 +119,7 @@ type hostAgent struct {
 	console *consoleWatch
 	client  *agent.Client
 	tunnels *tunnels
-	domains *domainsServer // http(s)://<name>.vmdock.localhost (domains.go)
-	// domainsYield is domains for the port forwarder's Yield, read
-	// without mu: status holds mu while it reads the forwarder.
-	domainsYield atomic.Pointer[domainsServer]
-	errs         []string
+	errs    []string
 	// link follows client across reconnects (reconnect.go); the tunnels
 	// dial through it.
 	link             agentLink

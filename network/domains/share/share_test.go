@@ -1,4 +1,4 @@
-package hostagent
+package share
 
 import (
 	"context"
@@ -21,7 +21,6 @@ import (
 
 	"github.com/vmdock/vmdock/network/domains"
 	"github.com/vmdock/vmdock/network/domains/localca"
-	"github.com/vmdock/vmdock/vm/config"
 )
 
 // fakeDocker is the guest's docker API as the router's watch sees it: a
@@ -83,19 +82,19 @@ func TestDomainsFollowDockerEvents(t *testing.T) {
 	sock := fd.serve(t)
 	var holds, taken atomic.Int32
 	home := testHome(t, "dev")
-	d, notes, err := startDomains(domainsSpec{
-		profile: "dev",
-		home:    home,
-		cfg:     config.DomainsConfig{Enabled: true}, // port 0: any free port
-		binds:   []string{"127.0.0.1"},
-		dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+	d, notes, err := startNoting(Settings{
+		Profile: "dev",
+		Home:    home,
+		Ports:   Ports{}, // port 0: any free port
+		Binds:   []string{"127.0.0.1"},
+		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			if addr != "172.17.0.2:80" {
 				return nil, fmt.Errorf("no container at %s", addr)
 			}
 			return (&net.Dialer{}).DialContext(ctx, network, web.Listener.Addr().String())
 		},
-		docker: func(ctx context.Context) (net.Conn, error) { return (&net.Dialer{}).DialContext(ctx, "unix", sock) },
-		hold: func(context.Context) (func(), error) {
+		Docker: func(ctx context.Context) (net.Conn, error) { return (&net.Dialer{}).DialContext(ctx, "unix", sock) },
+		Hold: func(context.Context) (func(), error) {
 			holds.Add(1)
 			taken.Add(1)
 			return func() { holds.Add(-1) }, nil
@@ -178,12 +177,12 @@ func TestDomainsPortTakenIsANoteAndTheRestRuns(t *testing.T) {
 	port := taken.Addr().(*net.TCPAddr).Port
 	fd := &fakeDocker{list: "[]", events: make(chan string)}
 	sock := fd.serve(t)
-	d, notes, err := startDomains(domainsSpec{
-		profile: "default", home: testHome(t, "default"),
-		cfg:    config.DomainsConfig{Enabled: true, HTTPPort: port},
-		binds:  []string{"127.0.0.1"},
-		dial:   func(context.Context, string, string) (net.Conn, error) { return nil, os.ErrNotExist },
-		docker: func(ctx context.Context) (net.Conn, error) { return (&net.Dialer{}).DialContext(ctx, "unix", sock) },
+	d, notes, err := startNoting(Settings{
+		Profile: "default", Home: testHome(t, "default"),
+		Ports:  Ports{HTTPPort: port},
+		Binds:  []string{"127.0.0.1"},
+		Dial:   func(context.Context, string, string) (net.Conn, error) { return nil, os.ErrNotExist },
+		Docker: func(ctx context.Context) (net.Conn, error) { return (&net.Dialer{}).DialContext(ctx, "unix", sock) },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -195,6 +194,24 @@ func TestDomainsPortTakenIsANoteAndTheRestRuns(t *testing.T) {
 	if len(d.listening("http")) != 0 || len(d.listening("https")) != 1 {
 		t.Errorf("listening on %v %v, want HTTPS only", d.listening("http"), d.listening("https"))
 	}
+}
+
+// startNoting is Start with the notes the host agent would show
+// collected, and a profile check for registrations.
+func startNoting(s Settings) (*Server, []string, error) {
+	var notes []string
+	s.Note = func(n string) { notes = append(notes, n) }
+	s.ValidProfile = validProfile
+	d, err := Start(s)
+	return d, notes, err
+}
+
+// validProfile accepts what can be a folder name under the home.
+func validProfile(p string) error {
+	if p == "" || p != filepath.Base(p) || strings.HasPrefix(p, ".") {
+		return fmt.Errorf("profile %q is not accepted", p)
+	}
+	return nil
 }
 
 // testHome is a $VMDOCK_HOME with the profiles' instance folders.
@@ -230,7 +247,7 @@ func freePort(t *testing.T) int {
 
 // agentFor is one host agent's domains with one container, web, whose
 // server answers with tag.
-func agentFor(t *testing.T, home, profile, tag string, cfg config.DomainsConfig, holds *atomic.Int32) (*domainsServer, []string) {
+func agentFor(t *testing.T, home, profile, tag string, cfg Ports, holds *atomic.Int32) (*Server, []string) {
 	t.Helper()
 	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "%s %s %s", tag, r.Host, r.Header.Get("X-Forwarded-Proto"))
@@ -238,13 +255,13 @@ func agentFor(t *testing.T, home, profile, tag string, cfg config.DomainsConfig,
 	t.Cleanup(web.Close)
 	fd := &fakeDocker{list: webList, events: make(chan string)}
 	sock := fd.serve(t)
-	d, notes, err := startDomains(domainsSpec{
-		profile: profile, home: home, cfg: cfg, binds: []string{"127.0.0.1"},
-		dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+	d, notes, err := startNoting(Settings{
+		Profile: profile, Home: home, Ports: cfg, Binds: []string{"127.0.0.1"},
+		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, network, web.Listener.Addr().String())
 		},
-		docker: func(ctx context.Context) (net.Conn, error) { return (&net.Dialer{}).DialContext(ctx, "unix", sock) },
-		hold: func(context.Context) (func(), error) {
+		Docker: func(ctx context.Context) (net.Conn, error) { return (&net.Dialer{}).DialContext(ctx, "unix", sock) },
+		Hold: func(context.Context) (func(), error) {
 			holds.Add(1)
 			return func() {}, nil
 		},
@@ -257,7 +274,7 @@ func agentFor(t *testing.T, home, profile, tag string, cfg config.DomainsConfig,
 
 func TestTwoAgentsShareThePortsAndHandThemOver(t *testing.T) {
 	home := testHome(t, "default", "dev")
-	cfg := config.DomainsConfig{Enabled: true, HTTPPort: freePort(t), HTTPSPort: freePort(t), DNSPort: freeUDPPort(t)}
+	cfg := Ports{HTTPPort: freePort(t), HTTPSPort: freePort(t), DNSPort: freeUDPPort(t)}
 	var holdsA, holdsB atomic.Int32
 	a, notes := agentFor(t, home, "default", "A", cfg, &holdsA)
 	if len(notes) != 0 {
@@ -379,5 +396,34 @@ func lookup(t *testing.T, port int) {
 	ips, err := r.LookupHost(ctx, "web.dev.vmdock.localhost")
 	if err != nil || len(ips) == 0 {
 		t.Errorf("DNS on port %d: %v %v", port, ips, err)
+	}
+}
+
+func TestStartWantsAProfileCheck(t *testing.T) {
+	_, err := Start(Settings{Profile: "default", Home: testHome(t, "default"), Binds: []string{"127.0.0.1"}})
+	if err == nil || !strings.Contains(err.Error(), "no profile check") {
+		t.Errorf("Start without ValidProfile: %v, want an error", err)
+	}
+}
+
+// An agent may register only a profile that names a folder of the home,
+// and never the owner's own.
+func TestRegistrationOfABadProfileIsRefused(t *testing.T) {
+	home := testHome(t, "default")
+	var holds atomic.Int32
+	owner, _ := agentFor(t, home, "default", "A", Ports{HTTPPort: freePort(t), HTTPSPort: freePort(t)}, &holds)
+	defer owner.Close()
+	for _, profile := range []string{"../escape", "default"} {
+		c, err := net.Dial("unix", filepath.Join(home, domains.SocketName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(3 * time.Second)) //nolint:errcheck
+		fmt.Fprintf(c, "{\"profile\":%q}\n", profile)
+		// the owner hangs up at once; a member's connection stays open
+		if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+			t.Errorf("registering %q: read %v, want the owner to hang up", profile, err)
+		}
+		c.Close()
 	}
 }

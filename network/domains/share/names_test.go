@@ -1,4 +1,4 @@
-package hostagent
+package share
 
 import (
 	"context"
@@ -9,12 +9,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/vmdock/vmdock/network/domains"
 	"github.com/vmdock/vmdock/network/domains/nerdctlapi"
-	"github.com/vmdock/vmdock/vm/config"
 )
 
 // fakeNerdctl is the guest's nerdctl as the containerd runtime's names see
@@ -69,18 +69,18 @@ func TestDomainsFollowNerdctlEvents(t *testing.T) {
 	defer web.Close()
 	fn := &fakeNerdctl{list: nerdctlWeb, events: make(chan string)}
 	home := testHome(t, "default")
-	d, notes, err := startDomains(domainsSpec{
-		profile: "default",
-		home:    home,
-		cfg:     config.DomainsConfig{Enabled: true},
-		binds:   []string{"127.0.0.1"},
-		dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+	d, notes, err := startNoting(Settings{
+		Profile: "default",
+		Home:    home,
+		Ports:   Ports{},
+		Binds:   []string{"127.0.0.1"},
+		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			if addr != "10.4.0.7:80" {
 				return nil, fmt.Errorf("no container at %s", addr)
 			}
 			return (&net.Dialer{}).DialContext(ctx, network, web.Listener.Addr().String())
 		},
-		names: nerdctlapi.New(fn.exec),
+		Names: nerdctlapi.New(fn.exec),
 	})
 	if err != nil || len(notes) != 0 {
 		t.Fatalf("start: %v %q", err, notes)
@@ -167,5 +167,35 @@ func TestWatchNamesTriesAFailedListAgain(t *testing.T) {
 	defer src.mu.Unlock()
 	if src.lists != 3 {
 		t.Errorf("%d lists, want 3 (two failures, one success)", src.lists)
+	}
+}
+
+// brokenStream's event stream breaks at once the first time, then
+// works.
+type brokenStream struct {
+	flakySource
+	watches atomic.Int32
+}
+
+func (b *brokenStream) Watch(ctx context.Context, changed func()) error {
+	if b.watches.Add(1) == 1 {
+		return errors.New("unexpected EOF")
+	}
+	return b.flakySource.Watch(ctx, changed)
+}
+
+func TestWatchNamesOpensABrokenEventStreamAgain(t *testing.T) {
+	src := &brokenStream{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan []domains.Container, 1)
+	go watchNames(ctx, src, func(cs []domains.Container) { got <- cs })
+	select {
+	case cs := <-got:
+		if len(cs) != 1 || src.watches.Load() != 2 {
+			t.Errorf("published %+v after %d watches, want one container after two", cs, src.watches.Load())
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("the event stream was not opened again")
 	}
 }

@@ -1,4 +1,4 @@
-package hostagent
+package share
 
 import (
 	"fmt"
@@ -6,8 +6,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/vmdock/vmdock/vm/config"
 )
 
 // bindable is whether a published port could take port now.
@@ -36,26 +34,26 @@ func eventuallyTrue(within time.Duration, f func() bool) bool {
 // port back when the published port goes.
 func TestPublishedPortWinsOverTheRouter(t *testing.T) {
 	home := testHome(t, "default", "dev")
-	cfg := config.DomainsConfig{Enabled: true, HTTPPort: freePort(t), HTTPSPort: freePort(t)}
+	cfg := Ports{HTTPPort: freePort(t), HTTPSPort: freePort(t)}
 	var holds atomic.Int32
 	owner, _ := agentFor(t, home, "default", "A", cfg, &holds)
 	defer owner.Close()
 	member, _ := agentFor(t, home, "dev", "B", cfg, &holds)
 	defer member.Close()
 
-	if owner.yieldPort(freePort(t)) != nil || member.yieldPort(freePort(t)) != nil {
+	if owner.Yield(freePort(t)) != nil || member.Yield(freePort(t)) != nil {
 		t.Fatal("a port the router does not hold was yielded")
 	}
 	for _, tc := range []struct {
 		name string
-		d    *domainsServer
+		d    *Server
 		port int
 	}{{"this agent owns the router", owner, cfg.HTTPPort}, {"another agent owns the router", member, cfg.HTTPSPort}} {
 		t.Run(tc.name, func(t *testing.T) {
 			if bindable(tc.port) {
 				t.Fatalf("port %d free before the yield", tc.port)
 			}
-			giveBack := tc.d.yieldPort(tc.port)
+			giveBack := tc.d.Yield(tc.port)
 			if giveBack == nil {
 				t.Fatal("the router's port was not yielded")
 			}
@@ -97,7 +95,7 @@ func TestRouterRetakesAPortThatComesFree(t *testing.T) {
 	retakeEvery = 50 * time.Millisecond
 	defer func() { retakeEvery = saved }()
 	home := testHome(t, "default")
-	cfg := config.DomainsConfig{Enabled: true, HTTPPort: freePort(t), HTTPSPort: freePort(t)}
+	cfg := Ports{HTTPPort: freePort(t), HTTPSPort: freePort(t)}
 	published, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", cfg.HTTPPort))
 	if err != nil {
 		t.Fatal(err)

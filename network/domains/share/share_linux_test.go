@@ -1,4 +1,4 @@
-package hostagent
+package share
 
 import (
 	"context"
@@ -10,8 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-
-	"github.com/vmdock/vmdock/vm/config"
 )
 
 const bindAsUserEnv = "VMDOCK_TEST_DOMAINS_BIND_HOME"
@@ -27,7 +25,7 @@ func TestDomainsRefusedPortAsAUser(t *testing.T) {
 		t.Skip("needs root to run a copy of itself as nobody")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "hostagent.test")
+	bin := filepath.Join(dir, "share.test")
 	self, err := os.ReadFile(os.Args[0])
 	if err != nil {
 		t.Fatal(err)
@@ -62,12 +60,12 @@ func TestDomainsRefusedPortAsAUser(t *testing.T) {
 }
 
 func bindAsUser(home string) {
-	d, notes, err := startDomains(domainsSpec{
-		profile: "default", home: home,
-		cfg:   config.DomainsConfig{Enabled: true, HTTPPort: 80, HTTPSPort: 0},
-		binds: []string{"127.0.0.1"},
-		dial:  func(context.Context, string, string) (net.Conn, error) { return nil, os.ErrNotExist },
-		docker: func(context.Context) (net.Conn, error) {
+	d, notes, err := startNoting(Settings{
+		Profile: "default", Home: home,
+		Ports: Ports{HTTPPort: 80, HTTPSPort: 0},
+		Binds: []string{"127.0.0.1"},
+		Dial:  func(context.Context, string, string) (net.Conn, error) { return nil, os.ErrNotExist },
+		Docker: func(context.Context) (net.Conn, error) {
 			return nil, os.ErrNotExist
 		},
 	})

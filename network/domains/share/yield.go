@@ -1,4 +1,4 @@
-package hostagent
+package share
 
 import (
 	"encoding/json"
@@ -13,7 +13,7 @@ import (
 // A port the user publishes wins over the container-domains router: with
 // the default ports the router holds host ports 80 and 443, and
 // `docker run -p 80:80` is what a Docker Desktop user types. When a
-// forward finds its host port in use, the port forwarder asks yieldPort;
+// forward finds its host port in use, the port forwarder asks Yield;
 // the router (in this agent, or the owner this agent registered with)
 // closes its listeners on that port, and takes the port again when the
 // forward ends (giveBack) or, failing that, on the next retake round.
@@ -22,16 +22,16 @@ import (
 var retakeEvery = 5 * time.Second
 
 // addFrontListener serves ln with scheme's front server; d.mu is held.
-func (d *domainsServer) addFrontListener(scheme string, ln net.Listener) {
+func (d *Server) addFrontListener(scheme string, ln net.Listener) {
 	port := ln.Addr().(*net.TCPAddr).Port
 	d.frontLns[port] = append(d.frontLns[port], ln)
 	d.addrs[scheme] = append(d.addrs[scheme], ln.Addr())
 	d.serve(d.frontBy[scheme], ln)
 }
 
-// yieldPort gives the router's port up for a published port; nil when
-// the router does not listen on it.
-func (d *domainsServer) yieldPort(port int) (giveBack func()) {
+// Yield gives the router's port up for a published port (the port
+// forwarder's Yield); nil when the router does not listen on it.
+func (d *Server) Yield(port int) (giveBack func()) {
 	d.mu.Lock()
 	if d.front != nil {
 		lns := d.frontLns[port]
@@ -69,7 +69,7 @@ func (d *domainsServer) yieldPort(port int) (giveBack func()) {
 }
 
 // giveBack ends a yield: the owner binds the port again if it is free.
-func (d *domainsServer) giveBack(port int) {
+func (d *Server) giveBack(port int) {
 	d.mu.Lock()
 	delete(d.yielded, port)
 	d.mu.Unlock()
@@ -77,7 +77,7 @@ func (d *domainsServer) giveBack(port int) {
 }
 
 // retake binds the ports the owner lacks and has not yielded.
-func (d *domainsServer) retake() {
+func (d *Server) retake() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.front == nil || d.ctx.Err() != nil {
@@ -86,11 +86,11 @@ func (d *domainsServer) retake() {
 	for _, p := range []struct {
 		scheme string
 		port   int
-	}{{"http", d.spec.cfg.HTTPPort}, {"https", d.spec.cfg.HTTPSPort}} {
+	}{{"http", d.settings.Ports.HTTPPort}, {"https", d.settings.Ports.HTTPSPort}} {
 		if p.port == 0 || len(d.frontLns[p.port]) > 0 || d.yielded[p.port] {
 			continue
 		}
-		for _, ip := range d.spec.binds {
+		for _, ip := range d.settings.Binds {
 			ln, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(p.port)))
 			if err != nil {
 				slog.Debug("domains: port still not free", "addr", ip, "port", p.port, "err", err)
@@ -104,8 +104,8 @@ func (d *domainsServer) retake() {
 
 // ownerListensOn asks the owner of the ports (as `vmdock domains` does)
 // whether port is one of its own.
-func (d *domainsServer) ownerListensOn(port int) bool {
-	c, err := net.DialTimeout("unix", filepath.Join(d.spec.home, registerSock), 2*time.Second)
+func (d *Server) ownerListensOn(port int) bool {
+	c, err := net.DialTimeout("unix", filepath.Join(d.settings.Home, registerSock), 2*time.Second)
 	if err != nil {
 		return false
 	}
@@ -130,7 +130,7 @@ func (d *domainsServer) ownerListensOn(port int) bool {
 }
 
 // tellOwner sends u on the registration; false when there is none.
-func (d *domainsServer) tellOwner(u update) bool {
+func (d *Server) tellOwner(u update) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.sendUpstream(u)
@@ -138,7 +138,7 @@ func (d *domainsServer) tellOwner(u update) bool {
 
 // sendUpstream writes u to the owner this agent registered with; d.mu is
 // held. A failed write ends the registration (keepRole elects again).
-func (d *domainsServer) sendUpstream(u update) bool {
+func (d *Server) sendUpstream(u update) bool {
 	if d.upstream == nil {
 		return false
 	}
@@ -148,12 +148,4 @@ func (d *domainsServer) sendUpstream(u update) bool {
 		return false
 	}
 	return true
-}
-
-// yieldToPublished is the port forwarder's Yield.
-func (ha *hostAgent) yieldToPublished(port int) (giveBack func()) {
-	if d := ha.domainsYield.Load(); d != nil {
-		return d.yieldPort(port)
-	}
-	return nil
 }
