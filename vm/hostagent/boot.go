@@ -55,7 +55,7 @@ func (ha *hostAgent) bootSteps() []step {
 		{name: "agent", run: ha.connectAgent, undo: ha.undoAgent},
 		{name: "setup", run: ha.stepSetup},
 		{name: "mounts", run: ha.stepMounts},
-		{name: "sync", run: ha.syncs.Start, undo: ha.syncs.Stop},
+		{name: "sync", run: ha.files.syncs.Start, undo: ha.files.syncs.Stop},
 		{name: rt.name, run: ha.stepRuntime},
 		{name: "tunnels", run: ha.stepTunnels, undo: ha.undoTunnels},
 		{name: rt.name + "-ping", run: ha.stepRuntimePing},
@@ -68,8 +68,8 @@ func (ha *hostAgent) bootSteps() []step {
 // be judged against them.
 func (ha *hostAgent) stepImage(ctx context.Context) error {
 	opts := images.Options{Progress: os.Stderr, BaseURL: ha.cfg.ImageBaseURL}
-	ha.upgradeImage = fileExists(ha.inst.UpgradeImagePath())
-	if !ha.upgradeImage && fileExists(ha.inst.DiskPath()) {
+	ha.boot.upgradeImage = fileExists(ha.inst.UpgradeImagePath())
+	if !ha.boot.upgradeImage && fileExists(ha.inst.DiskPath()) {
 		// The root disk's /usr/lib/modules belong to the kernel of the
 		// image it was made from: boot that one, not a newer default.
 		opts.Pin = ha.inst.PinnedImage()
@@ -78,9 +78,9 @@ func (ha *hostAgent) stepImage(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if ha.upgradeImage && img.Digest == ha.inst.PinnedImage() && fileExists(ha.inst.DiskPath()) {
+	if ha.boot.upgradeImage && img.Digest == ha.inst.PinnedImage() && fileExists(ha.inst.DiskPath()) {
 		ha.events.Emit("image", control.EventNote, "", "--upgrade-image: the instance already runs the newest image ("+img.Digest+"); the root disk is kept")
-		ha.upgradeImage = false
+		ha.boot.upgradeImage = false
 		if err := removeIfExists(ha.inst.UpgradeImagePath()); err != nil {
 			return err
 		}
@@ -98,21 +98,21 @@ func (ha *hostAgent) stepImage(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ha.img, ha.spec, ha.driver = img, spec, drv
+	ha.boot.img, ha.boot.spec, ha.boot.driver = img, spec, drv
 	return nil
 }
 
 // stepDisks creates or grows the disks; a resumed VM needs them exactly
 // as they were saved.
 func (ha *hostAgent) stepDisks(context.Context) error {
-	if ha.resumeFrom != nil {
+	if ha.boot.resumeFrom != nil {
 		return nil
 	}
-	return ha.prepareDisks(ha.img)
+	return ha.prepareDisks(ha.boot.img)
 }
 
 func (ha *hostAgent) stepBootDisk(context.Context) error {
-	if ha.resumeFrom != nil {
+	if ha.boot.resumeFrom != nil {
 		return nil // the resumed guest read it at its boot
 	}
 	return ha.writeBootDisk()
@@ -121,15 +121,15 @@ func (ha *hostAgent) stepBootDisk(context.Context) error {
 // stepSpec checks the spec against the driver once and records it
 // (spec.json) before anything runs.
 func (ha *hostAgent) stepSpec(context.Context) error {
-	if err := ha.driver.Validate(ha.spec); err != nil {
+	if err := ha.boot.driver.Validate(ha.boot.spec); err != nil {
 		return err
 	}
-	return writeSpec(ha.inst.SpecPath(), ha.spec)
+	return writeSpec(ha.inst.SpecPath(), ha.boot.spec)
 }
 
 // stepVM resumes the saved VM, or boots it.
 func (ha *hostAgent) stepVM(ctx context.Context) error {
-	if ha.resumeFrom == nil {
+	if ha.boot.resumeFrom == nil {
 		return ha.startVM(ctx)
 	}
 	if err := ha.resumeVM(ctx); err != nil {
@@ -140,8 +140,8 @@ func (ha *hostAgent) stepVM(ctx context.Context) error {
 
 // startVM boots the VM and watches its console from the first byte.
 func (ha *hostAgent) startVM(ctx context.Context) error {
-	console := newConsoleWatch(ha.spec.SerialLog, ha.opts.BootSilence)
-	m, err := ha.driver.Start(ctx, ha.spec)
+	console := newConsoleWatch(ha.boot.spec.SerialLog, ha.opts.BootSilence)
+	m, err := ha.boot.driver.Start(ctx, ha.boot.spec)
 	if err != nil {
 		return err
 	}
@@ -150,14 +150,14 @@ func (ha *hostAgent) startVM(ctx context.Context) error {
 		ha.events.Emit("vm", control.EventNote, "", fmt.Sprintf("accel: %s (%s)", info.Accel, info.AccelReason))
 	}
 	ha.mu.Lock()
-	ha.machine = m
+	ha.run.machine = m
 	ha.mu.Unlock()
 	return nil
 }
 
 func (ha *hostAgent) undoVM(ctx context.Context) error {
 	ha.mu.Lock()
-	m := ha.machine
+	m := ha.run.machine
 	ha.mu.Unlock()
 	if m == nil {
 		return nil
@@ -167,8 +167,8 @@ func (ha *hostAgent) undoVM(ctx context.Context) error {
 
 func (ha *hostAgent) undoAgent(context.Context) error {
 	ha.mu.Lock()
-	c := ha.client
-	ha.client = nil
+	c := ha.session.client
+	ha.session.client = nil
 	ha.mu.Unlock()
 	if c != nil {
 		c.Close()
@@ -182,7 +182,7 @@ func (ha *hostAgent) stepSetup(ctx context.Context) error {
 
 func (ha *hostAgent) stepMounts(ctx context.Context) error {
 	err := ha.onSession(ctx, "mounts", func(c *agent.Client) error {
-		for _, sh := range ha.spec.Shares {
+		for _, sh := range ha.boot.spec.Shares {
 			req := mountRequest(sh)
 			if err := c.Mount(ctx, req); err != nil {
 				return fmt.Errorf("mount %s at %s: %w", sh.HostPath, req.Target, err)
@@ -193,7 +193,7 @@ func (ha *hostAgent) stepMounts(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ha.shares.Start()
+	ha.files.shares.Start()
 	// Sync copies go over the shares: a project synced inside the shared
 	// home is bound at its deeper path.
 	return ha.onSession(ctx, "sync mounts", func(c *agent.Client) error {
@@ -223,7 +223,7 @@ const bootRedialTimeout = 2 * time.Minute
 // ride out by reconnecting.
 func (ha *hostAgent) onSession(ctx context.Context, step string, requests func(c *agent.Client) error) error {
 	ha.mu.Lock()
-	c := ha.client
+	c := ha.session.client
 	ha.mu.Unlock()
 	err := requests(c)
 	if err == nil || !ended(c) || ctx.Err() != nil {
@@ -244,14 +244,14 @@ func (ha *hostAgent) onSession(ctx context.Context, step string, requests func(c
 
 func (ha *hostAgent) stepTunnels(ctx context.Context) error {
 	ha.mu.Lock()
-	direct := directPathFor(ha.machine, ha.link.guestAddr)
+	direct := directPathFor(ha.run.machine, ha.session.link.guestAddr)
 	ha.mu.Unlock()
-	t, err := startTunnels(ctx, ha.inst, ha.cfg, &ha.link, direct, ha.hold, ha.yieldToPublished)
+	t, err := startTunnels(ctx, ha.inst, ha.cfg, &ha.session.link, direct, ha.hold, ha.yieldToPublished)
 	if err != nil {
 		return err
 	}
 	ha.mu.Lock()
-	ha.tunnels = t
+	ha.run.tunnels = t
 	ha.mu.Unlock()
 	return nil
 }
@@ -271,8 +271,8 @@ func directPathFor(m driver.Machine, guestAddr func(context.Context) (netip.Addr
 
 func (ha *hostAgent) undoTunnels(context.Context) error {
 	ha.mu.Lock()
-	t := ha.tunnels
-	ha.tunnels = nil
+	t := ha.run.tunnels
+	ha.run.tunnels = nil
 	ha.mu.Unlock()
 	if t != nil {
 		t.close()
@@ -291,7 +291,7 @@ func (ha *hostAgent) prepareDisks(img *images.Image) error {
 		return fmt.Errorf("image disk: %w", err)
 	}
 	rootSize := fi.Size() + rootDiskHeadroom
-	if ha.upgradeImage {
+	if ha.boot.upgradeImage {
 		// The old root disk goes only once the new one is whole; the data
 		// disk (images, volumes, the containerd store) is not touched.
 		if err := images.RemakeDisk(img, ha.inst.DiskPath(), rootSize); err != nil {
@@ -325,7 +325,7 @@ func (ha *hostAgent) writeBootDisk() error {
 
 // watchConsole follows m's serial console until m exits.
 func (ha *hostAgent) watchConsole(w *consoleWatch, m driver.Machine) {
-	ha.console = w
+	ha.run.console = w
 	stop := make(chan struct{})
 	go func() {
 		m.Wait()
@@ -337,7 +337,7 @@ func (ha *hostAgent) watchConsole(w *consoleWatch, m driver.Machine) {
 // connectAgent waits for the guest agent's handshake. A resumed guest
 // that does not answer soon is given up for a cold boot.
 func (ha *hostAgent) connectAgent(ctx context.Context) error {
-	if ha.resumed {
+	if ha.boot.resumed {
 		err := ha.dialAgent(ctx, resumeAnswerTimeout)
 		if err == nil || ctx.Err() != nil {
 			return err
@@ -356,8 +356,8 @@ func (ha *hostAgent) dialAgent(ctx context.Context, timeout time.Duration) error
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	exited := make(chan error, 1)
-	go func() { exited <- ha.machine.Wait() }()
-	c, info, err := agent.DialUntilUp(ctx, ha.machine.DialAgent, agent.RetryOptions{
+	go func() { exited <- ha.run.machine.Wait() }()
+	c, info, err := agent.DialUntilUp(ctx, ha.run.machine.DialAgent, agent.RetryOptions{
 		Check:   func() error { return ha.bootAlive(exited) },
 		Prepare: ha.prepareClient,
 	})
@@ -368,7 +368,7 @@ func (ha *hostAgent) dialAgent(ctx context.Context, timeout time.Duration) error
 		return err
 	}
 	ha.noteHello(info)
-	ha.console.bootDone()
+	ha.run.console.bootDone()
 	ha.adoptClient(c)
 	return nil
 }
@@ -378,11 +378,11 @@ func (ha *hostAgent) dialAgent(ctx context.Context, timeout time.Duration) error
 func (ha *hostAgent) bootAlive(exited <-chan error) error {
 	select {
 	case err := <-exited:
-		if perr := ha.console.panicked(); perr != nil {
+		if perr := ha.run.console.panicked(); perr != nil {
 			return perr
 		}
 		return fmt.Errorf("the VM exited before its agent answered: %v", err)
-	case err := <-ha.console.Failed():
+	case err := <-ha.run.console.Failed():
 		return err
 	default:
 		return nil
@@ -399,8 +399,8 @@ func (ha *hostAgent) prepareClient(c *agent.Client) { c.HandleGuestStreams(ha.se
 func (ha *hostAgent) noteHello(info agent.Info) {
 	slog.Info("guest agent answered", "version", info.Version, "arch", info.Arch, "kernel", info.Kernel, "uptime", info.Uptime)
 	ha.mu.Lock()
-	if ha.hello.Version == "" {
-		ha.hello = info
+	if ha.boot.hello.Version == "" {
+		ha.boot.hello = info
 	}
 	ha.mu.Unlock()
 }
@@ -436,7 +436,7 @@ func (ha *hostAgent) serveGuestStream(req agent.Request, conn net.Conn) {
 // bare disk image's root sits in a partition that resize2fs alone cannot
 // grow, so it stays the size its image made it.
 func (ha *hostAgent) growsRoot() bool {
-	return ha.img != nil && ha.img.Kernel != ""
+	return ha.boot.img != nil && ha.boot.img.Kernel != ""
 }
 
 func (ha *hostAgent) guestSetup() agent.Setup {
@@ -452,7 +452,7 @@ func (ha *hostAgent) guestSetup() agent.Setup {
 		HostAccessIP: ha.cfg.Network.HostAccessIP,
 		SSHAgent:     ha.sshAgent.sock != "",
 	}
-	ha.corp.setup(&s)
+	ha.boot.corp.setup(&s)
 	return s
 }
 

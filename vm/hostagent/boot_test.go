@@ -20,7 +20,7 @@ func TestGuestSetupGrowsTheRootOfVMDockImagesOnly(t *testing.T) {
 		{"bare raw", &images.Image{Kind: images.KindRaw}, false},
 		{"no image yet", nil, false},
 	} {
-		ha := &hostAgent{inst: &store.Instance{Name: "default"}, img: tc.img}
+		ha := &hostAgent{inst: &store.Instance{Name: "default"}, boot: bootResults{img: tc.img}}
 		if got := ha.guestSetup().GrowRoot; got != tc.want {
 			t.Errorf("%s: GrowRoot %v, want %v", tc.name, got, tc.want)
 		}

@@ -62,7 +62,7 @@ func (ha *hostAgent) stepHostSettings(context.Context) error {
 		ha.events.Emit("host-settings", control.EventNote, "", "the host's system proxy settings use a PAC file ("+c.proxy.PAC+"), which vmdock does not evaluate; set proxy: in the config or HTTPS_PROXY for the guest")
 	}
 	ha.mu.Lock()
-	ha.corp = c
+	ha.boot.corp = c
 	ha.mu.Unlock()
 	return nil
 }

@@ -38,10 +38,10 @@ func (ha *hostAgent) stepDomains(context.Context) error {
 		Home:    filepath.Dir(ha.inst.Dir),
 		Ports:   share.Ports{HTTPPort: ha.cfg.Domains.HTTPPort, HTTPSPort: ha.cfg.Domains.HTTPSPort, DNSPort: ha.cfg.Domains.DNSPort},
 		Binds:   []string{"127.0.0.1", "::1"},
-		Dial:    ha.link.Dial,
+		Dial:    ha.session.link.Dial,
 		Names:   names,
 		Docker: func(ctx context.Context) (net.Conn, error) {
-			return ha.link.Dial(ctx, "unix", guestDockerSocket)
+			return ha.session.link.Dial(ctx, "unix", guestDockerSocket)
 		},
 		Hold:         ha.hold,
 		ValidProfile: store.ValidateProfile,
@@ -59,7 +59,7 @@ func (ha *hostAgent) stepDomains(context.Context) error {
 // no hold, so following events keeps no VM awake; a command waits out a
 // reconnect before it starts, and ends with the session it ran on.
 func (ha *hostAgent) guestExec(ctx context.Context, argv []string, stdout, stderr io.Writer) (int, error) {
-	c, err := ha.link.live(ctx)
+	c, err := ha.session.link.live(ctx)
 	if err != nil {
 		return -1, err
 	}

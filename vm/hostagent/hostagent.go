@@ -86,69 +86,95 @@ func (o *Options) setDefaults() {
 	}
 }
 
-// hostAgent is the state of one run.
+// hostAgent is the state of one run, by the part that owns it. mu guards
+// run and the fields marked "under mu": status reads them while the boot,
+// the reconnects and the shutdown change them.
 type hostAgent struct {
 	inst   *store.Instance
 	cfg    config.Config
 	opts   Options
 	events *control.EventLog
-	seq    *sequence
-	// Results of the boot steps, each set by one step for the later ones.
-	img    *images.Image
-	spec   driver.Spec
-	driver driver.Driver
-	hello  agent.Info // the guest agent's first answer
-	// syncs runs the sync mounts (the "sync" step); shares relays host
-	// edits in shares to the guest (started by the "mounts" step).
-	syncs  *filesync.SyncMounts
-	shares *filesync.ShareRelay
-	// cpu holds the running VM's CPU time samples (cost.go).
-	cpu cpuRing
-	// idle pauses the VM while unused (idle.go); every use holds it.
-	idle *idle.Monitor
-	// sshAgent is the host's SSH agent the guest is offered (sshagent.go).
-	sshAgent sshAgentForward
+	seq    *sequence // the boot steps and their undo
+
+	boot     bootResults
+	mu       sync.Mutex
+	run      runState
+	session  agentSession
+	files    fileWork
+	idle     idleState
+	stop     stopSignal
+	cpu      cpuRing         // the running VM's CPU time samples (cost.go)
+	sshAgent sshAgentForward // the host's SSH agent the guest is offered (sshagent.go)
 	// domains serves http(s)://<name>.vmdock.localhost (domains.go); not
 	// under mu, as the port forwarder's Yield reads it while status holds
 	// mu to read the forwarder.
 	domains atomic.Pointer[share.Server]
+}
 
-	mu      sync.Mutex
-	phase   string
-	machine driver.Machine
-	console *consoleWatch
-	client  *agent.Client
-	tunnels *tunnels
-	errs    []string
-	// link follows client across reconnects (reconnect.go); the tunnels
-	// dial through it.
-	link             agentLink
-	stopReconnecting func()
-
-	stopOnce sync.Once
-	stopCh   chan control.StopRequest
-
+// bootResults are what the boot steps find out, each set by one step for
+// the later ones.
+type bootResults struct {
+	// upgradeImage: this start remakes the root disk from the image a new
+	// instance would get (`start --upgrade-image`).
+	upgradeImage bool
+	img          *images.Image
+	// corp is the host's CA certificates and proxy as this start read them
+	// (the host-settings step; under mu).
+	corp corpNet
 	// resumeFrom is the saved state this start resumes (nil: a cold
 	// boot); resumed says the running VM came from it.
 	resumeFrom *resume.Saved
 	resumed    bool
-	// corp is the host's CA certificates and proxy as this start read them
-	// (the host-settings step).
-	corp corpNet
-	// upgradeImage: this start remakes the root disk from the image a new
-	// instance would get (`start --upgrade-image`).
-	upgradeImage bool
+	spec       driver.Spec
+	driver     driver.Driver
+	hello      agent.Info // the guest agent's first answer
+}
 
-	// idleOff says why the VM never pauses (under mu); idleSyncsHalted:
-	// the pause halted the sync mounts, the wake resumes them.
-	idleOff         string
-	idleSyncsHalted bool
+// runState is the instance as status shows it (under mu).
+type runState struct {
+	phase   string
+	machine driver.Machine
+	console *consoleWatch
+	tunnels *tunnels
+}
+
+// agentSession is the guest agent's session and its reconnects
+// (reconnect.go).
+type agentSession struct {
+	client *agent.Client // under mu
+	// link follows client across reconnects; the tunnels dial through it.
+	link             agentLink
+	stopReconnecting func() // under mu
+	// count is the agent sessions of this run: a reconnect (or a pause
+	// that lost its session) adds one (under mu).
+	count int
+}
+
+// fileWork is the file sync of the run: syncs runs the sync mounts (the
+// "sync" step); shares relays host edits in shares to the guest (started
+// by the "mounts" step).
+type fileWork struct {
+	syncs  *filesync.SyncMounts
+	shares *filesync.ShareRelay
+}
+
+// idleState is the idle pause (idle.go): monitor pauses the VM while
+// unused, and every use holds it.
+type idleState struct {
+	monitor *idle.Monitor
+	// off says why the VM never pauses (under mu); syncsHalted: the pause
+	// halted the sync mounts, the wake resumes them (under mu).
+	off         string
+	syncsHalted bool
 	// syncsBack is closed once the sync mounts a wake resumes run again;
-	// sync requests wait for it (nil: nothing to wait for).
+	// sync requests wait for it (nil: nothing to wait for; under mu).
 	syncsBack chan struct{}
-	// sessions counts the agent sessions of this run: a reconnect (or a
-	// pause that lost its session) adds one.
-	sessions int
+}
+
+// stopSignal carries the one stop request of a run to Run.
+type stopSignal struct {
+	once sync.Once
+	ch   chan control.StopRequest
 }
 
 // Run boots the instance and serves it until stopped. It returns nil after
@@ -159,16 +185,16 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 	if err != nil {
 		return err
 	}
-	ha := &hostAgent{inst: inst, cfg: cfg, opts: opts, events: control.NewEventLog(), phase: control.PhaseStarting, stopCh: make(chan control.StopRequest, 1)}
+	ha := &hostAgent{inst: inst, cfg: cfg, opts: opts, events: control.NewEventLog(), run: runState{phase: control.PhaseStarting}, stop: stopSignal{ch: make(chan control.StopRequest, 1)}}
 	ha.seq = &sequence{events: ha.events}
-	ha.idle = ha.newIdleMonitor()
-	ha.syncs = filesync.NewSyncMounts(filesync.SyncConfig{
-		DataDir: inst.SyncDataPath(), Syncs: mounts.Syncs(cfg.Mounts), Live: ha.link.live, Events: ha.events,
+	ha.idle.monitor = ha.newIdleMonitor()
+	ha.files.syncs = filesync.NewSyncMounts(filesync.SyncConfig{
+		DataDir: inst.SyncDataPath(), Syncs: mounts.Syncs(cfg.Mounts), Live: ha.session.link.live, Events: ha.events,
 	})
-	ha.shares = filesync.NewShareRelay(filesync.ShareConfig{
+	ha.files.shares = filesync.NewShareRelay(filesync.ShareConfig{
 		Shares: mounts.Shares(cfg.Mounts, cfg.MountType), InstanceDir: inst.Dir,
-		Current: func() *agent.Client { c, _ := ha.link.state(); return c },
-		Paused:  ha.idle.Paused,
+		Current: func() *agent.Client { c, _ := ha.session.link.state(); return c },
+		Paused:  ha.idle.monitor.Paused,
 	})
 
 	ha.startSSHAgent()
@@ -185,8 +211,8 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 
 	ctrl, err := control.Listen(inst.ControlSocketPath(), control.Handlers{
 		Status: ha.status, Events: ha.events, Stop: ha.requestStop, OpenStream: ha.openAgentStream,
-		SyncFlush: ha.heldSyncAction(ha.syncs.Flush), SyncReset: ha.heldSyncAction(ha.syncs.Reset),
-		SyncPause: ha.heldSyncAction(ha.syncs.Pause), SyncResume: ha.heldSyncAction(ha.syncs.Resume),
+		SyncFlush: ha.heldSyncAction(ha.files.syncs.Flush), SyncReset: ha.heldSyncAction(ha.files.syncs.Reset),
+		SyncPause: ha.heldSyncAction(ha.files.syncs.Pause), SyncResume: ha.heldSyncAction(ha.files.syncs.Resume),
 		SetIdle: ha.setIdle,
 	})
 	if err != nil {
@@ -211,8 +237,8 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 	go func() {
 		// A stop request during boot aborts the boot.
 		select {
-		case <-ha.stopCh:
-			ha.stopCh <- forced
+		case <-ha.stop.ch:
+			ha.stop.ch <- forced
 			bootCancel()
 		case <-bootCtx.Done():
 		}
@@ -238,7 +264,7 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 	slog.Info("instance ready", "timing", ha.events.StepTimes())
 
 	vmExited := make(chan error, 1)
-	go func() { vmExited <- ha.machine.Wait() }()
+	go func() { vmExited <- ha.run.machine.Wait() }()
 	go ha.keepClockInSync(ctx)
 	go ha.sampleCPU(ctx)
 	go ha.runIdle(ctx)
@@ -247,7 +273,7 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 	go memtrim.WhenQuiet(ctx, memtrim.QuietOptions{Period: 10 * time.Second})
 
 	select {
-	case req := <-ha.stopCh:
+	case req := <-ha.stop.ch:
 		ha.setPhase(control.PhaseStopping)
 		ha.events.Emit("stop", control.EventStopped, "", ha.shutdown(req))
 		return nil
@@ -255,7 +281,7 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 		ha.setPhase(control.PhaseStopping)
 		ha.events.Emit("stop", control.EventStopped, "", ha.shutdown(control.StopRequest{}))
 		return nil
-	case err := <-ha.console.Failed():
+	case err := <-ha.run.console.Failed():
 		reason := err.Error()
 		slog.Error(reason)
 		markBroken(inst, reason)
@@ -264,7 +290,7 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 		return err
 	case err := <-vmExited:
 		reason := "the VM exited unexpectedly"
-		if perr := ha.console.panicked(); perr != nil {
+		if perr := ha.run.console.panicked(); perr != nil {
 			err = perr
 		}
 		if err == nil {
@@ -293,26 +319,26 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 func (ha *hostAgent) currentMachine() driver.Machine {
 	ha.mu.Lock()
 	defer ha.mu.Unlock()
-	return ha.machine
+	return ha.run.machine
 }
 
 // forced is the stop of a failed boot or a dead VM: nothing to save.
 var forced = control.StopRequest{Force: true}
 
 func (ha *hostAgent) requestStop(req control.StopRequest) {
-	ha.stopOnce.Do(func() { ha.stopCh <- req })
+	ha.stop.once.Do(func() { ha.stop.ch <- req })
 }
 
 func (ha *hostAgent) setPhase(p string) {
 	ha.mu.Lock()
-	ha.phase = p
+	ha.run.phase = p
 	ha.mu.Unlock()
 }
 
 func (ha *hostAgent) status() control.Status {
-	syncs := ha.syncs.Status()
+	syncs := ha.files.syncs.Status()
 	idleStatus := ha.idleStatus()
-	shares, shareProblems := ha.shares.Status()
+	shares, shareProblems := ha.files.shares.Status()
 	var cost *control.HostCost
 	if m := ha.currentMachine(); m != nil {
 		cost = ha.hostCost(m) // reads files: not under mu
@@ -322,31 +348,30 @@ func (ha *hostAgent) status() control.Status {
 	st := control.Status{
 		Syncs:         syncs,
 		PID:           os.Getpid(),
-		Phase:         ha.phase,
+		Phase:         ha.run.phase,
 		Step:          ha.events.CurrentStep(),
 		Runtime:       ha.cfg.Runtime,
 		RuntimeSocket: runtimeFor(ha.cfg.Runtime).hostSocket(ha.inst),
-		Errors:        append([]string(nil), ha.errs...),
 		Ports:         []control.ForwardedPort{},
 	}
-	if ha.phase == control.PhaseRunning || ha.phase == control.PhaseReconnecting {
+	if ha.run.phase == control.PhaseRunning || ha.run.phase == control.PhaseReconnecting {
 		st.Step = "" // the boot steps are history once the instance is up
-		st.Boot = &control.BootReport{Steps: ha.events.StepTimes(), GuestUptime: ha.hello.Uptime, GuestKernel: ha.hello.Kernel}
+		st.Boot = &control.BootReport{Steps: ha.events.StepTimes(), GuestUptime: ha.boot.hello.Uptime, GuestKernel: ha.boot.hello.Kernel}
 	}
-	if ha.machine != nil {
-		st.Machine = ha.machine.Info()
+	if ha.run.machine != nil {
+		st.Machine = ha.run.machine.Info()
 		st.Errors = append(st.Errors, st.Machine.Problems...)
 	}
-	if ha.tunnels != nil {
-		st.Ports = notePortsTheRouterHolds(ha.tunnels.ports(), ha.cfg.Domains)
+	if ha.run.tunnels != nil {
+		st.Ports = notePortsTheRouterHolds(ha.run.tunnels.ports(), ha.cfg.Domains)
 	}
 	st.Shares = shares
 	st.Errors = append(st.Errors, shareProblems...)
 	st.Cost = cost
-	st.Proxy, st.CACerts = ha.corp.status(), len(ha.corp.certs.Certs)
+	st.Proxy, st.CACerts = ha.boot.corp.status(), len(ha.boot.corp.certs.Certs)
 	st.SSHAgent = ha.sshAgent.status()
 	st.Idle = idleStatus
-	st.AgentSessions = ha.sessions
+	st.AgentSessions = ha.session.count
 	return st
 }
 
@@ -358,18 +383,18 @@ func (ha *hostAgent) shutdown(req control.StopRequest) string {
 	defer cancel()
 	// A paused VM runs again for its stop: the save, the last sync and
 	// the power-off all need the guest.
-	if err := ha.idle.Close(ctx); err != nil {
+	if err := ha.idle.monitor.Close(ctx); err != nil {
 		slog.Warn("wake the VM for its stop", "err", err)
 	}
 	ha.stopReconnect()
-	ha.shares.Stop()
+	ha.files.shares.Stop()
 	ha.mu.Lock()
-	m, c := ha.machine, ha.client
+	m, c := ha.run.machine, ha.session.client
 	ha.mu.Unlock()
 	how := control.StopByForce
 	if m != nil && !req.Force {
 		// The last flush of the sync mounts first asks the guest agent.
-		if c != nil && ha.syncs.FlushBeforeStop(ctx, c, ha.opts.AgentAnswer, ha.stopNote) {
+		if c != nil && ha.files.syncs.FlushBeforeStop(ctx, c, ha.opts.AgentAnswer, ha.stopNote) {
 			c = nil // it did not answer: straight to the power button
 		}
 		if c != nil && !req.NoSave && ha.saveVM(ctx, m, c) {
@@ -482,11 +507,11 @@ func (ha *hostAgent) keepClockInSync(ctx context.Context) {
 			if jump < 2*time.Second && jump > -2*time.Second {
 				continue
 			}
-			if ha.idle.Paused() {
+			if ha.idle.monitor.Paused() {
 				continue // the wake sets the clock; a request now would wait for it
 			}
 			ha.mu.Lock()
-			c := ha.client
+			c := ha.session.client
 			ha.mu.Unlock()
 			if c == nil {
 				continue
@@ -517,7 +542,7 @@ func markBroken(inst *store.Instance, reason string) {
 // to the guest agent; the VM is held (woken if paused) while it is open.
 func (ha *hostAgent) openAgentStream(ctx context.Context) (net.Conn, error) {
 	ha.mu.Lock()
-	c := ha.client
+	c := ha.session.client
 	ha.mu.Unlock()
 	if c == nil {
 		return nil, errors.New("the guest agent is not connected")
@@ -529,7 +554,7 @@ func (ha *hostAgent) openAgentStream(ctx context.Context) (net.Conn, error) {
 	// Across a reconnect, wait for the new session rather than fail.
 	wctx, cancel := context.WithTimeout(ctx, reconnectWait)
 	defer cancel()
-	c, err = ha.link.live(wctx)
+	c, err = ha.session.link.live(wctx)
 	if err != nil {
 		release()
 		return nil, fmt.Errorf("the guest agent is not connected (reconnecting for over %s)", reconnectWait)

@@ -44,18 +44,18 @@ func (ha *hostAgent) newIdleMonitor() *idle.Monitor {
 // hold marks one use of the VM (network.Hold's shape); a paused VM is
 // woken first.
 func (ha *hostAgent) hold(ctx context.Context) (func(), error) {
-	return ha.idle.Hold(ctx)
+	return ha.idle.monitor.Hold(ctx)
 }
 
 // runIdle pauses the VM while it is unused, once the instance is ready.
 func (ha *hostAgent) runIdle(ctx context.Context) {
 	if _, ok := ha.currentMachine().(driver.Pauser); !ok {
 		ha.mu.Lock()
-		ha.idleOff = "the " + ha.cfg.VMType + " driver cannot pause this VM"
+		ha.idle.off = "the " + ha.cfg.VMType + " driver cannot pause this VM"
 		ha.mu.Unlock()
 		return
 	}
-	ha.idle.Run(ctx)
+	ha.idle.monitor.Run(ctx)
 }
 
 // setIdle serves `vmdock set idle`.
@@ -63,16 +63,16 @@ func (ha *hostAgent) setIdle(after time.Duration) error {
 	if err := config.CheckIdle(config.Duration(after)); err != nil {
 		return err
 	}
-	ha.idle.SetAfter(after)
+	ha.idle.monitor.SetAfter(after)
 	slog.Info("idle period set", "after", after)
 	return nil
 }
 
 func (ha *hostAgent) idleStatus() *control.IdleStatus {
-	st := ha.idle.State()
+	st := ha.idle.monitor.State()
 	out := &control.IdleStatus{After: config.Duration(st.After).String(), Paused: st.Paused, Pauses: st.Pauses, Users: st.Users}
 	ha.mu.Lock()
-	out.Off = ha.idleOff
+	out.Off = ha.idle.off
 	ha.mu.Unlock()
 	if st.Paused {
 		since := st.PausedSince
@@ -87,7 +87,7 @@ func (ha *hostAgent) idleStatus() *control.IdleStatus {
 
 // liveClient is the agent session now, or nil while there is none.
 func (ha *hostAgent) liveClient() *agent.Client {
-	c, _ := ha.link.state()
+	c, _ := ha.session.link.state()
 	if c == nil || ended(c) {
 		return nil
 	}
@@ -127,7 +127,7 @@ func (ha *hostAgent) pauseIdle(ctx context.Context) error {
 	if !ok {
 		return errors.New("the driver cannot pause this VM")
 	}
-	syncsHalted := ha.syncs.Pause(ctx, "") == nil
+	syncsHalted := ha.files.syncs.Pause(ctx, "") == nil
 	c := ha.liveClient()
 	if c != nil {
 		c.Keepalive().Suspend()
@@ -142,7 +142,7 @@ func (ha *hostAgent) pauseIdle(ctx context.Context) error {
 		return err
 	}
 	ha.mu.Lock()
-	ha.idleSyncsHalted = syncsHalted
+	ha.idle.syncsHalted = syncsHalted
 	ha.mu.Unlock()
 	ha.events.Emit("idle", control.EventNote, "", "paused while idle")
 	return nil
@@ -168,12 +168,12 @@ func (ha *hostAgent) wakeFromIdle(ctx context.Context) error {
 		cancel()
 	}
 	ha.mu.Lock()
-	halted := ha.idleSyncsHalted
-	ha.idleSyncsHalted = false
+	halted := ha.idle.syncsHalted
+	ha.idle.syncsHalted = false
 	var back chan struct{}
 	if halted {
 		back = make(chan struct{})
-		ha.syncsBack = back
+		ha.idle.syncsBack = back
 	}
 	ha.mu.Unlock()
 	if halted {
@@ -191,7 +191,7 @@ func (ha *hostAgent) wakeFromIdle(ctx context.Context) error {
 func (ha *hostAgent) resumeSyncs() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := ha.syncs.Resume(ctx, ""); err != nil {
+	if err := ha.files.syncs.Resume(ctx, ""); err != nil {
 		slog.Warn("sync mounts did not resume after the idle pause", "err", err)
 	}
 }
@@ -233,7 +233,7 @@ func (ha *hostAgent) heldSyncAction(act func(context.Context, string) error) fun
 	}
 	return ha.heldAction(func(ctx context.Context, arg string) error {
 		ha.mu.Lock()
-		back := ha.syncsBack
+		back := ha.idle.syncsBack
 		ha.mu.Unlock()
 		if back != nil {
 			select {

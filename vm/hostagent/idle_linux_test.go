@@ -48,7 +48,7 @@ func TestIdlePauseAndWakeKeepTheSession(t *testing.T) {
 	m.start(w.agent(&recordingOS{}))
 	ha := testHostAgent(t, m)
 	ha.cfg.Idle = config.Duration(300 * time.Millisecond)
-	ha.idle = ha.newIdleMonitor()
+	ha.idle.monitor = ha.newIdleMonitor()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, err := ha.redial(ctx)
@@ -77,7 +77,7 @@ func TestIdlePauseAndWakeKeepTheSession(t *testing.T) {
 	if c.Keepalive().Suspended() {
 		t.Error("keepalive still suspended after the wake")
 	}
-	if now, _ := ha.link.state(); now != c || ended(c) {
+	if now, _ := ha.session.link.state(); now != c || ended(c) {
 		t.Fatal("the agent session did not survive the pause")
 	}
 	// Open, the stream keeps the VM up however long the period passes.
@@ -90,7 +90,7 @@ func TestIdlePauseAndWakeKeepTheSession(t *testing.T) {
 	if st := ha.status().Idle; st.Pauses != 2 || st.LastWakeMs == nil {
 		t.Fatalf("status after a wake and a second pause: %+v", st)
 	}
-	if err := ha.idle.Close(ctx); err != nil || m.isPaused() {
+	if err := ha.idle.monitor.Close(ctx); err != nil || m.isPaused() {
 		t.Fatalf("Close (stop) left the VM paused: %v", err)
 	}
 }

@@ -123,10 +123,10 @@ func (l *agentLink) Dial(ctx context.Context, network, addr string) (net.Conn, e
 // already serves guest-opened streams (host access) on it.
 func (ha *hostAgent) adoptClient(c *agent.Client) {
 	ha.mu.Lock()
-	ha.client = c
-	ha.sessions++
+	ha.session.client = c
+	ha.session.count++
 	ha.mu.Unlock()
-	ha.link.set(c)
+	ha.session.link.set(c)
 	go ha.followGuestLog(c)
 }
 
@@ -135,7 +135,7 @@ func (ha *hostAgent) startReconnect(ctx context.Context) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	ha.mu.Lock()
-	ha.stopReconnecting = func() { cancel(); <-done }
+	ha.session.stopReconnecting = func() { cancel(); <-done }
 	ha.mu.Unlock()
 	go func() {
 		defer close(done)
@@ -147,8 +147,8 @@ func (ha *hostAgent) startReconnect(ctx context.Context) {
 // session, so the close is not taken for a crash.
 func (ha *hostAgent) stopReconnect() {
 	ha.mu.Lock()
-	stop := ha.stopReconnecting
-	ha.stopReconnecting = nil
+	stop := ha.session.stopReconnecting
+	ha.session.stopReconnecting = nil
 	ha.mu.Unlock()
 	if stop != nil {
 		stop()
@@ -159,7 +159,7 @@ func (ha *hostAgent) stopReconnect() {
 // ends.
 func (ha *hostAgent) keepAgentConnected(ctx context.Context) {
 	for {
-		c, _ := ha.link.state()
+		c, _ := ha.session.link.state()
 		if c == nil {
 			return
 		}
@@ -185,13 +185,13 @@ func (ha *hostAgent) keepAgentConnected(ctx context.Context) {
 		slog.Info("guest agent reconnected", "after", time.Since(start).Round(time.Millisecond))
 		ha.events.Emit("agent", control.EventNote, "", "guest agent reconnected")
 		go ha.restoreGuestServices(ctx, nc)
-		go ha.syncs.Reconnect(ctx)
+		go ha.files.syncs.Reconnect(ctx)
 	}
 }
 
 // redial dials the guest agent until it answers or ctx ends.
 func (ha *hostAgent) redial(ctx context.Context) (*agent.Client, error) {
-	c, info, err := agent.DialUntilUp(ctx, ha.machine.DialAgent, agent.RetryOptions{
+	c, info, err := agent.DialUntilUp(ctx, ha.run.machine.DialAgent, agent.RetryOptions{
 		Delay: redialMin, MaxDelay: redialMax, Prepare: ha.prepareClient,
 		Failed: func(attempt int, err error) {
 			if attempt == 1 || attempt%30 == 0 {
@@ -225,7 +225,7 @@ func (ha *hostAgent) restoreGuestServices(ctx context.Context, c *agent.Client) 
 func (ha *hostAgent) swapPhase(old, new string) {
 	ha.mu.Lock()
 	defer ha.mu.Unlock()
-	if ha.phase == old {
-		ha.phase = new
+	if ha.run.phase == old {
+		ha.run.phase = new
 	}
 }

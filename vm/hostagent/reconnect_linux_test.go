@@ -174,7 +174,7 @@ func testHostAgent(t *testing.T, m driver.Machine) *hostAgent {
 	// is this host: give it nothing to run.
 	t.Setenv("PATH", t.TempDir())
 	inst := &store.Instance{Name: "default", Dir: t.TempDir()}
-	ha := &hostAgent{inst: inst, events: control.NewEventLog(), phase: "running", machine: m}
+	ha := &hostAgent{inst: inst, events: control.NewEventLog(), run: runState{phase: "running", machine: m}}
 	ha.opts.setDefaults()
 	ha.events.Emit("docker-ping", "begin", "", "") // the last boot step, history now
 	return ha
@@ -183,7 +183,7 @@ func testHostAgent(t *testing.T, m driver.Machine) *hostAgent {
 func (ha *hostAgent) phaseNow() string {
 	ha.mu.Lock()
 	defer ha.mu.Unlock()
-	return ha.phase
+	return ha.run.phase
 }
 
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
@@ -239,19 +239,19 @@ func TestAgentReconnectRestoresTunnels(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, _, err := agent.DialOnce(ctx, ha.machine.DialAgent, ha.prepareClient)
+	c, _, err := agent.DialOnce(ctx, ha.run.machine.DialAgent, ha.prepareClient)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ha.adoptClient(c)
 	sock := ha.inst.DockerSocketPath()
-	tun, err := openTunnels(ctx, tunnelSpec{hostSocket: sock, guestSocket: w.docker, portBind: "127.0.0.2"}, &ha.link)
+	tun, err := openTunnels(ctx, tunnelSpec{hostSocket: sock, guestSocket: w.docker, portBind: "127.0.0.2"}, &ha.session.link)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tun.close()
 	ha.mu.Lock()
-	ha.tunnels = tun
+	ha.run.tunnels = tun
 	ha.mu.Unlock()
 	ha.startReconnect(ctx)
 	defer ha.stopReconnect()
@@ -328,7 +328,7 @@ func TestAgentReconnectRestoresTunnels(t *testing.T) {
 	if len(ports) != 2 || ports[0] != min(keep, fresh) || ports[1] != max(keep, fresh) {
 		t.Fatalf("status ports %v, want %d and %d", ports, keep, fresh)
 	}
-	if cur, _ := ha.link.state(); !ended(c) || cur == c {
+	if cur, _ := ha.session.link.state(); !ended(c) || cur == c {
 		t.Fatal("the first session is still in use")
 	}
 	waitFor(t, 5*time.Second, "guest services restored on the new agent", func() bool {
@@ -391,7 +391,7 @@ func TestAgentReconnectServesGuestStreams(t *testing.T) {
 	ha := testHostAgent(t, m)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, _, err := agent.DialOnce(ctx, ha.machine.DialAgent, ha.prepareClient)
+	c, _, err := agent.DialOnce(ctx, ha.run.machine.DialAgent, ha.prepareClient)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -469,7 +469,7 @@ func TestBootStepRedialsASessionLostUnderIt(t *testing.T) {
 	if len(used) != 2 || used[0] != first || used[1] == first {
 		t.Fatalf("requests ran on %d sessions (first reused: %v), want the lost one then a new one", len(used), len(used) > 1 && used[1] == first)
 	}
-	if c, _ := ha.link.state(); c != used[1] {
+	if c, _ := ha.session.link.state(); c != used[1] {
 		t.Error("the new session is not the one the link hands out")
 	}
 

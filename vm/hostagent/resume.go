@@ -37,7 +37,7 @@ func (ha *hostAgent) stepSavedState(context.Context) error {
 	switch {
 	case !ha.cfg.Resume:
 		why = "resume is off"
-	case ha.upgradeImage:
+	case ha.boot.upgradeImage:
 		why = "the root disk is remade from a new image (--upgrade-image)"
 	default:
 		fp, err := ha.fingerprint()
@@ -45,10 +45,10 @@ func (ha *hostAgent) stepSavedState(context.Context) error {
 			why = err.Error()
 			break
 		}
-		ha.resumeFrom, why = resume.Decide(dir, fp)
+		ha.boot.resumeFrom, why = resume.Decide(dir, fp)
 	}
-	if ha.resumeFrom != nil {
-		ha.events.Emit("saved-state", control.EventNote, "", fmt.Sprintf("resuming the VM saved %s (%s)", ha.resumeFrom.At.Local().Format(time.DateTime), humanBytes(ha.resumeFrom.State.Size)))
+	if ha.boot.resumeFrom != nil {
+		ha.events.Emit("saved-state", control.EventNote, "", fmt.Sprintf("resuming the VM saved %s (%s)", ha.boot.resumeFrom.At.Local().Format(time.DateTime), humanBytes(ha.boot.resumeFrom.State.Size)))
 		return nil
 	}
 	ha.events.Emit("saved-state", control.EventNote, "", "not resuming the saved VM: "+why+"; booting cold")
@@ -63,7 +63,7 @@ func (ha *hostAgent) fingerprint() (resume.Fingerprint, error) {
 		return resume.Fingerprint{}, err
 	}
 	agentSum := sha256.Sum256(bin)
-	specJSON, err := json.Marshal(ha.spec)
+	specJSON, err := json.Marshal(ha.boot.spec)
 	if err != nil {
 		return resume.Fingerprint{}, err
 	}
@@ -71,24 +71,24 @@ func (ha *hostAgent) fingerprint() (resume.Fingerprint, error) {
 	mountsJSON, err := json.Marshal(struct {
 		Shares []mounts.Share
 		Syncs  []mounts.Sync
-	}{ha.spec.Shares, mounts.Syncs(ha.cfg.Mounts)})
+	}{ha.boot.spec.Shares, mounts.Syncs(ha.cfg.Mounts)})
 	if err != nil {
 		return resume.Fingerprint{}, err
 	}
-	caCerts, proxyHash := ha.corp.fingerprint()
+	caCerts, proxyHash := ha.boot.corp.fingerprint()
 	return resume.Fingerprint{
 		CACerts:   caCerts,
 		Proxy:     proxyHash,
 		Vmdock:    agent.Version,
 		Agent:     "sha256:" + hex.EncodeToString(agentSum[:]),
-		Image:     ha.img.Digest,
+		Image:     ha.boot.img.Digest,
 		Driver:    ha.cfg.VMType,
-		Arch:      ha.spec.Arch,
-		CPUs:      ha.spec.CPUs,
-		MemoryMiB: ha.spec.MemoryMiB,
+		Arch:      ha.boot.spec.Arch,
+		CPUs:      ha.boot.spec.CPUs,
+		MemoryMiB: ha.boot.spec.MemoryMiB,
 		DiskGiB:   ha.cfg.DiskGiB,
-		Network:   ha.spec.Network,
-		DiskSync:  ha.spec.DiskSync,
+		Network:   ha.boot.spec.Network,
+		DiskSync:  ha.boot.spec.DiskSync,
 		Runtime:   ha.cfg.Runtime,
 		Mounts:    string(mountsJSON),
 		Spec:      hex.EncodeToString(specSum[:]),
@@ -99,14 +99,14 @@ func (ha *hostAgent) fingerprint() (resume.Fingerprint, error) {
 // resumeVM starts the VM from the saved state. On failure nothing runs
 // and the disks are as the save left them.
 func (ha *hostAgent) resumeVM(ctx context.Context) error {
-	r, ok := ha.driver.(driver.Resumer)
+	r, ok := ha.boot.driver.(driver.Resumer)
 	if !ok {
-		return fmt.Errorf("the %s driver cannot resume a saved VM", ha.driver.Name())
+		return fmt.Errorf("the %s driver cannot resume a saved VM", ha.boot.driver.Name())
 	}
-	console := newConsoleWatch(ha.spec.SerialLog, ha.opts.BootSilence)
-	saved := ha.resumeFrom
+	console := newConsoleWatch(ha.boot.spec.SerialLog, ha.opts.BootSilence)
+	saved := ha.boot.resumeFrom
 	start := time.Now()
-	m, err := r.Resume(ctx, ha.spec, resume.StatePath(ha.inst.SavedStateDir()), saved.State, saved.State.Accel)
+	m, err := r.Resume(ctx, ha.boot.spec, resume.StatePath(ha.inst.SavedStateDir()), saved.State, saved.State.Accel)
 	if err != nil {
 		return err
 	}
@@ -119,9 +119,9 @@ func (ha *hostAgent) resumeVM(ctx context.Context) error {
 	}
 	ha.watchConsole(console, m)
 	ha.mu.Lock()
-	ha.machine = m
+	ha.run.machine = m
 	ha.mu.Unlock()
-	ha.resumed = true
+	ha.boot.resumed = true
 	return nil
 }
 
@@ -131,13 +131,13 @@ func (ha *hostAgent) resumeVM(ctx context.Context) error {
 // replay (the journal).
 func (ha *hostAgent) endResumedVM(ctx context.Context) {
 	ha.mu.Lock()
-	m := ha.machine
-	ha.machine = nil
+	m := ha.run.machine
+	ha.run.machine = nil
 	ha.mu.Unlock()
 	if m != nil {
 		m.Stop(ctx, true)
 	}
-	ha.resumed = false
+	ha.boot.resumed = false
 }
 
 // bootColdInstead drops the saved state, says why, and does the steps the
@@ -145,7 +145,7 @@ func (ha *hostAgent) endResumedVM(ctx context.Context) {
 func (ha *hostAgent) bootColdInstead(ctx context.Context, why string) error {
 	slog.Warn("resume failed; booting cold", "reason", why)
 	ha.events.Emit("vm", control.EventNote, "", "could not resume the saved VM: "+why+"; booting cold")
-	ha.resumeFrom = nil
+	ha.boot.resumeFrom = nil
 	if err := resume.Remove(ha.inst.SavedStateDir()); err != nil {
 		return err
 	}
@@ -166,12 +166,12 @@ func (ha *hostAgent) saveVM(ctx context.Context, m driver.Machine, c *agent.Clie
 		return false
 	}
 	saver, canSave := m.(driver.Saver)
-	r, canResume := ha.driver.(driver.Resumer)
+	r, canResume := ha.boot.driver.(driver.Resumer)
 	if !canSave || !canResume {
-		slog.Info("not saving the VM: the driver cannot resume one", "driver", ha.driver.Name())
+		slog.Info("not saving the VM: the driver cannot resume one", "driver", ha.boot.driver.Name())
 		return false
 	}
-	if err := r.SaveBlocker(ha.spec); err != nil {
+	if err := r.SaveBlocker(ha.boot.spec); err != nil {
 		ha.stopNote("not saved for a fast start: " + err.Error())
 		return false
 	}

@@ -30,8 +30,8 @@ func resumeAgent(t *testing.T) *hostAgent {
 		must(t, os.WriteFile(p, make([]byte, 8192), 0o600))
 	}
 	cfg := config.Config{Arch: "amd64", VMType: "qemu", CPUs: 2, MemoryGiB: 2, DiskGiB: 60, Runtime: "docker", Resume: true, Network: config.NetworkConfig{Mode: "isolated"}}
-	ha := &hostAgent{inst: inst, cfg: cfg, events: control.NewEventLog(), img: &images.Image{Digest: "sha256:1111"}}
-	ha.spec = driver.Spec{Name: "default", Dir: dir, Arch: "amd64", CPUs: 2, MemoryMiB: 2048, Network: "isolated"}
+	ha := &hostAgent{inst: inst, cfg: cfg, events: control.NewEventLog(), boot: bootResults{img: &images.Image{Digest: "sha256:1111"}}}
+	ha.boot.spec = driver.Spec{Name: "default", Dir: dir, Arch: "amd64", CPUs: 2, MemoryMiB: 2048, Network: "isolated"}
 	return ha
 }
 
@@ -72,7 +72,7 @@ func TestSavedStateResumesWhenEverythingMatches(t *testing.T) {
 	ha := resumeAgent(t)
 	saveFor(t, ha)
 	must(t, ha.stepSavedState(context.Background()))
-	if ha.resumeFrom == nil {
+	if ha.boot.resumeFrom == nil {
 		t.Fatalf("not resumed; notes:\n%s", notes(ha))
 	}
 	if !strings.Contains(notes(ha), "resuming the VM saved") {
@@ -98,19 +98,19 @@ func TestSavedStateBootsColdOnAnyChange(t *testing.T) {
 		change func(t *testing.T, ha *hostAgent)
 		want   string
 	}{
-		"cpus":      {func(_ *testing.T, ha *hostAgent) { ha.spec.CPUs = 3 }, "cpus changed since the save (2, now 3)"},
-		"memory":    {func(_ *testing.T, ha *hostAgent) { ha.spec.MemoryMiB = 4096 }, "memory (MiB) changed"},
+		"cpus":      {func(_ *testing.T, ha *hostAgent) { ha.boot.spec.CPUs = 3 }, "cpus changed since the save (2, now 3)"},
+		"memory":    {func(_ *testing.T, ha *hostAgent) { ha.boot.spec.MemoryMiB = 4096 }, "memory (MiB) changed"},
 		"disk size": {func(_ *testing.T, ha *hostAgent) { ha.cfg.DiskGiB = 80 }, "disk (GiB) changed"},
-		"image":     {func(_ *testing.T, ha *hostAgent) { ha.img.Digest = "sha256:2222" }, "image changed"},
+		"image":     {func(_ *testing.T, ha *hostAgent) { ha.boot.img.Digest = "sha256:2222" }, "image changed"},
 		"guest agent": {func(t *testing.T, ha *hostAgent) {
 			must(t, os.WriteFile(os.Getenv(agentbin.OverrideEnv), []byte("v2"), 0o600))
 		}, "guest agent changed"},
 		"runtime": {func(_ *testing.T, ha *hostAgent) { ha.cfg.Runtime = "containerd" }, "runtime changed"},
-		"network": {func(_ *testing.T, ha *hostAgent) { ha.spec.Network = "user" }, "network mode changed"},
+		"network": {func(_ *testing.T, ha *hostAgent) { ha.boot.spec.Network = "user" }, "network mode changed"},
 		"mounts": {func(_ *testing.T, ha *hostAgent) {
 			ha.cfg.Mounts = []config.Mount{{Location: "/tmp", Writable: true, Mode: "sync"}}
 		}, "mounts changed"},
-		"spec": {func(_ *testing.T, ha *hostAgent) { ha.spec.Cmdline = "quiet" }, "devices or kernel command line changed"},
+		"spec": {func(_ *testing.T, ha *hostAgent) { ha.boot.spec.Cmdline = "quiet" }, "devices or kernel command line changed"},
 		"data disk written": {func(t *testing.T, ha *hostAgent) {
 			time.Sleep(10 * time.Millisecond)
 			f, err := os.OpenFile(ha.inst.DataDiskPath(), os.O_WRONLY, 0)
@@ -129,7 +129,7 @@ func TestSavedStateBootsColdOnAnyChange(t *testing.T) {
 			saveFor(t, ha)
 			c.change(t, ha)
 			must(t, ha.stepSavedState(context.Background()))
-			if ha.resumeFrom != nil {
+			if ha.boot.resumeFrom != nil {
 				t.Fatal("resumed a state that no longer matches")
 			}
 			n := notes(ha)

@@ -65,7 +65,7 @@ func TestUnwindKeepsGoingAfterAFailedUndo(t *testing.T) {
 // The step timings reach the control API's status once the instance is
 // up (the bench reads them there), and not while it is still booting.
 func TestStatusCarriesBootReport(t *testing.T) {
-	ha := &hostAgent{inst: &store.Instance{Name: "x", Dir: t.TempDir()}, events: control.NewEventLog(), phase: control.PhaseStarting}
+	ha := &hostAgent{inst: &store.Instance{Name: "x", Dir: t.TempDir()}, events: control.NewEventLog(), run: runState{phase: control.PhaseStarting}}
 	ha.seq = &sequence{events: ha.events}
 	slow := func(context.Context) error { time.Sleep(20 * time.Millisecond); return nil }
 	if err := ha.seq.run(context.Background(), []step{{name: "vm", run: slow}, {name: "agent", run: slow}}); err != nil {
@@ -74,7 +74,7 @@ func TestStatusCarriesBootReport(t *testing.T) {
 	if st := ha.status(); st.Boot != nil {
 		t.Fatalf("boot report while starting: %+v", st.Boot)
 	}
-	ha.hello = agent.Info{Version: "v", Kernel: "6.12", Uptime: 7.5}
+	ha.boot.hello = agent.Info{Version: "v", Kernel: "6.12", Uptime: 7.5}
 	ha.setPhase(control.PhaseRunning)
 	st := ha.status()
 	if st.Boot == nil || len(st.Boot.Steps) != 2 || st.Boot.Steps[0].Step != "vm" || st.Boot.Steps[1].Step != "agent" ||
