@@ -185,6 +185,31 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 	if err != nil {
 		return err
 	}
+	ha := newHostAgent(inst, cfg, opts)
+	ha.startSSHAgent()
+	if err := writePID(inst.PIDPath()); err != nil {
+		return err
+	}
+	defer os.Remove(inst.PIDPath())
+	tuneProcess(ctx, inst)
+	closeControl, err := ha.openControl()
+	if err != nil {
+		return err
+	}
+	defer closeControl()
+
+	ctx, cancel := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
+	defer cancel()
+	if err := ha.bootVM(ctx); err != nil {
+		return err
+	}
+	vmExited := ha.goLive(ctx)
+	return ha.serveUntilEnd(ctx, vmExited)
+}
+
+// newHostAgent is the state of a run before the boot: the boot steps'
+// sequence, the idle monitor and the file sync parts.
+func newHostAgent(inst *store.Instance, cfg config.Config, opts Options) *hostAgent {
 	ha := &hostAgent{inst: inst, cfg: cfg, opts: opts, events: control.NewEventLog(), run: runState{phase: control.PhaseStarting}, stop: stopSignal{ch: make(chan control.StopRequest, 1)}}
 	ha.seq = &sequence{events: ha.events}
 	ha.idle.monitor = ha.newIdleMonitor()
@@ -196,43 +221,48 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 		Current: func() *agent.Client { c, _ := ha.session.link.state(); return c },
 		Paused:  ha.idle.monitor.Paused,
 	})
+	return ha
+}
 
-	ha.startSSHAgent()
-	if err := writePID(inst.PIDPath()); err != nil {
-		return err
-	}
+// tuneProcess readies this process for a long run: file limit, no huge
+// pages, logs under their cap, and the last run's breakage forgotten.
+func tuneProcess(ctx context.Context, inst *store.Instance) {
 	raiseFileLimit()
 	if err := memtrim.NoHugePages(); err != nil {
 		slog.Debug("transparent huge pages stay on", "err", err)
 	}
 	capLogs(ctx, inst)
-	defer os.Remove(inst.PIDPath())
 	os.Remove(inst.BrokenPath())
+}
 
-	ctrl, err := control.Listen(inst.ControlSocketPath(), control.Handlers{
+// openControl serves the control socket with its routes and the ones
+// Options.Routes adds; the returned func closes it.
+func (ha *hostAgent) openControl() (func(), error) {
+	ctrl, err := control.Listen(ha.inst.ControlSocketPath(), control.Handlers{
 		Status: ha.status, Events: ha.events, Stop: ha.requestStop, OpenStream: ha.openAgentStream,
 		SyncFlush: ha.heldSyncAction(ha.files.syncs.Flush), SyncReset: ha.heldSyncAction(ha.files.syncs.Reset),
 		SyncPause: ha.heldSyncAction(ha.files.syncs.Pause), SyncResume: ha.heldSyncAction(ha.files.syncs.Resume),
 		SetIdle: ha.setIdle,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if opts.Routes != nil {
-		for pattern, h := range opts.Routes(ha.currentMachine) {
+	if ha.opts.Routes != nil {
+		for pattern, h := range ha.opts.Routes(ha.currentMachine) {
 			ctrl.Handle(pattern, ha.heldHandler(h))
 		}
 	}
-	defer func() {
+	return func() {
 		// Give followers a moment to read the final event before the socket goes.
 		time.Sleep(300 * time.Millisecond)
 		ctrl.Close()
-		os.Remove(inst.ControlSocketPath())
-	}()
+		os.Remove(ha.inst.ControlSocketPath())
+	}, nil
+}
 
-	ctx, cancel := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
-	defer cancel()
-
+// bootVM runs the boot steps; a stop request meanwhile aborts them. A
+// failed boot is undone and reported before its error comes back.
+func (ha *hostAgent) bootVM(ctx context.Context) error {
 	bootCtx, bootCancel := context.WithCancel(ctx)
 	go func() {
 		// A stop request during boot aborts the boot.
@@ -245,19 +275,25 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 	}()
 	runErr := ha.seq.run(bootCtx, ha.bootSteps())
 	bootCancel()
-	if runErr != nil {
-		slog.Error("boot failed", "err", runErr)
-		if !errors.Is(runErr, context.Canceled) { // a stop during boot is no breakage
-			markBroken(inst, runErr.Error())
-		}
-		ha.setPhase(control.PhaseStopping)
-		ha.shutdown(forced)
-		ha.events.Emit("boot", control.EventFailed, runErr.Error(), "")
-		if errors.Is(runErr, context.Canceled) {
-			ha.events.Emit("stop", control.EventStopped, "", control.StopDuringBoot)
-		}
-		return runErr
+	if runErr == nil {
+		return nil
 	}
+	slog.Error("boot failed", "err", runErr)
+	if !errors.Is(runErr, context.Canceled) { // a stop during boot is no breakage
+		markBroken(ha.inst, runErr.Error())
+	}
+	ha.setPhase(control.PhaseStopping)
+	ha.shutdown(forced)
+	ha.events.Emit("boot", control.EventFailed, runErr.Error(), "")
+	if errors.Is(runErr, context.Canceled) {
+		ha.events.Emit("stop", control.EventStopped, "", control.StopDuringBoot)
+	}
+	return runErr
+}
+
+// goLive tells the CLI the instance is ready and starts what runs beside
+// a ready VM. The channel gets the VM's end.
+func (ha *hostAgent) goLive(ctx context.Context) <-chan error {
 	ha.setPhase(control.PhaseRunning)
 	ha.startReconnect(ctx)
 	ha.events.Emit("ready", control.EventReady, "", "")
@@ -271,7 +307,12 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 	// The boot's work (share walks, image checks, the first sync) leaves
 	// heap and touched code behind that an idle agent does not need.
 	go memtrim.WhenQuiet(ctx, memtrim.QuietOptions{Period: 10 * time.Second})
+	return vmExited
+}
 
+// serveUntilEnd waits for a stop request, a signal, a failed console or
+// the VM's end, and shuts the instance down accordingly.
+func (ha *hostAgent) serveUntilEnd(ctx context.Context, vmExited <-chan error) error {
 	select {
 	case req := <-ha.stop.ch:
 		ha.setPhase(control.PhaseStopping)
@@ -282,36 +323,42 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 		ha.events.Emit("stop", control.EventStopped, "", ha.shutdown(control.StopRequest{}))
 		return nil
 	case err := <-ha.run.console.Failed():
-		reason := err.Error()
-		slog.Error(reason)
-		markBroken(inst, reason)
-		ha.shutdown(forced)
-		ha.events.Emit("vm", control.EventFailed, reason, "")
-		return err
+		return ha.failVM(err.Error(), err)
 	case err := <-vmExited:
-		reason := "the VM exited unexpectedly"
-		if perr := ha.run.console.panicked(); perr != nil {
-			err = perr
-		}
-		if err == nil {
-			// A clean exit nobody asked for is the guest's own power-off
-			// (QEMU runs with -no-reboot, so a guest reboot ends the same
-			// way): the instance is Stopped, and no `vmdock stop` will run
-			// to put the docker context back.
-			slog.Info("the guest powered itself off; stopping the instance")
-			ha.setPhase(control.PhaseStopping)
-			ha.shutdown(forced)
-			dockerctx.Of(inst).Restore()
-			ha.events.Emit("stop", control.EventStopped, "", control.StopBySelf)
-			return nil
-		}
-		reason += ": " + err.Error()
-		slog.Error(reason)
-		markBroken(inst, reason)
-		ha.shutdown(forced)
-		ha.events.Emit("vm", control.EventFailed, reason, "")
-		return errors.New(reason)
+		return ha.vmEnded(err)
 	}
+}
+
+// vmEnded handles a VM that exited without being asked to.
+func (ha *hostAgent) vmEnded(err error) error {
+	reason := "the VM exited unexpectedly"
+	if perr := ha.run.console.panicked(); perr != nil {
+		err = perr
+	}
+	if err == nil {
+		// A clean exit nobody asked for is the guest's own power-off
+		// (QEMU runs with -no-reboot, so a guest reboot ends the same
+		// way): the instance is Stopped, and no `vmdock stop` will run
+		// to put the docker context back.
+		slog.Info("the guest powered itself off; stopping the instance")
+		ha.setPhase(control.PhaseStopping)
+		ha.shutdown(forced)
+		dockerctx.Of(ha.inst).Restore()
+		ha.events.Emit("stop", control.EventStopped, "", control.StopBySelf)
+		return nil
+	}
+	reason += ": " + err.Error()
+	return ha.failVM(reason, errors.New(reason))
+}
+
+// failVM marks the instance broken for reason, shuts it down and tells
+// the followers; err comes back.
+func (ha *hostAgent) failVM(reason string, err error) error {
+	slog.Error(reason)
+	markBroken(ha.inst, reason)
+	ha.shutdown(forced)
+	ha.events.Emit("vm", control.EventFailed, reason, "")
+	return err
 }
 
 // currentMachine is the running VM, for the routes Options.Routes adds;
