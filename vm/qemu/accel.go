@@ -111,7 +111,7 @@ func (d *Driver) hostAccelFacts(spec driver.Spec) accelFacts {
 // chooseAccel decides with a real probe boot, cached per host.
 func (d *Driver) chooseAccel(ctx context.Context, spec driver.Spec, bin string, v Version) (accelChoice, error) {
 	return decideAccel(d.hostAccelFacts(spec), func(accel string) error {
-		return d.probeCached(ctx, bin, v, spec.Arch, accel)
+		return d.probeCached(ctx, bin, v, spec.Arch, accel, spec.Kernel)
 	})
 }
 
@@ -130,8 +130,13 @@ type accelVerdict struct {
 	Checked time.Time `json:"checked"`
 }
 
-func verdictKey(bin string, v Version, arch, accel string) string {
-	return strings.Join([]string{kernelRelease(), bin, "qemu " + v.String(), arch, accel}, "|")
+// probeKind names what the probe boots, so verdicts of an older, weaker
+// probe (firmware only, which a nested kvm_pvm passed before failing the
+// guest kernel's first instructions) are not trusted.
+const probeKind = "probe2"
+
+func verdictKey(bin string, v Version, arch, accel, kernel string) string {
+	return strings.Join([]string{kernelRelease(), bin, "qemu " + v.String(), arch, accel, probeKind, kernel}, "|")
 }
 
 func (d *Driver) verdictPath(key string) string {
@@ -144,8 +149,8 @@ func (d *Driver) verdictPath(key string) string {
 
 // probeCached returns the cached verdict for this host, or probes and
 // caches a conclusive one.
-func (d *Driver) probeCached(ctx context.Context, bin string, v Version, arch, accel string) error {
-	key := verdictKey(bin, v, arch, accel)
+func (d *Driver) probeCached(ctx context.Context, bin string, v Version, arch, accel, kernel string) error {
+	key := verdictKey(bin, v, arch, accel, kernel)
 	path := d.verdictPath(key)
 	if path != "" {
 		var cached accelVerdict
@@ -158,7 +163,7 @@ func (d *Driver) probeCached(ctx context.Context, bin string, v Version, arch, a
 		}
 	}
 	start := time.Now()
-	err := probeAccel(ctx, bin, arch, accel)
+	err := probeAccel(ctx, bin, arch, accel, kernel)
 	d.log.Info("accelerator probe", "accel", accel, "ok", err == nil, "err", err, "took", time.Since(start).Round(time.Millisecond))
 	if path == "" || errors.Is(err, errAccelInconclusive) {
 		return err
@@ -188,15 +193,18 @@ func writeVerdict(path string, v accelVerdict) error {
 // guest must keep running to count as running.
 const (
 	probeStartTimeout = 15 * time.Second
-	probeRunFor       = time.Second
+	probeRunFor       = 3 * time.Second
 )
 
 // probeAccel boots the machine's firmware (SeaBIOS on q35, nothing on
-// virt) under accel with the same -accel/-cpu arguments the real boot
-// uses, and watches what QEMU does: exiting (an assertion such as
-// "failed to set MSR 0x10a") or stopping with internal-error means the
-// accelerator does not run guests here.
-func probeAccel(ctx context.Context, bin, arch, accel string) error {
+// virt), or the guest's own kernel when it boots directly (no initrd: it
+// panics for want of a root and QEMU exits), under accel with the same
+// -accel/-cpu arguments the real boot uses, and watches what QEMU does:
+// exiting with an error (an assertion such as "failed to set MSR 0x10a")
+// or stopping with internal-error means the accelerator does not run
+// guests here. The kernel matters: a nested kvm_pvm ran the firmware and
+// then failed the kernel's first instructions.
+func probeAccel(ctx context.Context, bin, arch, accel, kernel string) error {
 	qarch, err := qemuArch(arch)
 	if err != nil {
 		return err
@@ -213,6 +221,9 @@ func probeAccel(ctx context.Context, bin, arch, accel string) error {
 		"-chardev", "socket,id=qmp,path="+esc(sock)+",server=on,wait=off",
 		"-mon", "chardev=qmp,mode=control",
 	)
+	if kernel != "" {
+		args = append(args, "-kernel", kernel, "-append", "panic=-1 loglevel=1")
+	}
 	tail := newTail(4 << 10)
 	cmd := exec.Command(bin, args...)
 	cmd.Stderr = tail
@@ -240,6 +251,9 @@ func probeAccel(ctx context.Context, bin, arch, accel string) error {
 		select {
 		case err := <-exited:
 			exited <- err
+			if err == nil && kernel != "" {
+				return nil
+			}
 			return fail(fmt.Sprintf("QEMU exited (%v)", err))
 		case <-ctx.Done():
 			return fmt.Errorf("%w: QEMU did not answer within %s", errAccelInconclusive, probeStartTimeout)
@@ -257,6 +271,9 @@ func probeAccel(ctx context.Context, bin, arch, accel string) error {
 		select {
 		case werr := <-exited:
 			exited <- werr
+			if werr == nil && kernel != "" {
+				return nil // the kernel ran to its panic for want of a root
+			}
 			return fail(fmt.Sprintf("QEMU exited (%v)", werr))
 		default:
 		}
@@ -307,8 +324,8 @@ func complaint(lines string) string {
 
 // forgetAccel records that accel failed a real boot, so the next start
 // does not try it again on this host.
-func (d *Driver) forgetAccel(bin string, v Version, arch, accel string, cause error) {
-	key := verdictKey(bin, v, arch, accel)
+func (d *Driver) forgetAccel(bin string, v Version, arch, accel, kernel string, cause error) {
+	key := verdictKey(bin, v, arch, accel, kernel)
 	if path := d.verdictPath(key); path != "" {
 		if err := writeVerdict(path, accelVerdict{Key: key, Message: cause.Error(), Checked: time.Now().UTC()}); err != nil {
 			d.log.Warn("cache accelerator verdict", "err", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -215,7 +216,7 @@ func TestRealBootFailureUnderKVMRetriesWithTCG(t *testing.T) {
 func TestProbeRunsTheRealQEMU(t *testing.T) {
 	real := needQEMU(t)
 	// tcg always runs the firmware: the probe itself must say so.
-	if err := probeAccel(context.Background(), real, driver.ArchAMD64, AccelTCG); err != nil {
+	if err := probeAccel(context.Background(), real, driver.ArchAMD64, AccelTCG, ""); err != nil {
 		t.Fatalf("tcg probe: %v", err)
 	}
 }
@@ -228,5 +229,57 @@ func TestAutoWithoutKVMDeviceRunsTCGAndSaysWhy(t *testing.T) {
 	info := bootInfo(t, New(Options{pausedBIOS: true, accelDevice: missing}), pausedSpec(t, shortDir(t)))
 	if info.Accel != AccelTCG || info.AccelReason != "kvm unavailable: open /dev/kvm: file does not exist" {
 		t.Errorf("Info = %+v", info)
+	}
+}
+
+// kernelFailsUnderKVMWrapper is the nested kvm_pvm this project met: QEMU
+// runs the firmware under kvm (the wrapper runs it under tcg) but the
+// guest kernel's first instructions stop it with an internal error.
+func kernelFailsUnderKVMWrapper(t *testing.T, real string) string {
+	t.Helper()
+	script := `#!/bin/bash
+kvm=0; kernel=0
+for a in "$@"; do
+  [ "$a" = kvm ] && kvm=1
+  [ "$a" = -kernel ] && kernel=1
+done
+if [ $kvm = 1 ] && [ $kernel = 1 ]; then
+  echo "KVM internal error. Suberror: 1" >&2
+  exit 1
+fi
+args=(); for a in "$@"; do case "$a" in kvm) args+=(tcg) ;; host) args+=(max) ;; *) args+=("$a") ;; esac; done
+exec '` + real + `' "${args[@]}"
+`
+	bin := filepath.Join(t.TempDir(), "qemu-system-x86_64")
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+func TestProbeBootsTheGuestKernel(t *testing.T) {
+	real := needQEMU(t)
+	bin := kernelFailsUnderKVMWrapper(t, real)
+	d := New(Options{Binary: bin, CacheDir: t.TempDir(), accelDevice: workingDevice})
+	out, err := exec.Command(real, "--version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := ParseVersion(string(out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := driver.Spec{Arch: driver.ArchAMD64, Kernel: filepath.Join(t.TempDir(), "vmlinuz")}
+	choice, err := d.chooseAccel(context.Background(), spec, bin, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if choice.Accel != AccelTCG || !strings.Contains(choice.Reason, "KVM internal error") {
+		t.Errorf("choice = %+v; want tcg quoting the kernel's failure under kvm", choice)
+	}
+	// Without a kernel (EFI boots) the firmware alone is probed.
+	spec.Kernel = ""
+	if choice, err := d.chooseAccel(context.Background(), spec, bin, v); err != nil || choice.Accel != AccelKVM {
+		t.Errorf("firmware probe: %+v, %v; want kvm", choice, err)
 	}
 }

@@ -57,10 +57,10 @@ func (d *Driver) ReportAccel(ctx context.Context, arch string) (AccelReport, err
 		r.DeviceError = facts.DeviceErr.Error()
 	}
 	choice, err := decideAccel(facts, func(accel string) error {
-		if cached, ok := d.readVerdict(verdictKey(bin, v, arch, accel)); ok {
+		if cached, ok := d.readVerdict(verdictKey(bin, v, arch, accel, "")); ok {
 			r.FromCache, r.Checked = true, cached.Checked
 		}
-		return d.probeCached(ctx, bin, v, arch, accel)
+		return d.probeCached(ctx, bin, v, arch, accel, "")
 	})
 	if err != nil {
 		return r, err

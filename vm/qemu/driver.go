@@ -242,7 +242,7 @@ func (d *Driver) Start(ctx context.Context, spec driver.Spec) (driver.Machine, e
 		// The probe passed but the real boot died under the accelerator:
 		// trust what QEMU did, remember it, and boot emulated.
 		reason := fmt.Sprintf("%s unusable: %v", choice.Accel, err)
-		d.forgetAccel(bin, env.Version, spec.Arch, choice.Accel, err)
+		d.forgetAccel(bin, env.Version, spec.Arch, choice.Accel, spec.Kernel, err)
 		d.log.Warn("hardware acceleration failed at boot; retrying with tcg", "err", err)
 		choice = accelChoice{Accel: AccelTCG, Reason: reason}
 		env.Accel = AccelTCG
@@ -278,6 +278,11 @@ func (d *Driver) launch(ctx context.Context, spec driver.Spec, env HostEnv, bin 
 		qemuGone: make(chan struct{}),
 		tail:     newTail(8 << 10),
 		logF:     logFile,
+	}
+	if choice.Accel != AccelTCG {
+		m.accelFailed = func(cause error) {
+			d.forgetAccel(bin, env.Version, spec.Arch, choice.Accel, spec.Kernel, cause)
+		}
 	}
 	ok := false
 	defer func() {

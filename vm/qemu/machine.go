@@ -41,6 +41,9 @@ type Machine struct {
 	mu       sync.Mutex
 	stopping bool  // Stop asked for the exit, so Wait reports none
 	failure  error // why the run-state watch ended the VM
+	// accelFailed records that the hardware accelerator failed this guest
+	// (nil under tcg), so the next start emulates instead of failing again.
+	accelFailed func(cause error)
 	problems []string
 	hostfwds map[int]int // guest port -> host loopback port (OpenPort)
 }
@@ -247,6 +250,9 @@ func (m *Machine) watchRunState() {
 		}
 		m.mu.Unlock()
 		m.log.Error("VM can no longer run; ending it", "status", st, "err", m.failure)
+		if st == "internal-error" && m.accelFailed != nil {
+			m.accelFailed(m.failure)
+		}
 		m.kill()
 		return
 	}
