@@ -96,7 +96,8 @@ type hostAgent struct {
 	img    *images.Image
 	spec   driver.Spec
 	driver driver.Driver
-	hello  agent.Info // the guest agent's first answer
+	plan   driver.Plan // spec as the driver prepared it, for Start or Resume
+	hello  agent.Info  // the guest agent's first answer
 	// syncs runs the sync mounts (the "sync" step); shares relays host
 	// edits in shares to the guest (started by the "mounts" step).
 	syncs  *filesync.SyncMounts

@@ -228,16 +228,15 @@ func writeState(r io.Reader, path string) (driver.SavedState, error) {
 
 // Resume starts qemu with the same command line plus -incoming, feeds it
 // the decompressed state, and waits until the guest runs again.
-func (d *Driver) Resume(ctx context.Context, spec driver.Spec, path string, saved driver.SavedState, accel string) (driver.Machine, error) {
+func (d *Driver) Resume(ctx context.Context, plan driver.Plan, path string, saved driver.SavedState, accel string) (driver.Machine, error) {
 	if saved.Format != stateFormat {
 		return nil, fmt.Errorf("saved state format %q: this driver reads %q", saved.Format, stateFormat)
 	}
-	if err := d.SaveBlocker(spec); err != nil {
+	spec, env, bin, err := fromPlan(plan)
+	if err != nil {
 		return nil, err
 	}
-	spec.Dir = filepath.Clean(spec.Dir)
-	env, bin, err := d.prepared(spec)
-	if err != nil {
+	if err := d.SaveBlocker(spec); err != nil {
 		return nil, err
 	}
 	if saved.Hypervisor != env.Version.String() {
