@@ -76,20 +76,7 @@ func (m *Machine) Save(ctx context.Context, path string) (driver.SavedState, err
 		}
 		return driver.SavedState{}, err
 	}
-	m.mu.Lock()
-	m.stopping = true
-	m.mu.Unlock()
-	qctx, qcancel := context.WithTimeout(context.Background(), quitGrace)
-	defer qcancel()
-	if err := m.qmp.execute(qctx, "quit", nil, nil); err != nil && !isEOF(err) && !m.exited() {
-		m.log.Warn("QMP quit after the save failed; killing qemu", "err", err)
-	}
-	select {
-	case <-m.done:
-	case <-qctx.Done():
-		m.kill()
-		<-m.done
-	}
+	m.quit("QMP quit after the save failed; killing qemu")
 	return saved, nil
 }
 
