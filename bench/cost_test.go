@@ -47,16 +47,6 @@ func TestParseMeminfo(t *testing.T) {
 	}
 }
 
-// The host agent's pid's stat line: utime and stime count after the
-// command name, which may hold spaces and parentheses.
-func TestParseProcStatCPUOfQEMU(t *testing.T) {
-	stat := "4242 (qemu-system-x86 (x)) S 1 4242 4242 0 -1 4194560 100 0 0 0 150 50 0 0 20 0 5 0 100 0 0"
-	got, err := parseProcStatCPU(stat)
-	if err != nil || got != 2*time.Second {
-		t.Errorf("parseProcStatCPU = %v, %v; want 2s", got, err)
-	}
-}
-
 func TestWaitPaused(t *testing.T) {
 	ctx := context.Background()
 	calls := 0

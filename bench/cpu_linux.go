@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/vmdock/vmdock/internal/procstat"
 )
 
 // hostCPU is a host process's user+system CPU time so far.
@@ -12,5 +14,5 @@ func hostCPU(pid int) (time.Duration, error) {
 	if err != nil {
 		return 0, fmt.Errorf("cpu of pid %d: %w", pid, err)
 	}
-	return parseProcStatCPU(string(b))
+	return procstat.CPUTime(string(b))
 }

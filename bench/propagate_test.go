@@ -84,14 +84,3 @@ func TestPropagateMeasuresEachShareBothWays(t *testing.T) {
 		t.Errorf("the section left its folder behind: %v", err)
 	}
 }
-
-func TestParseProcStatCPU(t *testing.T) {
-	stat := "1234 (vmdock agent) S 1 1234 1234 0 -1 4194560 500 0 0 0 150 50 0 0 20 0 9 0 100 1000000 500 18446744073709551615"
-	d, err := parseProcStatCPU(stat)
-	if err != nil || d != 2*time.Second {
-		t.Fatalf("cpu = %v, %v; want 2s (150+50 ticks)", d, err)
-	}
-	if _, err := parseProcStatCPU("garbage"); err == nil {
-		t.Fatal("garbage accepted")
-	}
-}

@@ -24,11 +24,12 @@ const MetricGuestToHello = "guest kernel+init to agent hello"
 // guest off. Compared with `vmdock start`'s own steps up to the same hello,
 // the difference is what vmdock adds.
 func RawBoot(ctx context.Context, drv driver.Driver, spec driver.Spec) (time.Duration, float64, error) {
-	if err := drv.Validate(spec); err != nil {
+	plan, err := drv.Prepare(spec)
+	if err != nil {
 		return 0, 0, err
 	}
 	start := time.Now()
-	m, err := drv.Start(ctx, spec)
+	m, err := drv.Start(ctx, plan)
 	if err != nil {
 		return 0, 0, err
 	}

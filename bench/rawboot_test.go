@@ -84,10 +84,12 @@ func (m *bootingMachine) Info() driver.MachineInfo { return driver.MachineInfo{}
 
 type fakeDriver struct{ m *bootingMachine }
 
-func (d fakeDriver) Name() string               { return "fake" }
-func (d fakeDriver) Validate(driver.Spec) error { return nil }
-func (d fakeDriver) Start(_ context.Context, s driver.Spec) (driver.Machine, error) {
-	d.m.started, d.m.gotSpec = time.Now(), s
+func (d fakeDriver) Name() string { return "fake" }
+func (d fakeDriver) Prepare(s driver.Spec) (driver.Plan, error) {
+	return driver.NewPlan(s, nil), nil
+}
+func (d fakeDriver) Start(_ context.Context, p driver.Plan) (driver.Machine, error) {
+	d.m.started, d.m.gotSpec = time.Now(), p.Spec()
 	return d.m, nil
 }
 

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/vmdock/vmdock/bench/probe"
@@ -67,24 +65,4 @@ func (r *runner) syncIdleCPU(ctx context.Context, n int) {
 	} else {
 		r.rep.Skipped = append(r.rep.Skipped, "host agent CPU: "+herr.Error())
 	}
-}
-
-// parseProcStatCPU reads utime+stime (fields 14 and 15, in clock ticks of
-// 1/100 s) from a /proc/<pid>/stat line; the command name in parentheses
-// may hold spaces, so fields count from its closing parenthesis.
-func parseProcStatCPU(stat string) (time.Duration, error) {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("proc stat %q: no command name", stat)
-	}
-	f := strings.Fields(stat[i+1:])
-	if len(f) < 13 {
-		return 0, fmt.Errorf("proc stat %q: too few fields", stat)
-	}
-	u, err1 := strconv.ParseInt(f[11], 10, 64)
-	s, err2 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("proc stat %q: bad utime/stime", stat)
-	}
-	return time.Duration(u+s) * 10 * time.Millisecond, nil
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/instance"
 	"github.com/vmdock/vmdock/vm/macos"
-	"github.com/vmdock/vmdock/vm/qemu"
 	"github.com/vmdock/vmdock/vm/store"
 )
 
@@ -35,7 +34,7 @@ type fakeHost struct {
 	files    map[string]bool
 	env      map[string]string
 	qemuErr  error
-	qemu     qemu.AccelReport
+	qemu     driver.AccelReport
 	image    images.DefaultImage
 	imgErr   error
 	free     uint64
@@ -53,7 +52,7 @@ func newFake(t *testing.T, h config.Host) *fakeHost {
 		outputs: map[string]string{"codesign": signedOutput, "docker": "Docker version 27.3.1, build ce12230\n"},
 		files:   map[string]bool{rosettaRuntime: true},
 		env:     map[string]string{},
-		qemu:    qemu.AccelReport{Binary: "/usr/bin/qemu-system-x86_64", Version: "8.2.2", MinVersion: "6.2.0", Native: "kvm", Accel: "kvm", FromCache: true, Checked: time.Now()},
+		qemu:    driver.AccelReport{Binary: "/usr/bin/qemu-system-x86_64", Version: "8.2.2", MinVersion: "6.2.0", Native: "kvm", Accel: "kvm", FromCache: true, Checked: time.Now()},
 		image:   images.DefaultImage{Arch: h.Arch, Source: images.SourceDownload, URL: "https://example.com/vmdock-arm64.tar.zst", Digest: "sha256:0123456789abcdef", Cached: true},
 		free:    100 << 30,
 	}
@@ -85,7 +84,7 @@ func newFake(t *testing.T, h config.Host) *fakeHost {
 		},
 		Exists: func(p string) bool { return fh.files[p] },
 		Getenv: func(k string) string { return fh.env[k] },
-		QEMU: func(context.Context, string) (qemu.AccelReport, error) {
+		QEMU: func(context.Context, string) (driver.AccelReport, error) {
 			fh.qemuRuns++
 			return fh.qemu, fh.qemuErr
 		},
@@ -248,7 +247,7 @@ func TestQEMUAndAccel(t *testing.T) {
 	fh.qemu.TooOld, fh.qemu.Version = true, "5.2.0"
 	expect(t, fh.result(t, "qemu"), Fail, "older than 6.2.0", "apt install qemu-system-x86")
 
-	fh.qemuErr, fh.qemu = errors.New("qemu-system-x86_64 not found in PATH"), qemu.AccelReport{}
+	fh.qemuErr, fh.qemu = errors.New("qemu-system-x86_64 not found in PATH"), driver.AccelReport{}
 	expect(t, fh.result(t, "qemu"), Fail, "not found", "apt install")
 	expect(t, fh.result(t, "accel"), Warn, "no QEMU", "qemu row")
 

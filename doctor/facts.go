@@ -17,8 +17,8 @@ import (
 	"github.com/vmdock/vmdock/dockerhost/dockerctx"
 	"github.com/vmdock/vmdock/images"
 	"github.com/vmdock/vmdock/vm/config"
+	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/instance"
-	"github.com/vmdock/vmdock/vm/qemu"
 	"github.com/vmdock/vmdock/vm/store"
 )
 
@@ -32,7 +32,8 @@ type Facts struct {
 	Executable string      // this binary, whose signature vz checks
 	SunPathMax int         // bytes in a unix socket address's path, with its NUL
 	// VirtiofsdFound is the virtiofs daemon found, even one this user
-	// cannot run (Host.Virtiofsd is only a usable one).
+	// cannot run (Host.Virtiofsd is only a usable one). Like QEMU, it
+	// comes from the QEMU driver, which the caller links, not doctor.
 	VirtiofsdFound string
 
 	Instance *store.Instance
@@ -52,7 +53,7 @@ type Facts struct {
 	Getenv   func(key string) string
 	// QEMU reports the qemu-system-* binary and the accelerator a start
 	// of an arch guest would use (it may boot a probe).
-	QEMU func(ctx context.Context, arch string) (qemu.AccelReport, error)
+	QEMU func(ctx context.Context, arch string) (driver.AccelReport, error)
 	// DockerContext is the docker CLI's current context.
 	DockerContext func() string
 	// DefaultImage is the image a start without --image would use.
@@ -66,8 +67,10 @@ type Facts struct {
 }
 
 // Detect describes this host for the instance inst, as main detected it
-// (h). The caller sets the Config fields: which config a start would use
-// is the command line's business.
+// (h). The caller sets the Config fields, as which config a start would
+// use is the command line's business, and the QEMU driver's facts (QEMU,
+// VirtiofsdFound): below the command line only the host agent links the
+// drivers.
 func Detect(h config.Host, inst *store.Instance) Facts {
 	f := Facts{
 		Host:       h,
@@ -98,11 +101,6 @@ func Detect(h config.Host, inst *store.Instance) Facts {
 	if dir, err := images.DefaultCacheDir(); err == nil {
 		f.CacheDir = dir
 	}
-	f.VirtiofsdFound = qemu.Capabilities().Virtiofsd.Path
-	// The same cache as the host agent's, so doctor reads the verdict a
-	// start left and a start reads the one doctor probed.
-	d := qemu.New(qemu.Options{CacheDir: f.CacheDir})
-	f.QEMU = d.ReportAccel
 	return f
 }
 
@@ -150,11 +148,11 @@ func (f Facts) memo() Facts {
 	if q := f.QEMU; q != nil {
 		var mu sync.Mutex
 		type answer struct {
-			r   qemu.AccelReport
+			r   driver.AccelReport
 			err error
 		}
 		seen := map[string]answer{}
-		f.QEMU = func(ctx context.Context, arch string) (qemu.AccelReport, error) {
+		f.QEMU = func(ctx context.Context, arch string) (driver.AccelReport, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			a, ok := seen[arch]

@@ -75,8 +75,8 @@ func TestVirtiofsdProbedOncePerCommand(t *testing.T) {
 
 // Stop and start end the VM processes a dead host agent left: `vmdock
 // stop` of an instance whose host agent is gone clears the QEMU leftovers
-// (pid file, QMP socket) in its folder; the instance layer does it itself,
-// nothing is handed to it.
+// (pid file, QMP socket) in its folder, through the QEMU cleanup this
+// command wires into the instance layer.
 func TestInstancesEndQEMUOrphans(t *testing.T) {
 	home, _ := env(t)
 	installFake(t)

@@ -8,6 +8,8 @@ package layers
 
 import (
 	"fmt"
+	"path"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -37,6 +39,43 @@ var Table = []Layer{
 	{"guest agent protocol and images", []string{"agent/...", "images/..."}},
 	{"mounts", []string{"mounts/..."}},
 	{"leaves", []string{"internal/..."}},
+}
+
+// Drivers are the VM driver packages. Of the packages below the tools,
+// only DriverWiring's package imports them, and in it only DriverWiring:
+// everything else reaches a VM through vm/driver, or through a function
+// cmd/vmdock hands it, so the CLI side and the checks stay free of any one
+// hypervisor.
+var Drivers = []string{"vm/qemu", "vm/vz"}
+
+// DriverWiring is the one file below the tools that picks a driver.
+const DriverWiring = "vm/hostagent/drivers.go"
+
+// CheckDriverImports returns every package in imports (as for Check) that
+// imports a driver though it is neither a tool (tableTop, the first
+// layer's entries) nor DriverWiring's package, as "importer → driver".
+// A driver's own package (tests included) may import itself.
+func CheckDriverImports(tableTop []string, imports map[string][]string) []string {
+	wiring := path.Dir(DriverWiring)
+	var problems []string
+	pkgs := make([]string, 0, len(imports))
+	for p := range imports {
+		pkgs = append(pkgs, p)
+	}
+	sort.Strings(pkgs)
+	for _, p := range pkgs {
+		if p == wiring || slices.ContainsFunc(tableTop, func(e string) bool { return matches(e, p) }) {
+			continue
+		}
+		deps := append([]string(nil), imports[p]...)
+		sort.Strings(deps)
+		for _, d := range deps {
+			if d != p && slices.Contains(Drivers, d) {
+				problems = append(problems, fmt.Sprintf("%s imports the driver %s: below the tools only %s links a driver; take what you need through vm/driver or a function cmd/vmdock sets", p, d, DriverWiring))
+			}
+		}
+	}
+	return problems
 }
 
 // Check returns what is wrong with imports (package path → the module

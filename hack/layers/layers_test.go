@@ -3,8 +3,11 @@ package layers
 import (
 	"bytes"
 	"go/build"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -82,6 +85,69 @@ func TestModuleKeepsItsLayers(t *testing.T) {
 	}
 	for _, p := range Check(Table, imports) {
 		t.Error(p)
+	}
+}
+
+// Below the tools, only the host agent's driver wiring imports a driver,
+// in the package's other files and tests included.
+func TestOnlyTheDriverWiringImportsDrivers(t *testing.T) {
+	for _, p := range CheckDriverImports(Table[0].Packages, moduleImports(t)) {
+		t.Error(p)
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wiringDir := filepath.Join(root, filepath.FromSlash(path.Dir(DriverWiring)))
+	files, err := filepath.Glob(filepath.Join(wiringDir, "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no Go files in %s (%v)", wiringDir, err)
+	}
+	for _, file := range files {
+		if filepath.Base(file) == path.Base(DriverWiring) {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), file, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			if d, ok := below(strings.Trim(imp.Path.Value, `"`)); ok && slices.Contains(Drivers, d) {
+				t.Errorf("%s imports %s: in its package only %s may", file, d, DriverWiring)
+			}
+		}
+	}
+}
+
+// The driver check lets the tools and the wiring link drivers, and a
+// driver its own package, and names everyone else.
+func TestCheckDriverImportsRefusesOthers(t *testing.T) {
+	imports := map[string][]string{
+		"cmd/vmdock":     {"vm/qemu", "vm/vz", "doctor"},
+		"hack/tool":      {"vm/vz"},
+		"vm/hostagent":   {"vm/qemu", "vm/vz"},
+		"vm/qemu":        {"vm/qemu", "vm/driver"},
+		"vm/instance":    {"vm/qemu", "vm/store"},
+		"doctor":         {"vm/driver", "vm/vz"},
+		"bench/scratch":  {"vm/qemu"},
+		"vm/vz":          {"vm/qemu"},
+		"vm/driver":      {},
+		"network/domain": {"vm/driver"},
+	}
+	got := CheckDriverImports([]string{"cmd/...", "hack/..."}, imports)
+	var heads []string
+	for _, p := range got {
+		head, _, _ := strings.Cut(p, ":")
+		heads = append(heads, head)
+	}
+	want := []string{
+		"bench/scratch imports the driver vm/qemu",
+		"doctor imports the driver vm/vz",
+		"vm/instance imports the driver vm/qemu",
+		"vm/vz imports the driver vm/qemu",
+	}
+	if !slices.Equal(heads, want) {
+		t.Errorf("CheckDriverImports said\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

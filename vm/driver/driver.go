@@ -77,7 +77,7 @@ type Spec struct {
 	SerialLog string // serial console output file
 }
 
-// ErrUnavailable is returned by Validate and Start when the driver cannot
+// ErrUnavailable is returned by Prepare and Start when the driver cannot
 // run on this host at all, whatever the spec (vz on Linux, or a vmdock
 // built without cgo on macOS).
 var ErrUnavailable = errors.New("driver not available on this host")
@@ -85,12 +85,32 @@ var ErrUnavailable = errors.New("driver not available on this host")
 // Driver starts machines. Implementations: vm/qemu and vm/vz.
 type Driver interface {
 	Name() string
-	// Validate checks spec against this driver and host without side effects.
-	Validate(spec Spec) error
-	// Start boots the VM and returns once the hypervisor runs it; the guest
-	// may still be booting.
-	Start(ctx context.Context, spec Spec) (Machine, error)
+	// Prepare checks spec against this driver and host without side
+	// effects and returns the plan Start (or Resume) boots.
+	Prepare(spec Spec) (Plan, error)
+	// Start boots the VM plan describes and returns once the hypervisor
+	// runs it; the guest may still be booting.
+	Start(ctx context.Context, plan Plan) (Machine, error)
 }
+
+// Plan is a Spec a driver's Prepare accepted, with what the driver found
+// on the host for it (binaries, versions, firmware). Starting from a plan
+// rather than a spec means the host is detected and the files checked
+// once, and a VM boots only from a spec its driver has checked.
+type Plan struct {
+	spec  Spec
+	found any
+}
+
+// NewPlan is for drivers: spec as their Prepare accepted it, and found,
+// what they learned doing so, which only the same driver reads back.
+func NewPlan(spec Spec, found any) Plan { return Plan{spec: spec, found: found} }
+
+// Spec is the spec the plan boots.
+func (p Plan) Spec() Spec { return p.spec }
+
+// Found is what the driver gave NewPlan; nil for a zero Plan.
+func (p Plan) Found() any { return p.found }
 
 // Machine is one running VM.
 type Machine interface {
@@ -171,11 +191,11 @@ type Resumer interface {
 	// SaveBlocker says why a VM of spec could not be saved on this host
 	// (e.g. a device the hypervisor cannot save), or nil.
 	SaveBlocker(spec Spec) error
-	// Resume starts spec's VM from the state file at path, on the
-	// accelerator it was saved on, and returns once the guest runs
-	// again. A state it cannot load is an error and leaves nothing
-	// running.
-	Resume(ctx context.Context, spec Spec, path string, saved SavedState, accel string) (Machine, error)
+	// Resume starts the VM of plan (from the same Driver's Prepare) from
+	// the state file at path, on the accelerator it was saved on, and
+	// returns once the guest runs again. A state it cannot load is an
+	// error and leaves nothing running.
+	Resume(ctx context.Context, plan Plan, path string, saved SavedState, accel string) (Machine, error)
 }
 
 // MachineInfo is what a driver can tell about a running machine.

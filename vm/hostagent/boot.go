@@ -118,12 +118,14 @@ func (ha *hostAgent) stepBootDisk(context.Context) error {
 	return ha.writeBootDisk()
 }
 
-// stepSpec checks the spec against the driver once and records it
-// (spec.json) before anything runs.
+// stepSpec has the driver check the spec and prepare its plan once, and
+// records the spec (spec.json) before anything runs.
 func (ha *hostAgent) stepSpec(context.Context) error {
-	if err := ha.boot.driver.Validate(ha.boot.spec); err != nil {
+	plan, err := ha.boot.driver.Prepare(ha.boot.spec)
+	if err != nil {
 		return err
 	}
+	ha.boot.plan = plan
 	return writeSpec(ha.inst.SpecPath(), ha.boot.spec)
 }
 
@@ -141,7 +143,7 @@ func (ha *hostAgent) stepVM(ctx context.Context) error {
 // startVM boots the VM and watches its console from the first byte.
 func (ha *hostAgent) startVM(ctx context.Context) error {
 	console := newConsoleWatch(ha.boot.spec.SerialLog, ha.opts.BootSilence)
-	m, err := ha.boot.driver.Start(ctx, ha.boot.spec)
+	m, err := ha.boot.driver.Start(ctx, ha.boot.plan)
 	if err != nil {
 		return err
 	}

@@ -127,7 +127,8 @@ type bootResults struct {
 	resumed    bool
 	spec       driver.Spec
 	driver     driver.Driver
-	hello      agent.Info // the guest agent's first answer
+	plan       driver.Plan // spec as the driver prepared it, for Start or Resume
+	hello      agent.Info  // the guest agent's first answer
 }
 
 // runState is the instance as status shows it (under mu).

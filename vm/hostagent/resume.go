@@ -106,7 +106,7 @@ func (ha *hostAgent) resumeVM(ctx context.Context) error {
 	console := newConsoleWatch(ha.boot.spec.SerialLog, ha.opts.BootSilence)
 	saved := ha.boot.resumeFrom
 	start := time.Now()
-	m, err := r.Resume(ctx, ha.boot.spec, resume.StatePath(ha.inst.SavedStateDir()), saved.State, saved.State.Accel)
+	m, err := r.Resume(ctx, ha.boot.plan, resume.StatePath(ha.inst.SavedStateDir()), saved.State, saved.State.Accel)
 	if err != nil {
 		return err
 	}

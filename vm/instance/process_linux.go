@@ -8,11 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-)
 
-// clockTicks is USER_HZ, the unit of /proc/<pid>/stat times: 100 on every
-// Linux architecture, whatever the kernel's own tick rate.
-const clockTicks = 100
+	"github.com/vmdock/vmdock/internal/procstat"
+)
 
 func processInfo(pid int) (procInfo, error) {
 	proc := "/proc/" + strconv.Itoa(pid)
@@ -30,34 +28,22 @@ func processInfo(pid int) (procInfo, error) {
 	return info, nil
 }
 
-// processStart reads field 22 of /proc/<pid>/stat (start time in ticks
-// after boot) and adds the boot time from /proc/stat.
+// processStart reads the start time after boot from /proc/<pid>/stat
+// and adds the boot time from /proc/stat.
 func processStart(proc string) (time.Time, error) {
 	b, err := os.ReadFile(proc + "/stat")
 	if err != nil {
 		return time.Time{}, err
 	}
-	// The command name (field 2) may hold spaces and parentheses: the
-	// fields after it start after the last ')'.
-	s := string(b)
-	end := strings.LastIndexByte(s, ')')
-	if end < 0 {
-		return time.Time{}, errors.New("malformed " + proc + "/stat")
-	}
-	fields := strings.Fields(s[end+1:])
-	const startField = 22 - 3 // fields[0] is field 3, the state
-	if len(fields) <= startField {
-		return time.Time{}, errors.New("short " + proc + "/stat")
-	}
-	ticks, err := strconv.ParseInt(fields[startField], 10, 64)
+	sinceBoot, err := procstat.StartTime(string(b))
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%s/stat start time: %w", proc, err)
+		return time.Time{}, fmt.Errorf("%s/stat: %w", proc, err)
 	}
 	boot, err := bootTime()
 	if err != nil {
 		return time.Time{}, err
 	}
-	return boot.Add(time.Duration(ticks) * time.Second / clockTicks), nil
+	return boot.Add(sinceBoot), nil
 }
 
 func bootTime() (time.Time, error) {

@@ -115,7 +115,7 @@ func (d *Driver) chooseAccel(ctx context.Context, spec driver.Spec, bin string, 
 	})
 }
 
-// guessAccel is chooseAccel without the probe, for Validate, which must
+// guessAccel is chooseAccel without the probe, for Prepare, which must
 // not start anything: it still rejects what can never work.
 func (d *Driver) guessAccel(spec driver.Spec) (accelChoice, error) {
 	return decideAccel(d.hostAccelFacts(spec), func(string) error { return nil })

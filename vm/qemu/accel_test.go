@@ -142,7 +142,7 @@ func bootInfo(t *testing.T, d *Driver, spec driver.Spec) driver.MachineInfo {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	mm, err := d.Start(ctx, spec)
+	mm, err := prepareAndStart(ctx, d, spec)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -181,7 +181,7 @@ func TestExplicitKVMFailsQuotingQEMU(t *testing.T) {
 	spec.Accel = AccelKVM
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	mm, err := d.Start(ctx, spec)
+	mm, err := prepareAndStart(ctx, d, spec)
 	if err == nil {
 		mm.Stop(context.Background(), true)
 		t.Fatalf("Start with accel kvm on a broken kvm succeeded with %+v", mm.Info())

@@ -11,45 +11,26 @@ import (
 	"github.com/vmdock/vmdock/vm/driver"
 )
 
-// AccelReport is what a start with accel auto would find for a guest of
-// one arch on this host: `vmdock doctor` shows it.
-type AccelReport struct {
-	Binary     string // the qemu-system-* a start runs
-	Version    string // its version ("8.2.2")
-	MinVersion string // the oldest QEMU vmdock supports
-	TooOld     bool   // Version is older than MinVersion
-	Native     string // the hardware accelerator this OS offers (kvm, hvf); empty: none
-	// DeviceError is why Native cannot even be opened (/dev/kvm's
-	// permissions); empty when it opens, however the probe then goes.
-	DeviceError string
-	Accel       string // what auto runs under: Native, or tcg
-	Reason      string // why auto would not use Native; empty when it does or there is none
-	// FromCache is true when the verdict is one an earlier start or
-	// doctor left, Checked when that was; otherwise the probe ran now.
-	FromCache bool
-	Checked   time.Time
-}
-
 // ReportAccel answers for an arch guest the way Start decides: the cached
 // verdict when one matches this kernel and QEMU, else a probe boot whose
 // conclusive verdict is cached for the next start. The error means there
 // is no QEMU to ask.
-func (d *Driver) ReportAccel(ctx context.Context, arch string) (AccelReport, error) {
+func (d *Driver) ReportAccel(ctx context.Context, arch string) (driver.AccelReport, error) {
 	bin, err := d.binary(arch)
 	if err != nil {
-		return AccelReport{}, err
+		return driver.AccelReport{}, err
 	}
 	vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(vctx, bin, "--version").Output()
 	if err != nil {
-		return AccelReport{}, fmt.Errorf("run %s --version: %w", bin, err)
+		return driver.AccelReport{}, fmt.Errorf("run %s --version: %w", bin, err)
 	}
 	v, err := ParseVersion(string(out))
 	if err != nil {
-		return AccelReport{}, err
+		return driver.AccelReport{}, err
 	}
-	r := AccelReport{Binary: bin, Version: v.String(), MinVersion: minVersion.String(),
+	r := driver.AccelReport{Binary: bin, Version: v.String(), MinVersion: minVersion.String(),
 		TooOld: !v.AtLeast(minVersion.Major, minVersion.Minor)}
 	facts := d.hostAccelFacts(driver.Spec{Arch: arch})
 	r.Native = facts.Native

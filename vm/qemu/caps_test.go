@@ -61,17 +61,14 @@ func TestVirtiofsdProbedOncePerProcess(t *testing.T) {
 		t.Fatalf("virtiofsd --help ran %d times, want 1", n)
 	}
 
-	// A boot validates the spec and starts it, which used to probe twice
+	// A boot prepares the spec and starts it, which used to probe twice
 	// more: the driver asks the same per-process answer.
-	t.Run("validate and start a virtiofs spec", func(t *testing.T) {
+	t.Run("prepare and start a virtiofs spec", func(t *testing.T) {
 		needQEMU(t)
 		spec := pausedSpec(t, shortDir(t))
 		allShares(&spec, mounts.TypeVirtiofs)
 		d := pausedDriver()
-		if err := d.Validate(spec); err != nil {
-			t.Fatal(err)
-		}
-		_, err := d.Start(context.Background(), spec)
+		_, err := d.Start(context.Background(), mustPrepare(t, d, spec))
 		if err == nil || !strings.Contains(err.Error(), "virtiofsd for") {
 			t.Fatalf("Start with the fake virtiofsd = %v, want its failure", err)
 		}

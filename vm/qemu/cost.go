@@ -120,28 +120,3 @@ func guestRAM(maps []mapping, size int64) (mapping, bool) {
 	}
 	return best, found
 }
-
-// userHZ is the unit of /proc/<pid>/stat's times: the kernel exports
-// them in USER_HZ, 100 on every architecture vmdock runs on (reading
-// sysconf(_SC_CLK_TCK) would need cgo).
-const userHZ = 100
-
-// parseStatCPU is utime plus stime (fields 14 and 15) of a
-// /proc/<pid>/stat line. The command name (field 2) may hold spaces and
-// parentheses, so fields are counted after its last ')'.
-func parseStatCPU(stat string) (time.Duration, error) {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("stat: no command name in %q", stat)
-	}
-	f := strings.Fields(stat[i+1:]) // f[0] is field 3 (state)
-	if len(f) < 13 {
-		return 0, fmt.Errorf("stat: %d fields after the command name, want at least 13", len(f))
-	}
-	utime, err1 := strconv.ParseUint(f[11], 10, 64)
-	stime, err2 := strconv.ParseUint(f[12], 10, 64)
-	if err := errors.Join(err1, err2); err != nil {
-		return 0, fmt.Errorf("stat: utime and stime: %w", err)
-	}
-	return time.Duration(utime+stime) * time.Second / userHZ, nil
-}

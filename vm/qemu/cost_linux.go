@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/vmdock/vmdock/internal/procstat"
 )
 
 func readSmaps(pid int) ([]mapping, error) {
@@ -20,5 +22,5 @@ func readCPUTime(pid int) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	return parseStatCPU(string(b))
+	return procstat.CPUTime(string(b))
 }

@@ -3,7 +3,6 @@ package qemu
 import (
 	"strings"
 	"testing"
-	"time"
 )
 
 // smapsText is /proc/<pid>/smaps of a QEMU with 2 GiB of memfd RAM,
@@ -71,20 +70,6 @@ func TestParseSmapsRejectsGarbage(t *testing.T) {
 	} {
 		if maps, err := parseSmaps(strings.NewReader(text)); err == nil {
 			t.Errorf("parseSmaps(%q) = %+v, want an error", text, maps)
-		}
-	}
-}
-
-func TestParseStatCPU(t *testing.T) {
-	// The command name holds a space and a ')': fields count after the last one.
-	stat := "11745 (qemu) x) S 11695 11745 11695 0 -1 138412416 426394 0 0 0 8209 320 0 0 20 0 6 0 1234 0 0\n"
-	got, err := parseStatCPU(stat)
-	if want := (8209 + 320) * 10 * time.Millisecond; err != nil || got != want {
-		t.Errorf("parseStatCPU = %v, %v; want %v", got, err, want)
-	}
-	for _, bad := range []string{"", "11745 (qemu) S 1 2 3", "11745 (qemu) S 11695 11745 11695 0 -1 1 2 0 0 0 x 320 0"} {
-		if _, err := parseStatCPU(bad); err == nil {
-			t.Errorf("parseStatCPU(%q) succeeded", bad)
 		}
 	}
 }

@@ -9,9 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/vmdock/vmdock/mounts"
@@ -43,18 +41,14 @@ type Options struct {
 type Driver struct {
 	opts Options
 	log  *slog.Logger
-
-	// validated is the last spec Validate accepted with what it found, so
-	// the Start that follows does not detect the host (qemu --version,
-	// firmware, virtiofsd) and check the files a second time.
-	mu        sync.Mutex
-	validated *preparedSpec
 }
 
-type preparedSpec struct {
-	spec driver.Spec
-	env  HostEnv
-	bin  string
+// prepared is what Prepare found for a spec, kept in its plan so that
+// Start and Resume do not detect the host (qemu --version, firmware,
+// virtiofsd) and check the files a second time.
+type prepared struct {
+	env HostEnv
+	bin string
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -147,30 +141,25 @@ func hasVirtiofs(shares []mounts.Share) bool {
 	return false
 }
 
-// Validate checks spec against this host without starting anything.
-func (d *Driver) Validate(spec driver.Spec) error {
+// Prepare checks spec against this host without starting anything and
+// returns the plan Start and Resume boot.
+func (d *Driver) Prepare(spec driver.Spec) (driver.Plan, error) {
 	spec.Dir = filepath.Clean(spec.Dir)
 	env, bin, err := d.prepare(spec)
 	if err != nil {
-		return err
+		return driver.Plan{}, err
 	}
-	d.mu.Lock()
-	d.validated = &preparedSpec{spec: spec, env: env, bin: bin}
-	d.mu.Unlock()
-	return nil
+	return driver.NewPlan(spec, prepared{env: env, bin: bin}), nil
 }
 
-// prepared is what Validate found for spec, or, when spec is not the one
-// it last accepted, a fresh prepare.
-func (d *Driver) prepared(spec driver.Spec) (HostEnv, string, error) {
-	d.mu.Lock()
-	v := d.validated
-	d.validated = nil // one Start per Validate: a later Start looks again
-	d.mu.Unlock()
-	if v != nil && reflect.DeepEqual(v.spec, spec) {
-		return v.env, v.bin, nil
+// fromPlan is the spec and what Prepare found for it, from a plan this
+// driver's Prepare made.
+func fromPlan(plan driver.Plan) (driver.Spec, HostEnv, string, error) {
+	p, ok := plan.Found().(prepared)
+	if !ok {
+		return driver.Spec{}, HostEnv{}, "", fmt.Errorf("the plan for instance %q was not made by the qemu driver's Prepare", plan.Spec().Name)
 	}
-	return d.prepare(spec)
+	return plan.Spec(), p.env, p.bin, nil
 }
 
 func (d *Driver) prepare(spec driver.Spec) (HostEnv, string, error) {
@@ -210,11 +199,10 @@ func (d *Driver) prepare(spec driver.Spec) (HostEnv, string, error) {
 	return env, bin, nil
 }
 
-// Start boots spec and returns once QEMU answers QMP; the guest is still
-// booting then. The returned Machine is a *Machine.
-func (d *Driver) Start(ctx context.Context, spec driver.Spec) (driver.Machine, error) {
-	spec.Dir = filepath.Clean(spec.Dir)
-	env, bin, err := d.prepared(spec)
+// Start boots plan's spec and returns once QEMU answers QMP; the guest is
+// still booting then. The returned Machine is a *Machine.
+func (d *Driver) Start(ctx context.Context, plan driver.Plan) (driver.Machine, error) {
+	spec, env, bin, err := fromPlan(plan)
 	if err != nil {
 		return nil, err
 	}

@@ -137,20 +137,31 @@ func (m *Machine) Stop(ctx context.Context, force bool) error {
 			m.log.Warn("guest did not power off in time; quitting qemu")
 		}
 	}
+	m.quit("QMP quit failed; killing qemu")
+	return nil
+}
+
+// quit ends qemu the way Stop and Save finish: QMP quit, and SIGKILL when
+// qemu has not exited within quitGrace; it returns once qemu is gone. The
+// exit is marked as asked for, so Wait reports none. failed is the warning
+// logged when the quit command itself fails.
+func (m *Machine) quit(failed string) {
+	m.mu.Lock()
+	m.stopping = true
+	m.mu.Unlock()
 	qctx, cancel := context.WithTimeout(context.Background(), quitGrace)
 	defer cancel()
 	if err := m.qmp.execute(qctx, "quit", nil, nil); err != nil && !isEOF(err) && !m.exited() {
-		m.log.Warn("QMP quit failed; killing qemu", "err", err)
+		m.log.Warn(failed, "err", err)
 	}
 	select {
 	case <-m.done:
-		return nil
+		return
 	case <-qctx.Done():
 	}
 	m.log.Warn("qemu ignored quit; killing it", "pid", m.cmd.Process.Pid)
 	m.kill()
 	<-m.done
-	return nil
 }
 
 // Wait blocks until qemu has exited and its helpers are cleaned up. An

@@ -67,11 +67,31 @@ func pausedSpec(t *testing.T, dir string) driver.Spec {
 
 func pausedDriver() *Driver { return New(Options{pausedBIOS: true}) }
 
+// mustPrepare is d's plan for spec, failing the test when Prepare refuses it.
+func mustPrepare(t *testing.T, d *Driver, spec driver.Spec) driver.Plan {
+	t.Helper()
+	plan, err := d.Prepare(spec)
+	if err != nil {
+		t.Fatalf("Prepare: %v", err)
+	}
+	return plan
+}
+
+// prepareAndStart boots spec as the host agent does: Prepare, then Start
+// the plan.
+func prepareAndStart(ctx context.Context, d *Driver, spec driver.Spec) (driver.Machine, error) {
+	plan, err := d.Prepare(spec)
+	if err != nil {
+		return nil, err
+	}
+	return d.Start(ctx, plan)
+}
+
 func startPaused(t *testing.T, spec driver.Spec) *Machine {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	mm, err := pausedDriver().Start(ctx, spec)
+	mm, err := prepareAndStart(ctx, pausedDriver(), spec)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -175,7 +195,7 @@ func TestProcessEarlyFailureQuotesStderr(t *testing.T) {
 	spec := pausedSpec(t, dir)
 	// Not a qcow2 image: qemu refuses it while parsing its command line.
 	spec.Disks[0].Format = "qcow2"
-	_, err := pausedDriver().Start(context.Background(), spec)
+	_, err := prepareAndStart(context.Background(), pausedDriver(), spec)
 	if err == nil {
 		t.Fatal("Start did not fail")
 	}
@@ -186,7 +206,7 @@ func TestProcessEarlyFailureQuotesStderr(t *testing.T) {
 	assertCleaned(t, dir)
 }
 
-func TestValidateRejectsMissingFiles(t *testing.T) {
+func TestPrepareRejectsMissingFiles(t *testing.T) {
 	needQEMU(t)
 	dir := shortDir(t)
 	tests := []struct {
@@ -207,14 +227,14 @@ func TestValidateRejectsMissingFiles(t *testing.T) {
 			spec.Disks = append([]driver.Disk(nil), spec0.Disks...)
 			spec.Shares = append([]mounts.Share(nil), spec0.Shares...)
 			tt.mutate(&spec)
-			err := pausedDriver().Validate(spec)
+			_, err := pausedDriver().Prepare(spec)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("Validate = %v; want %q", err, tt.want)
+				t.Errorf("Prepare = %v; want %q", err, tt.want)
 			}
 		})
 	}
-	if err := pausedDriver().Validate(spec0); err != nil {
-		t.Errorf("Validate(good spec) = %v", err)
+	if _, err := pausedDriver().Prepare(spec0); err != nil {
+		t.Errorf("Prepare(good spec) = %v", err)
 	}
 }
 
@@ -384,7 +404,7 @@ func TestVirtiofsd(t *testing.T) {
 		dir := shortDir(t)
 		spec := pausedSpec(t, dir)
 		allShares(&spec, mounts.TypeVirtiofs)
-		_, err := New(Options{pausedBIOS: true, Virtiofsd: "/bin/false"}).Start(context.Background(), spec)
+		_, err := prepareAndStart(context.Background(), New(Options{pausedBIOS: true, Virtiofsd: "/bin/false"}), spec)
 		if err == nil || !strings.Contains(err.Error(), "virtiofsd for") {
 			t.Errorf("Start with a failing virtiofsd = %v", err)
 		}
@@ -418,7 +438,7 @@ func TestProcessEFIBoot(t *testing.T) {
 			dir := shortDir(t)
 			spec := pausedSpec(t, dir)
 			spec.Arch = arch
-			mm, err := New(Options{}).Start(context.Background(), spec)
+			mm, err := prepareAndStart(context.Background(), New(Options{}), spec)
 			if err != nil {
 				t.Fatalf("Start with UEFI: %v", err)
 			}
@@ -473,7 +493,7 @@ func TestGuestPanicEndsTheVMWithTheReason(t *testing.T) {
 	spec.Accel = AccelTCG
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	mm, err := New(Options{}).Start(ctx, spec)
+	mm, err := prepareAndStart(ctx, New(Options{}), spec)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -494,10 +514,10 @@ func TestGuestPanicEndsTheVMWithTheReason(t *testing.T) {
 	}
 }
 
-// Validate then Start detects the host once: the host agent validates the
+// Prepare then Start detects the host once: the host agent prepares the
 // spec before it records it, and the boot must not run qemu --version,
 // the firmware and virtiofsd lookups and the file checks again.
-func TestStartReusesValidate(t *testing.T) {
+func TestStartUsesThePreparedPlan(t *testing.T) {
 	real, err := exec.LookPath("qemu-system-x86_64")
 	if err != nil {
 		t.Skip("qemu-system-x86_64 not installed")
@@ -515,26 +535,31 @@ func TestStartReusesValidate(t *testing.T) {
 		b, _ := os.ReadFile(log)
 		return strings.Count(string(b), "version\n")
 	}
-	if err := d.Validate(spec); err != nil {
-		t.Fatal(err)
-	}
+	plan := mustPrepare(t, d, spec)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	m, err := d.Start(ctx, spec)
+	m, err := d.Start(ctx, plan)
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
 	t.Cleanup(func() { _ = m.Stop(context.Background(), true) })
 	if n := versionRuns(); n != 1 {
-		t.Fatalf("qemu --version ran %d times for Validate+Start, want 1", n)
+		t.Fatalf("qemu --version ran %d times for Prepare+Start, want 1", n)
 	}
-	// A spec Validate did not see is checked afresh.
+	// Every Prepare checks afresh.
 	other := spec
 	other.CPUs = 2
-	if _, _, err := d.prepared(other); err != nil {
-		t.Fatal(err)
-	}
+	mustPrepare(t, d, other)
 	if n := versionRuns(); n != 2 {
-		t.Fatalf("qemu --version ran %d times after a different spec, want 2", n)
+		t.Fatalf("qemu --version ran %d times after a second Prepare, want 2", n)
+	}
+	// A plan this driver did not prepare boots nothing.
+	for _, p := range []driver.Plan{{}, driver.NewPlan(spec, "not qemu's")} {
+		if m, err := d.Start(ctx, p); err == nil || !strings.Contains(err.Error(), "not made by the qemu driver's Prepare") {
+			if m != nil {
+				m.Stop(context.Background(), true)
+			}
+			t.Errorf("Start of a foreign plan = %v; want a refusal", err)
+		}
 	}
 }

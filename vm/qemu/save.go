@@ -76,20 +76,7 @@ func (m *Machine) Save(ctx context.Context, path string) (driver.SavedState, err
 		}
 		return driver.SavedState{}, err
 	}
-	m.mu.Lock()
-	m.stopping = true
-	m.mu.Unlock()
-	qctx, qcancel := context.WithTimeout(context.Background(), quitGrace)
-	defer qcancel()
-	if err := m.qmp.execute(qctx, "quit", nil, nil); err != nil && !isEOF(err) && !m.exited() {
-		m.log.Warn("QMP quit after the save failed; killing qemu", "err", err)
-	}
-	select {
-	case <-m.done:
-	case <-qctx.Done():
-		m.kill()
-		<-m.done
-	}
+	m.quit("QMP quit after the save failed; killing qemu")
 	return saved, nil
 }
 
@@ -228,16 +215,15 @@ func writeState(r io.Reader, path string) (driver.SavedState, error) {
 
 // Resume starts qemu with the same command line plus -incoming, feeds it
 // the decompressed state, and waits until the guest runs again.
-func (d *Driver) Resume(ctx context.Context, spec driver.Spec, path string, saved driver.SavedState, accel string) (driver.Machine, error) {
+func (d *Driver) Resume(ctx context.Context, plan driver.Plan, path string, saved driver.SavedState, accel string) (driver.Machine, error) {
 	if saved.Format != stateFormat {
 		return nil, fmt.Errorf("saved state format %q: this driver reads %q", saved.Format, stateFormat)
 	}
-	if err := d.SaveBlocker(spec); err != nil {
+	spec, env, bin, err := fromPlan(plan)
+	if err != nil {
 		return nil, err
 	}
-	spec.Dir = filepath.Clean(spec.Dir)
-	env, bin, err := d.prepared(spec)
-	if err != nil {
+	if err := d.SaveBlocker(spec); err != nil {
 		return nil, err
 	}
 	if saved.Hypervisor != env.Version.String() {

@@ -43,7 +43,7 @@ func TestSaveAndResume(t *testing.T) {
 	if saved.Format != stateFormat || len(saved.SHA256) != 64 || saved.Accel != AccelTCG && saved.Accel != AccelKVM || saved.Hypervisor == "" {
 		t.Fatalf("saved state description %+v", saved)
 	}
-	rm, err := pausedDriver().Resume(ctx, spec, state, saved, saved.Accel)
+	rm, err := pausedDriver().Resume(ctx, mustPrepare(t, pausedDriver(), spec), state, saved, saved.Accel)
 	if err != nil {
 		t.Fatalf("Resume: %v", err)
 	}
@@ -76,7 +76,7 @@ func TestResumeRefusesTruncatedState(t *testing.T) {
 	disk := spec.Disks[0].Path
 	before, _ := os.ReadFile(disk)
 	beforeInfo, _ := os.Stat(disk)
-	rm, err := pausedDriver().Resume(ctx, spec, state, saved, saved.Accel)
+	rm, err := pausedDriver().Resume(ctx, mustPrepare(t, pausedDriver(), spec), state, saved, saved.Accel)
 	if err == nil {
 		rm.Stop(context.Background(), true)
 		t.Fatal("Resume of a truncated state succeeded")
@@ -97,7 +97,7 @@ func TestResumeRefusesOtherQEMUVersion(t *testing.T) {
 	dir := shortDir(t)
 	spec := savableSpec(t, dir)
 	saved := driver.SavedState{Format: stateFormat, Hypervisor: "1.0.0", Accel: AccelTCG}
-	_, err := pausedDriver().Resume(context.Background(), spec, filepath.Join(dir, "none"), saved, AccelTCG)
+	_, err := pausedDriver().Resume(context.Background(), mustPrepare(t, pausedDriver(), spec), filepath.Join(dir, "none"), saved, AccelTCG)
 	if err == nil || !strings.Contains(err.Error(), "saved by QEMU 1.0.0") {
 		t.Fatalf("want a version refusal, got %v", err)
 	}
@@ -116,7 +116,7 @@ func TestResumeRefusesOtherHardware(t *testing.T) {
 	}
 	for _, hw := range []string{"", "sha256:0000"} {
 		saved := driver.SavedState{Format: stateFormat, Hypervisor: env.Version.String(), Accel: AccelTCG, Hardware: hw}
-		_, err := pausedDriver().Resume(context.Background(), spec, filepath.Join(dir, "none"), saved, AccelTCG)
+		_, err := pausedDriver().Resume(context.Background(), mustPrepare(t, pausedDriver(), spec), filepath.Join(dir, "none"), saved, AccelTCG)
 		if err == nil || !strings.Contains(err.Error(), "virtual hardware changed") {
 			t.Fatalf("hardware %q: want a hardware refusal, got %v", hw, err)
 		}

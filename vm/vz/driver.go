@@ -8,7 +8,7 @@ import (
 
 // Driver runs VMs with Apple's Virtualization.framework. The type and its
 // methods are the same on every OS, so callers list it without build tags;
-// what a build can do lives in the per-OS validate and start (macOS with
+// what a build can do lives in the per-OS prepare and start (macOS with
 // cgo: the real driver; macOS without cgo and other systems: an error
 // saying why vz is unavailable), and likewise for save and resume.
 type Driver struct{}
@@ -23,19 +23,20 @@ var (
 
 func (Driver) Name() string { return DriverName }
 
-// Validate checks spec against this host without starting anything.
-func (Driver) Validate(spec driver.Spec) error { return validate(spec) }
+// Prepare checks spec against this host without starting anything and
+// returns the plan Start and Resume boot.
+func (Driver) Prepare(spec driver.Spec) (driver.Plan, error) { return prepare(spec) }
 
-// Start boots spec and returns once the VM runs.
-func (Driver) Start(ctx context.Context, spec driver.Spec) (driver.Machine, error) {
-	return start(ctx, spec)
+// Start boots plan's spec and returns once the VM runs.
+func (Driver) Start(ctx context.Context, plan driver.Plan) (driver.Machine, error) {
+	return start(ctx, plan)
 }
 
 // SaveBlocker says why a VM of spec cannot be saved on this host, or nil.
 func (Driver) SaveBlocker(spec driver.Spec) error { return saveBlockerFor(spec) }
 
-// Resume starts spec's VM from the state Save wrote at path. The
+// Resume starts plan's VM from the state Save wrote at path. The
 // accelerator is always vz's own, so accel is not needed.
-func (Driver) Resume(ctx context.Context, spec driver.Spec, path string, saved driver.SavedState, _ string) (driver.Machine, error) {
-	return resume(ctx, spec, path, saved)
+func (Driver) Resume(ctx context.Context, plan driver.Plan, path string, saved driver.SavedState, _ string) (driver.Machine, error) {
+	return resume(ctx, plan, path, saved)
 }

@@ -13,20 +13,41 @@ import (
 	"github.com/vmdock/vmdock/vm/driver"
 )
 
-func validate(spec driver.Spec) error {
-	host, err := hostInfo()
-	if err != nil {
-		return err
-	}
-	_, err = Plan(spec, host)
-	return err
+// prepared is what prepare found for a spec, kept in its plan: the
+// host's facts and the VM plan made from them.
+type prepared struct {
+	host HostInfo
+	vm   *VMPlan
 }
 
-func start(_ context.Context, spec driver.Spec) (driver.Machine, error) {
-	_, plan, err := planFor(spec)
+func prepare(spec driver.Spec) (driver.Plan, error) {
+	host, err := hostInfo()
+	if err != nil {
+		return driver.Plan{}, err
+	}
+	vmPlan, err := Plan(spec, host)
+	if err != nil {
+		return driver.Plan{}, err
+	}
+	return driver.NewPlan(spec, prepared{host: host, vm: vmPlan}), nil
+}
+
+// fromPlan is the spec and what prepare found for it, from a plan this
+// driver's Prepare made.
+func fromPlan(p driver.Plan) (driver.Spec, prepared, error) {
+	found, ok := p.Found().(prepared)
+	if !ok {
+		return driver.Spec{}, prepared{}, fmt.Errorf("the plan for instance %q was not made by the vz driver's Prepare", p.Spec().Name)
+	}
+	return p.Spec(), found, nil
+}
+
+func start(_ context.Context, p driver.Plan) (driver.Machine, error) {
+	spec, found, err := fromPlan(p)
 	if err != nil {
 		return nil, err
 	}
+	plan := found.vm
 	version, err := hostVersion()
 	if err != nil {
 		return nil, err
@@ -46,7 +67,11 @@ func start(_ context.Context, spec driver.Spec) (driver.Machine, error) {
 // resume builds spec's VM exactly as start does (same devices, MAC address
 // and machine identifier: vz restores only into those) and loads the
 // state at path into it instead of booting.
-func resume(_ context.Context, spec driver.Spec, path string, saved driver.SavedState) (driver.Machine, error) {
+func resume(_ context.Context, p driver.Plan, path string, saved driver.SavedState) (driver.Machine, error) {
+	spec, found, err := fromPlan(p)
+	if err != nil {
+		return nil, err
+	}
 	version, err := hostVersion()
 	if err != nil {
 		return nil, err
@@ -54,11 +79,8 @@ func resume(_ context.Context, spec driver.Spec, path string, saved driver.Saved
 	if err := checkSavedState(saved, version); err != nil {
 		return nil, err
 	}
-	host, plan, err := planFor(spec)
-	if err != nil {
-		return nil, err
-	}
-	if err := saveBlocker(spec, host, canSave); err != nil {
+	plan := found.vm
+	if err := saveBlocker(spec, found.host, canSave); err != nil {
 		return nil, err
 	}
 	vm, err := newVM(spec, plan)
@@ -79,18 +101,6 @@ func saveBlockerFor(spec driver.Spec) error {
 		return err
 	}
 	return saveBlocker(spec, host, canSave)
-}
-
-func planFor(spec driver.Spec) (HostInfo, *VMPlan, error) {
-	host, err := hostInfo()
-	if err != nil {
-		return HostInfo{}, nil, err
-	}
-	plan, err := Plan(spec, host)
-	if err != nil {
-		return HostInfo{}, nil, err
-	}
-	return host, plan, nil
 }
 
 // newVM creates, without starting it, the VM plan describes, with the

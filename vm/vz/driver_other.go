@@ -9,16 +9,16 @@ import (
 	"github.com/vmdock/vmdock/vm/driver"
 )
 
-func validate(driver.Spec) error {
+func unavailable() error {
 	return fmt.Errorf("vz driver runs on macOS only (use qemu): %w", driver.ErrUnavailable)
 }
 
-func start(context.Context, driver.Spec) (driver.Machine, error) {
-	return nil, validate(driver.Spec{})
+func prepare(driver.Spec) (driver.Plan, error) { return driver.Plan{}, unavailable() }
+
+func start(context.Context, driver.Plan) (driver.Machine, error) { return nil, unavailable() }
+
+func resume(context.Context, driver.Plan, string, driver.SavedState) (driver.Machine, error) {
+	return nil, unavailable()
 }
 
-func resume(context.Context, driver.Spec, string, driver.SavedState) (driver.Machine, error) {
-	return nil, validate(driver.Spec{})
-}
-
-func saveBlockerFor(driver.Spec) error { return validate(driver.Spec{}) }
+func saveBlockerFor(driver.Spec) error { return unavailable() }

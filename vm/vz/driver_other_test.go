@@ -15,18 +15,18 @@ func TestNewOutsideDarwin(t *testing.T) {
 	if d.Name() != DriverName {
 		t.Errorf("Name = %q", d.Name())
 	}
-	err := d.Validate(driver.Spec{})
+	_, err := d.Prepare(driver.Spec{})
 	if !errors.Is(err, driver.ErrUnavailable) || !strings.Contains(err.Error(), "macOS only") {
-		t.Errorf("Validate = %v, want macOS-only ErrUnavailable", err)
+		t.Errorf("Prepare = %v, want macOS-only ErrUnavailable", err)
 	}
-	if _, err := d.Start(t.Context(), driver.Spec{}); !errors.Is(err, driver.ErrUnavailable) {
+	if _, err := d.Start(t.Context(), driver.Plan{}); !errors.Is(err, driver.ErrUnavailable) {
 		t.Errorf("Start = %v, want ErrUnavailable", err)
 	}
 	r := d.(driver.Resumer)
 	if err := r.SaveBlocker(driver.Spec{}); !errors.Is(err, driver.ErrUnavailable) {
 		t.Errorf("SaveBlocker = %v, want ErrUnavailable", err)
 	}
-	if _, err := r.Resume(t.Context(), driver.Spec{}, "vm.state", driver.SavedState{Format: stateFormat}, "vz"); !errors.Is(err, driver.ErrUnavailable) {
+	if _, err := r.Resume(t.Context(), driver.Plan{}, "vm.state", driver.SavedState{Format: stateFormat}, "vz"); !errors.Is(err, driver.ErrUnavailable) {
 		t.Errorf("Resume = %v, want ErrUnavailable", err)
 	}
 }

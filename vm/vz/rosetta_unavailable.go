@@ -2,6 +2,6 @@
 
 package vz
 
-// Without vz there is nothing to install Rosetta for; Validate and Start
+// Without vz there is nothing to install Rosetta for; Prepare and Start
 // say why vz is unavailable.
 func currentRosettaHost() rosettaHost { return rosettaHost{} }
