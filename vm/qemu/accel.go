@@ -108,11 +108,34 @@ func (d *Driver) hostAccelFacts(spec driver.Spec) accelFacts {
 	return accelFacts{Requested: spec.Accel, GuestArch: spec.Arch, HostArch: hostArch(), Native: native, DeviceErr: devErr}
 }
 
-// chooseAccel decides with a real probe boot, cached per host.
-func (d *Driver) chooseAccel(ctx context.Context, spec driver.Spec, bin string, v Version) (accelChoice, error) {
+// chooseAccel decides with a real probe boot of what the guest boots
+// first, cached per host.
+func (d *Driver) chooseAccel(ctx context.Context, spec driver.Spec, bin string, env HostEnv) (accelChoice, error) {
+	boot := probeBoot{Kernel: spec.Kernel, Firmware: env.Firmware.Code}
 	return decideAccel(d.hostAccelFacts(spec), func(accel string) error {
-		return d.probeCached(ctx, bin, v, spec.Arch, accel, spec.Kernel)
+		return d.probeCached(ctx, bin, env.Version, spec.Arch, accel, boot)
 	})
+}
+
+// probeBoot is what the probe runs under the accelerator: the guest's
+// kernel (direct boot), its UEFI firmware, or with neither the machine's
+// own firmware. A nested kvm_pvm ran SeaBIOS and then stopped both a
+// Linux kernel and OVMF with an internal error, so the probe runs what
+// the guest will.
+type probeBoot struct {
+	Kernel   string
+	Firmware string // UEFI code image
+}
+
+func (b probeBoot) args() []string {
+	switch {
+	case b.Kernel != "":
+		// No initrd: the kernel panics for want of a root and QEMU exits.
+		return []string{"-kernel", b.Kernel, "-append", "panic=-1 loglevel=1"}
+	case b.Firmware != "":
+		return []string{"-drive", "if=pflash,format=raw,unit=0,readonly=on,file=" + esc(b.Firmware)}
+	}
+	return nil
 }
 
 // guessAccel is chooseAccel without the probe, for Prepare, which must
@@ -135,8 +158,8 @@ type accelVerdict struct {
 // guest kernel's first instructions) are not trusted.
 const probeKind = "probe2"
 
-func verdictKey(bin string, v Version, arch, accel, kernel string) string {
-	return strings.Join([]string{kernelRelease(), bin, "qemu " + v.String(), arch, accel, probeKind, kernel}, "|")
+func verdictKey(bin string, v Version, arch, accel string, boot probeBoot) string {
+	return strings.Join([]string{kernelRelease(), bin, "qemu " + v.String(), arch, accel, probeKind, boot.Kernel, boot.Firmware}, "|")
 }
 
 func (d *Driver) verdictPath(key string) string {
@@ -149,8 +172,8 @@ func (d *Driver) verdictPath(key string) string {
 
 // probeCached returns the cached verdict for this host, or probes and
 // caches a conclusive one.
-func (d *Driver) probeCached(ctx context.Context, bin string, v Version, arch, accel, kernel string) error {
-	key := verdictKey(bin, v, arch, accel, kernel)
+func (d *Driver) probeCached(ctx context.Context, bin string, v Version, arch, accel string, boot probeBoot) error {
+	key := verdictKey(bin, v, arch, accel, boot)
 	path := d.verdictPath(key)
 	if path != "" {
 		var cached accelVerdict
@@ -163,7 +186,7 @@ func (d *Driver) probeCached(ctx context.Context, bin string, v Version, arch, a
 		}
 	}
 	start := time.Now()
-	err := probeAccel(ctx, bin, arch, accel, kernel)
+	err := probeAccel(ctx, bin, arch, accel, boot)
 	d.log.Info("accelerator probe", "accel", accel, "ok", err == nil, "err", err, "took", time.Since(start).Round(time.Millisecond))
 	if path == "" || errors.Is(err, errAccelInconclusive) {
 		return err
@@ -196,15 +219,11 @@ const (
 	probeRunFor       = 3 * time.Second
 )
 
-// probeAccel boots the machine's firmware (SeaBIOS on q35, nothing on
-// virt), or the guest's own kernel when it boots directly (no initrd: it
-// panics for want of a root and QEMU exits), under accel with the same
-// -accel/-cpu arguments the real boot uses, and watches what QEMU does:
-// exiting with an error (an assertion such as "failed to set MSR 0x10a")
-// or stopping with internal-error means the accelerator does not run
-// guests here. The kernel matters: a nested kvm_pvm ran the firmware and
-// then failed the kernel's first instructions.
-func probeAccel(ctx context.Context, bin, arch, accel, kernel string) error {
+// probeAccel boots boot under accel with the same -accel/-cpu arguments
+// the real boot uses, and watches what QEMU does: exiting with an error
+// (an assertion such as "failed to set MSR 0x10a") or stopping with
+// internal-error means the accelerator does not run guests here.
+func probeAccel(ctx context.Context, bin, arch, accel string, boot probeBoot) error {
 	qarch, err := qemuArch(arch)
 	if err != nil {
 		return err
@@ -221,9 +240,7 @@ func probeAccel(ctx context.Context, bin, arch, accel, kernel string) error {
 		"-chardev", "socket,id=qmp,path="+esc(sock)+",server=on,wait=off",
 		"-mon", "chardev=qmp,mode=control",
 	)
-	if kernel != "" {
-		args = append(args, "-kernel", kernel, "-append", "panic=-1 loglevel=1")
-	}
+	args = append(args, boot.args()...)
 	tail := newTail(4 << 10)
 	cmd := exec.Command(bin, args...)
 	cmd.Stderr = tail
@@ -251,7 +268,7 @@ func probeAccel(ctx context.Context, bin, arch, accel, kernel string) error {
 		select {
 		case err := <-exited:
 			exited <- err
-			if err == nil && kernel != "" {
+			if err == nil && boot.Kernel != "" {
 				return nil
 			}
 			return fail(fmt.Sprintf("QEMU exited (%v)", err))
@@ -271,7 +288,7 @@ func probeAccel(ctx context.Context, bin, arch, accel, kernel string) error {
 		select {
 		case werr := <-exited:
 			exited <- werr
-			if werr == nil && kernel != "" {
+			if werr == nil && boot.Kernel != "" {
 				return nil // the kernel ran to its panic for want of a root
 			}
 			return fail(fmt.Sprintf("QEMU exited (%v)", werr))
@@ -324,8 +341,8 @@ func complaint(lines string) string {
 
 // forgetAccel records that accel failed a real boot, so the next start
 // does not try it again on this host.
-func (d *Driver) forgetAccel(bin string, v Version, arch, accel, kernel string, cause error) {
-	key := verdictKey(bin, v, arch, accel, kernel)
+func (d *Driver) forgetAccel(bin string, v Version, arch, accel string, boot probeBoot, cause error) {
+	key := verdictKey(bin, v, arch, accel, boot)
 	if path := d.verdictPath(key); path != "" {
 		if err := writeVerdict(path, accelVerdict{Key: key, Message: cause.Error(), Checked: time.Now().UTC()}); err != nil {
 			d.log.Warn("cache accelerator verdict", "err", err)

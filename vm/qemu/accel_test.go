@@ -216,7 +216,7 @@ func TestRealBootFailureUnderKVMRetriesWithTCG(t *testing.T) {
 func TestProbeRunsTheRealQEMU(t *testing.T) {
 	real := needQEMU(t)
 	// tcg always runs the firmware: the probe itself must say so.
-	if err := probeAccel(context.Background(), real, driver.ArchAMD64, AccelTCG, ""); err != nil {
+	if err := probeAccel(context.Background(), real, driver.ArchAMD64, AccelTCG, probeBoot{}); err != nil {
 		t.Fatalf("tcg probe: %v", err)
 	}
 }
@@ -234,7 +234,8 @@ func TestAutoWithoutKVMDeviceRunsTCGAndSaysWhy(t *testing.T) {
 
 // kernelFailsUnderKVMWrapper is the nested kvm_pvm this project met: QEMU
 // runs the firmware under kvm (the wrapper runs it under tcg) but the
-// guest kernel's first instructions stop it with an internal error.
+// guest kernel's (or OVMF's) first instructions stop it with an internal
+// error.
 func kernelFailsUnderKVMWrapper(t *testing.T, real string) string {
 	t.Helper()
 	script := `#!/bin/bash
@@ -242,6 +243,7 @@ kvm=0; kernel=0
 for a in "$@"; do
   [ "$a" = kvm ] && kvm=1
   [ "$a" = -kernel ] && kernel=1
+  case "$a" in if=pflash*) kernel=1 ;; esac
 done
 if [ $kvm = 1 ] && [ $kernel = 1 ]; then
   echo "KVM internal error. Suberror: 1" >&2
@@ -270,16 +272,21 @@ func TestProbeBootsTheGuestKernel(t *testing.T) {
 		t.Fatal(err)
 	}
 	spec := driver.Spec{Arch: driver.ArchAMD64, Kernel: filepath.Join(t.TempDir(), "vmlinuz")}
-	choice, err := d.chooseAccel(context.Background(), spec, bin, v)
+	choice, err := d.chooseAccel(context.Background(), spec, bin, HostEnv{Version: v})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if choice.Accel != AccelTCG || !strings.Contains(choice.Reason, "KVM internal error") {
 		t.Errorf("choice = %+v; want tcg quoting the kernel's failure under kvm", choice)
 	}
-	// Without a kernel (EFI boots) the firmware alone is probed.
+	// An EFI boot probes its UEFI firmware.
 	spec.Kernel = ""
-	if choice, err := d.chooseAccel(context.Background(), spec, bin, v); err != nil || choice.Accel != AccelKVM {
+	efi := HostEnv{Version: v, Firmware: Firmware{Code: filepath.Join(t.TempDir(), "OVMF_CODE.fd")}}
+	if choice, err := d.chooseAccel(context.Background(), spec, bin, efi); err != nil || choice.Accel != AccelTCG {
+		t.Errorf("UEFI probe: %+v, %v; want tcg", choice, err)
+	}
+	// With neither, the machine's own firmware is all there is to run.
+	if choice, err := d.chooseAccel(context.Background(), spec, bin, HostEnv{Version: v}); err != nil || choice.Accel != AccelKVM {
 		t.Errorf("firmware probe: %+v, %v; want kvm", choice, err)
 	}
 }

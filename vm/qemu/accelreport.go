@@ -38,10 +38,10 @@ func (d *Driver) ReportAccel(ctx context.Context, arch string) (driver.AccelRepo
 		r.DeviceError = facts.DeviceErr.Error()
 	}
 	choice, err := decideAccel(facts, func(accel string) error {
-		if cached, ok := d.readVerdict(verdictKey(bin, v, arch, accel, "")); ok {
+		if cached, ok := d.readVerdict(verdictKey(bin, v, arch, accel, probeBoot{})); ok {
 			r.FromCache, r.Checked = true, cached.Checked
 		}
-		return d.probeCached(ctx, bin, v, arch, accel, "")
+		return d.probeCached(ctx, bin, v, arch, accel, probeBoot{})
 	})
 	if err != nil {
 		return r, err

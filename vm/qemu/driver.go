@@ -206,7 +206,7 @@ func (d *Driver) Start(ctx context.Context, plan driver.Plan) (driver.Machine, e
 	if err != nil {
 		return nil, err
 	}
-	choice, err := d.chooseAccel(ctx, spec, bin, env.Version)
+	choice, err := d.chooseAccel(ctx, spec, bin, env)
 	if err != nil {
 		return nil, err
 	}
@@ -230,7 +230,7 @@ func (d *Driver) Start(ctx context.Context, plan driver.Plan) (driver.Machine, e
 		// The probe passed but the real boot died under the accelerator:
 		// trust what QEMU did, remember it, and boot emulated.
 		reason := fmt.Sprintf("%s unusable: %v", choice.Accel, err)
-		d.forgetAccel(bin, env.Version, spec.Arch, choice.Accel, spec.Kernel, err)
+		d.forgetAccel(bin, env.Version, spec.Arch, choice.Accel, probeBoot{Kernel: spec.Kernel, Firmware: env.Firmware.Code}, err)
 		d.log.Warn("hardware acceleration failed at boot; retrying with tcg", "err", err)
 		choice = accelChoice{Accel: AccelTCG, Reason: reason}
 		env.Accel = AccelTCG
@@ -269,7 +269,7 @@ func (d *Driver) launch(ctx context.Context, spec driver.Spec, env HostEnv, bin 
 	}
 	if choice.Accel != AccelTCG {
 		m.accelFailed = func(cause error) {
-			d.forgetAccel(bin, env.Version, spec.Arch, choice.Accel, spec.Kernel, cause)
+			d.forgetAccel(bin, env.Version, spec.Arch, choice.Accel, probeBoot{Kernel: spec.Kernel, Firmware: env.Firmware.Code}, cause)
 		}
 	}
 	ok := false
