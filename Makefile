@@ -54,6 +54,7 @@ test:
 
 lint:
 	$(GO) vet ./...
+	$(GO) run ./hack/funclen
 	@out="$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go'))"; \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 

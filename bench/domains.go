@@ -70,13 +70,8 @@ type domainPath struct {
 }
 
 func (r *runner) domains(ctx context.Context) error {
-	switch {
-	case r.env.ContainerdSocket != "" || r.env.DockerSocket == "":
-		return fmt.Errorf("container domains are built for the docker runtime only")
-	case r.env.DomainRoute == nil:
-		return fmt.Errorf("container domains are off for this instance (domains.enabled: false)")
-	case r.env.DialGuest == nil:
-		return fmt.Errorf("no agent tunnel to measure the router against")
+	if err := r.domainsAvailable(); err != nil {
+		return err
 	}
 	port, err := freePort()
 	if err != nil {
@@ -101,15 +96,12 @@ func (r *runner) domains(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	published := fmt.Sprintf("127.0.0.1:%d", port)
-	paths := []domainPath{
-		{variant: "agent tunnel", url: "http://" + rt.GuestAddr + "/",
-			client: keepAliveClient(func(ctx context.Context) (net.Conn, error) { return r.env.DialGuest(ctx, rt.GuestAddr) }),
-			note:   "a stream to " + rt.GuestAddr + " dialed by the host agent over the agent channel, as the router's proxy dials"},
-		{variant: "router", url: "http://" + net.JoinHostPort(rt.Name, portOf(rt.HTTPAddr)) + "/",
-			client: keepAliveClient(tcpTo(rt.HTTPAddr)), note: "http://" + net.JoinHostPort(rt.Name, portOf(rt.HTTPAddr)) + "/ on " + rt.HTTPAddr},
-		{variant: "published port", url: "http://" + published + "/", client: keepAliveClient(tcpTo(published)), note: fmt.Sprintf("%s (-p %d:80, the guest's wildcard) -> container :80", published, port)},
-	}
+	paths := r.domainPaths(rt, port)
+	defer func() {
+		for _, p := range paths {
+			p.client.CloseIdleConnections()
+		}
+	}()
 	for _, p := range paths {
 		if err := waitHTTP(ctx, p.client, p.url, 60*time.Second); err != nil {
 			return fmt.Errorf("%s: %w", p.variant, err)
@@ -117,21 +109,55 @@ func (r *runner) domains(ctx context.Context) error {
 	}
 	// Named after the path the published port ended up on, as in ports.
 	paths[2].variant = "published port: " + r.waitPath(ctx, port)
-	defer func() {
-		for _, p := range paths {
-			p.client.CloseIdleConnections()
-		}
-	}()
 
+	loads, errs, err := r.loadDomainPaths(ctx, paths)
+	if err != nil {
+		return err
+	}
+	r.reportDomains(paths, loads)
+	return errors.Join(errs...)
+}
+
+// domainsAvailable says why the instance has no container domains to
+// measure, if it has none.
+func (r *runner) domainsAvailable() error {
+	switch {
+	case r.env.ContainerdSocket != "" || r.env.DockerSocket == "":
+		return fmt.Errorf("container domains are built for the docker runtime only")
+	case r.env.DomainRoute == nil:
+		return fmt.Errorf("container domains are off for this instance (domains.enabled: false)")
+	case r.env.DialGuest == nil:
+		return fmt.Errorf("no agent tunnel to measure the router against")
+	}
+	return nil
+}
+
+// domainPaths are the three ways to the container at rt, published on
+// the host's port: the agent tunnel, the router and the published port.
+func (r *runner) domainPaths(rt DomainRoute, port int) []domainPath {
+	published := fmt.Sprintf("127.0.0.1:%d", port)
+	return []domainPath{
+		{variant: "agent tunnel", url: "http://" + rt.GuestAddr + "/",
+			client: keepAliveClient(func(ctx context.Context) (net.Conn, error) { return r.env.DialGuest(ctx, rt.GuestAddr) }),
+			note:   "a stream to " + rt.GuestAddr + " dialed by the host agent over the agent channel, as the router's proxy dials"},
+		{variant: "router", url: "http://" + net.JoinHostPort(rt.Name, portOf(rt.HTTPAddr)) + "/",
+			client: keepAliveClient(tcpTo(rt.HTTPAddr)), note: "http://" + net.JoinHostPort(rt.Name, portOf(rt.HTTPAddr)) + "/ on " + rt.HTTPAddr},
+		{variant: "published port", url: "http://" + published + "/", client: keepAliveClient(tcpTo(published)), note: fmt.Sprintf("%s (-p %d:80, the guest's wildcard) -> container :80", published, port)},
+	}
+}
+
+// loadDomainPaths warms every path up, then loads them in rounds; a path
+// that fails is left out of the later rounds and its error returned in
+// errs. err is a warm-up failure or the cancel.
+func (r *runner) loadDomainPaths(ctx context.Context, paths []domainPath) (loads [][]loadResult, errs []error, err error) {
 	rounds, each, warm := r.domainsRounds()
 	for _, p := range paths {
 		if _, err := httpLoad(ctx, p.client, p.url, domainsConns, warm, domainsOKBody); err != nil {
-			return fmt.Errorf("%s warm-up: %w", p.variant, err)
+			return nil, nil, fmt.Errorf("%s warm-up: %w", p.variant, err)
 		}
 	}
-	loads := make([][]loadResult, len(paths))
+	loads = make([][]loadResult, len(paths))
 	failed := make([]bool, len(paths))
-	var errs []error
 	for round := range rounds {
 		// Each round starts with another path, so neither a slow start
 		// nor a burst of host noise lands on one path alone.
@@ -143,7 +169,7 @@ func (r *runner) domains(ctx context.Context) error {
 			res, err := httpLoad(ctx, paths[i].client, paths[i].url, domainsConns, each, domainsOKBody)
 			if err != nil {
 				if ctx.Err() != nil {
-					return ctx.Err()
+					return nil, nil, ctx.Err()
 				}
 				errs = append(errs, fmt.Errorf("%s: %w", paths[i].variant, err))
 				failed[i] = true
@@ -152,6 +178,11 @@ func (r *runner) domains(ctx context.Context) error {
 			loads[i] = append(loads[i], res)
 		}
 	}
+	return loads, errs, nil
+}
+
+// reportDomains adds each measured path's row and the comparison check.
+func (r *runner) reportDomains(paths []domainPath, loads [][]loadResult) {
 	var stats []pathStats
 	for i, p := range paths {
 		if len(loads[i]) == 0 {
@@ -167,7 +198,6 @@ func (r *runner) domains(ctx context.Context) error {
 	if c, ok := domainsCheck(stats); ok {
 		r.rep.Checks = append(r.rep.Checks, c)
 	}
-	return errors.Join(errs...)
 }
 
 // waitRoute waits until the router has a name for the container: names

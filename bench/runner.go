@@ -613,6 +613,20 @@ func (r *runner) ports(ctx context.Context) error {
 		r.rep.Skipped = append(r.rep.Skipped, "ports guest->host: "+err.Error())
 	}
 
+	if err := r.portsLatency(ctx, guestAddr, hostAddr, tunnelAddr, hostVariant); err != nil {
+		return err
+	}
+	if err := r.portScan(ctx); err != nil {
+		r.rep.Skipped = append(r.rep.Skipped, "ports scan cost: "+err.Error())
+	}
+	return nil
+}
+
+// portsLatency measures connect+echo latency to the guest server at
+// guestAddr from the guest itself, through the host's forward at hostAddr
+// (the path hostVariant names) and through the agent tunnel at tunnelAddr,
+// with one connection and with 50 side by side.
+func (r *runner) portsLatency(ctx context.Context, guestAddr, hostAddr, tunnelAddr, hostVariant string) error {
 	rounds1, rounds50 := 100, 10
 	if r.opt.Quick {
 		rounds1, rounds50 = 40, 4
@@ -636,9 +650,6 @@ func (r *runner) ports(ctx context.Context) error {
 			r.rep.Add(Result{Section: "ports", Metric: m, Variant: hostVariant, Value: ms(Percentile(h, p)), Unit: "ms", Better: Lower})
 			r.rep.Add(Result{Section: "ports", Metric: m, Variant: "agent tunnel", Value: ms(Percentile(ht, p)), Unit: "ms", Better: Lower})
 		}
-	}
-	if err := r.portScan(ctx); err != nil {
-		r.rep.Skipped = append(r.rep.Skipped, "ports scan cost: "+err.Error())
 	}
 	return nil
 }

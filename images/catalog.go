@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/vmdock/vmdock/internal/fsutil"
 )
 
 // NameVMDock is the catalog name of our own image: a local build, the
@@ -116,7 +118,7 @@ func (c *Cache) knownDigestOf(path string) Digest {
 func (c *Cache) resolveVMDock(ctx context.Context, opts Options, arch string) (source, *ReleaseImage, error) {
 	name := "vmdock-" + arch + ".tar.zst"
 	if d := os.Getenv("VMDOCK_IMAGE_DIR"); d != "" {
-		if p := filepath.Join(d, name); fileExists(p) {
+		if p := filepath.Join(d, name); fsutil.IsFile(p) {
 			return source{Name: NameVMDock, Path: p, Arch: arch, Origin: SourceLocalBuild}, nil, nil
 		}
 	}
@@ -165,11 +167,6 @@ func localBuildPaths(c *Cache, arch string) []string {
 		}
 	}
 	return append(out, filepath.Join(c.BuiltDir(), name))
-}
-
-func fileExists(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.Mode().IsRegular()
 }
 
 // exeCheckout is the checkout a source-built vmdock runs from (bin/vmdock

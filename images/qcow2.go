@@ -102,53 +102,71 @@ func openQCOW2(f io.ReaderAt, fileSize int64) (*qcow2, error) {
 
 	extStart := int64(72)
 	if q.version == 3 {
-		if n < 104 {
-			return nil, fmt.Errorf("qcow2 v3 header: too short (%d bytes)", n)
+		if extStart, err = q.readV3Header(hdr, n); err != nil {
+			return nil, err
 		}
-		incompat := be.Uint64(hdr[72:])
-		hdrLen := be.Uint32(hdr[100:])
-		if hdrLen < 104 || int64(hdrLen) > q.clusterSize() {
-			return nil, fmt.Errorf("qcow2 header length %d out of range", hdrLen)
-		}
-		if hdrLen > 104 && n > 104 {
-			q.compression = hdr[104]
-		}
-		if incompat&qcow2IncompatDataFile != 0 {
-			return nil, fmt.Errorf("%w: qcow2 image uses an external data file", ErrUnsafeImage)
-		}
-		if incompat&qcow2IncompatCorrupt != 0 {
-			return nil, errors.New("qcow2 image is marked corrupt (repair it with qemu-img check -r all)")
-		}
-		if incompat&qcow2IncompatExtendedL2 != 0 {
-			return nil, errors.New("qcow2 image uses extended L2 entries (subclusters), not supported")
-		}
-		if incompat&qcow2IncompatCompress == 0 {
-			q.compression = qcow2CompressDeflat
-		}
-		if rest := incompat &^ (qcow2IncompatDirty | qcow2IncompatCompress); rest != 0 {
-			return nil, fmt.Errorf("qcow2 image has unknown incompatible features %#x", rest)
-		}
-		if q.compression != qcow2CompressDeflat && q.compression != qcow2CompressZstd {
-			return nil, fmt.Errorf("qcow2 compression type %d not supported (0 deflate, 1 zstd)", q.compression)
-		}
-		extStart = int64(hdrLen)
 	}
 	if err := q.checkExtensions(extStart); err != nil {
 		return nil, err
 	}
-
-	need := (q.size + q.l2Coverage() - 1) / q.l2Coverage()
-	if int64(q.l1Size) < need {
-		return nil, fmt.Errorf("qcow2 L1 table has %d entries, the disk size needs %d", q.l1Size, need)
-	}
-	if int64(q.l1Size)*8 > qcow2MaxL1Bytes {
-		return nil, fmt.Errorf("qcow2 L1 table too large (%d entries)", q.l1Size)
-	}
-	if l1Off%uint64(q.clusterSize()) != 0 || l1Off > uint64(fileSize) || int64(l1Off)+need*8 > fileSize {
-		return nil, fmt.Errorf("qcow2 L1 table offset %d invalid for a %d-byte file", l1Off, fileSize)
+	if err := q.checkL1(l1Off); err != nil {
+		return nil, err
 	}
 	q.l1Offset = int64(l1Off)
 	return q, nil
+}
+
+// readV3Header reads the version 3 fields of hdr, of which n bytes were
+// read, refusing the features unpacking cannot honour, and returns where
+// the header extensions start.
+func (q *qcow2) readV3Header(hdr []byte, n int) (int64, error) {
+	be := binary.BigEndian
+	if n < 104 {
+		return 0, fmt.Errorf("qcow2 v3 header: too short (%d bytes)", n)
+	}
+	incompat := be.Uint64(hdr[72:])
+	hdrLen := be.Uint32(hdr[100:])
+	if hdrLen < 104 || int64(hdrLen) > q.clusterSize() {
+		return 0, fmt.Errorf("qcow2 header length %d out of range", hdrLen)
+	}
+	if hdrLen > 104 && n > 104 {
+		q.compression = hdr[104]
+	}
+	if incompat&qcow2IncompatDataFile != 0 {
+		return 0, fmt.Errorf("%w: qcow2 image uses an external data file", ErrUnsafeImage)
+	}
+	if incompat&qcow2IncompatCorrupt != 0 {
+		return 0, errors.New("qcow2 image is marked corrupt (repair it with qemu-img check -r all)")
+	}
+	if incompat&qcow2IncompatExtendedL2 != 0 {
+		return 0, errors.New("qcow2 image uses extended L2 entries (subclusters), not supported")
+	}
+	if incompat&qcow2IncompatCompress == 0 {
+		q.compression = qcow2CompressDeflat
+	}
+	if rest := incompat &^ (qcow2IncompatDirty | qcow2IncompatCompress); rest != 0 {
+		return 0, fmt.Errorf("qcow2 image has unknown incompatible features %#x", rest)
+	}
+	if q.compression != qcow2CompressDeflat && q.compression != qcow2CompressZstd {
+		return 0, fmt.Errorf("qcow2 compression type %d not supported (0 deflate, 1 zstd)", q.compression)
+	}
+	return int64(hdrLen), nil
+}
+
+// checkL1 checks that the L1 table at l1Off covers the whole disk and lies
+// inside the file.
+func (q *qcow2) checkL1(l1Off uint64) error {
+	need := (q.size + q.l2Coverage() - 1) / q.l2Coverage()
+	if int64(q.l1Size) < need {
+		return fmt.Errorf("qcow2 L1 table has %d entries, the disk size needs %d", q.l1Size, need)
+	}
+	if int64(q.l1Size)*8 > qcow2MaxL1Bytes {
+		return fmt.Errorf("qcow2 L1 table too large (%d entries)", q.l1Size)
+	}
+	if l1Off%uint64(q.clusterSize()) != 0 || l1Off > uint64(q.fileSize) || int64(l1Off)+need*8 > q.fileSize {
+		return fmt.Errorf("qcow2 L1 table offset %d invalid for a %d-byte file", l1Off, q.fileSize)
+	}
+	return nil
 }
 
 func (q *qcow2) clusterSize() int64 { return 1 << q.clusterBits }

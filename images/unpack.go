@@ -212,26 +212,50 @@ func unpackVMDock(r io.Reader, dir string, lim unpackLimits) (*Manifest, error) 
 			return nil, notVMDock("member %q appears twice", name)
 		}
 		budget.set(hdr.Size, errLongData)
-		out, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+		sum, n, err := unpackMember(data, dir, name, lim)
 		if err != nil {
 			return nil, err
 		}
-		h := sha256.New()
-		n, err := writeSparse(out, io.TeeReader(data, h))
-		if cerr := out.Close(); err == nil {
-			err = cerr
-		}
-		var bad *archiveError
-		if errors.As(err, &bad) {
-			return nil, notVMDock("%s: %v", name, lim.readProblem(bad.err))
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		sums[name] = hex.EncodeToString(h.Sum(nil))
+		sums[name] = sum
 		sizes[name] = n
 	}
 
+	m, err := checkManifest(dir, sums)
+	if err != nil {
+		return nil, err
+	}
+	b, _ := json.Marshal(sizes)
+	if err := os.WriteFile(filepath.Join(dir, verifiedName), b, 0o644); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// unpackMember writes the member data holds to dir/name, sparse, and
+// returns its SHA-256 and size.
+func unpackMember(data archiveReader, dir, name string, lim unpackLimits) (string, int64, error) {
+	out, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return "", 0, err
+	}
+	h := sha256.New()
+	n, err := writeSparse(out, io.TeeReader(data, h))
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	var bad *archiveError
+	if errors.As(err, &bad) {
+		return "", 0, notVMDock("%s: %v", name, lim.readProblem(bad.err))
+	}
+	if err != nil {
+		return "", 0, fmt.Errorf("%s: %w", name, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, nil
+}
+
+// checkManifest reads the manifest unpacked into dir and checks the
+// members' sums against it.
+func checkManifest(dir string, sums map[string]string) (*Manifest, error) {
 	if _, ok := sums[manifestName]; !ok {
 		return nil, notVMDock("no %s in the archive", manifestName)
 	}
@@ -245,10 +269,6 @@ func unpackVMDock(r io.Reader, dir string, lim unpackLimits) (*Manifest, error) 
 	}
 	if err := m.check(sums); err != nil {
 		return nil, &notVMDockError{err}
-	}
-	b, _ = json.Marshal(sizes)
-	if err := os.WriteFile(filepath.Join(dir, verifiedName), b, 0o644); err != nil {
-		return nil, err
 	}
 	return m, nil
 }

@@ -67,89 +67,121 @@ func execCmd(r agent.ExecRequest) *exec.Cmd {
 	return cmd
 }
 
+// execProc is a started command and the ends the host's frames feed.
+type execProc struct {
+	cmd     *exec.Cmd
+	tty     bool
+	stdin   io.WriteCloser
+	ptmx    *os.File      // the terminal's controlling side; nil without a tty
+	outDone chan struct{} // closed once the output is all sent
+}
+
 // runExec runs the command and returns its exit code; err means it could
 // not start. When the host goes away the process group is killed.
 func (s *Server) runExec(st net.Conn, fw *agent.FrameWriter, r agent.ExecRequest) (int, error) {
 	r.Env = s.withProxyVars(r.Env)
-	cmd := execCmd(r)
-	var (
-		stdin   io.WriteCloser
-		ptmx    *os.File
-		outDone = make(chan struct{})
-	)
+	start := startExecPipes
 	if r.TTY {
-		ws := &pty.Winsize{Rows: uint16(r.Rows), Cols: uint16(r.Cols)}
-		if ws.Rows == 0 || ws.Cols == 0 {
-			ws = &pty.Winsize{Rows: 24, Cols: 80}
-		}
-		f, err := pty.StartWithSize(cmd, ws)
-		if err != nil {
-			return -1, fmt.Errorf("start %s with a pty: %w", r.Argv[0], err)
-		}
-		ptmx = f
-		defer ptmx.Close()
-		stdin = ptmx
-		go func() {
-			// EIO ends the copy once the process and its children closed
-			// the terminal.
-			_, _ = io.Copy(fw.Writer(agent.FrameStdout), ptmx)
-			close(outDone)
-		}()
-	} else {
-		cmd.Stdout = fw.Writer(agent.FrameStdout)
-		cmd.Stderr = fw.Writer(agent.FrameStderr)
-		p, err := cmd.StdinPipe()
-		if err != nil {
-			return -1, fmt.Errorf("stdin pipe: %w", err)
-		}
-		stdin = p
-		if err := cmd.Start(); err != nil {
-			return -1, fmt.Errorf("start %s: %w", r.Argv[0], err)
-		}
-		close(outDone) // cmd.Wait drains the output copies itself
+		start = startExecPTY
 	}
-	pid := cmd.Process.Pid
+	p, err := start(execCmd(r), fw, r)
+	if err != nil {
+		return -1, err
+	}
+	if p.ptmx != nil {
+		defer p.ptmx.Close()
+	}
 	exited := make(chan struct{})
-	var once sync.Once
-	closeStdin := func() { once.Do(func() { stdin.Close() }) }
-	go func() {
-		for {
-			kind, payload, err := agent.ReadFrame(st)
-			if err != nil {
-				select {
-				case <-exited:
-				default:
-					// The host is gone: nobody will read the output.
-					_ = syscall.Kill(-pid, syscall.SIGKILL)
-				}
-				if !r.TTY {
-					closeStdin()
-				}
-				return
-			}
-			switch kind {
-			case agent.FrameStdin:
-				_, _ = stdin.Write(payload)
-			case agent.FrameStdinEOF:
-				if r.TTY {
-					_, _ = stdin.Write([]byte{4}) // ^D: EOF for the line discipline
-				} else {
-					closeStdin()
-				}
-			case agent.FrameResize:
-				if rows, cols, err := agent.ParseResize(payload); err == nil && ptmx != nil {
-					_ = pty.Setsize(ptmx, &pty.Winsize{Rows: rows, Cols: cols})
-				}
-			}
-		}
-	}()
-	err := cmd.Wait()
+	go p.relayInput(st, exited)
+	err = p.cmd.Wait()
 	close(exited)
 	select {
-	case <-outDone:
+	case <-p.outDone:
 	case <-time.After(2 * time.Second):
 		// A background child still holds the terminal; don't wait for it.
 	}
+	return execExitCode(r.Argv[0], err)
+}
+
+// startExecPTY starts cmd on a new terminal whose output goes to the host
+// as stdout frames.
+func startExecPTY(cmd *exec.Cmd, fw *agent.FrameWriter, r agent.ExecRequest) (*execProc, error) {
+	ws := &pty.Winsize{Rows: uint16(r.Rows), Cols: uint16(r.Cols)}
+	if ws.Rows == 0 || ws.Cols == 0 {
+		ws = &pty.Winsize{Rows: 24, Cols: 80}
+	}
+	ptmx, err := pty.StartWithSize(cmd, ws)
+	if err != nil {
+		return nil, fmt.Errorf("start %s with a pty: %w", r.Argv[0], err)
+	}
+	p := &execProc{cmd: cmd, tty: true, stdin: ptmx, ptmx: ptmx, outDone: make(chan struct{})}
+	go func() {
+		// EIO ends the copy once the process and its children closed the
+		// terminal.
+		_, _ = io.Copy(fw.Writer(agent.FrameStdout), ptmx)
+		close(p.outDone)
+	}()
+	return p, nil
+}
+
+// startExecPipes starts cmd with its stdout and stderr sent to the host as
+// frames.
+func startExecPipes(cmd *exec.Cmd, fw *agent.FrameWriter, r agent.ExecRequest) (*execProc, error) {
+	cmd.Stdout = fw.Writer(agent.FrameStdout)
+	cmd.Stderr = fw.Writer(agent.FrameStderr)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("stdin pipe: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", r.Argv[0], err)
+	}
+	outDone := make(chan struct{})
+	close(outDone) // cmd.Wait drains the output copies itself
+	return &execProc{cmd: cmd, stdin: stdin, outDone: outDone}, nil
+}
+
+// relayInput applies the host's stdin, end-of-input and resize frames to
+// the process until the stream ends; a stream ending before exited closes
+// means the host is gone, and the process group is killed.
+func (p *execProc) relayInput(st net.Conn, exited <-chan struct{}) {
+	pid := p.cmd.Process.Pid
+	var once sync.Once
+	closeStdin := func() { once.Do(func() { p.stdin.Close() }) }
+	for {
+		kind, payload, err := agent.ReadFrame(st)
+		if err != nil {
+			select {
+			case <-exited:
+			default:
+				// The host is gone: nobody will read the output.
+				_ = syscall.Kill(-pid, syscall.SIGKILL)
+			}
+			if !p.tty {
+				closeStdin()
+			}
+			return
+		}
+		switch kind {
+		case agent.FrameStdin:
+			_, _ = p.stdin.Write(payload)
+		case agent.FrameStdinEOF:
+			if p.tty {
+				_, _ = p.stdin.Write([]byte{4}) // ^D: EOF for the line discipline
+			} else {
+				closeStdin()
+			}
+		case agent.FrameResize:
+			if rows, cols, err := agent.ParseResize(payload); err == nil && p.ptmx != nil {
+				_ = pty.Setsize(p.ptmx, &pty.Winsize{Rows: rows, Cols: cols})
+			}
+		}
+	}
+}
+
+// execExitCode turns cmd.Wait's error into the exit code the host sees: a
+// signal's death is 128+signal, as in a shell.
+func execExitCode(name string, err error) (int, error) {
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
@@ -160,6 +192,6 @@ func (s *Server) runExec(st net.Conn, fw *agent.FrameWriter, r agent.ExecRequest
 		}
 		return ee.ExitCode(), nil
 	default:
-		return -1, fmt.Errorf("wait for %s: %w", r.Argv[0], err)
+		return -1, fmt.Errorf("wait for %s: %w", name, err)
 	}
 }

@@ -195,83 +195,96 @@ func (s *Server) handle(ctx context.Context, st net.Conn) {
 	_ = st.SetReadDeadline(time.Time{})
 	log := s.log().With("op", req.Op)
 	log.Debug("request")
-	switch req.Op {
-	case agent.OpDial:
-		s.dial(ctx, st, req)
-		return
-	case agent.OpExec:
-		s.exec(ctx, st, req)
-		return
-	case agent.OpWatchPorts:
-		s.watchPorts(ctx, st)
-		return
-	case agent.OpSync:
-		s.serveSync(ctx, st)
-		return
-	case agent.OpSyncWatch:
-		s.watchSync(ctx, st, req)
+	if s.serveStream(ctx, st, req) {
 		return
 	}
 	defer st.Close()
-	var err error
-	resp := agent.Response{OK: true}
-	switch req.Op {
-	case agent.OpInfo:
-		var info agent.Info
-		info, err = s.info()
-		resp.Info = &info
-	case agent.OpSetup:
-		if req.Setup == nil {
-			err = errors.New("setup request without setup")
-			break
-		}
-		err = s.setup(ctx, *req.Setup)
-	case agent.OpMount:
-		if req.Mount == nil {
-			err = errors.New("mount request without mount")
-			break
-		}
-		err = s.mount(ctx, *req.Mount)
-	case agent.OpDocker:
-		dctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-		err = s.startDocker(dctx)
-		cancel()
-	case agent.OpContainerd:
-		dctx, cancel := context.WithTimeout(ctx, containerdTimeout)
-		err = s.startContainerd(dctx)
-		cancel()
-	case agent.OpTouch:
-		err = s.touch(req.Touch)
-	case agent.OpIdleCheck:
-		var n int
-		n, err = runningContainers(s.path("/proc"))
-		resp.Idle = &agent.IdleReport{RunningContainers: n}
-	case agent.OpQuiesce:
-		err = s.quiesce(ctx)
-	case agent.OpSetTime:
-		if req.Time <= 0 {
-			err = fmt.Errorf("set-time: time %d is not a positive unix nanosecond count", req.Time)
-			break
-		}
-		err = s.OS.SetClock(time.Unix(0, req.Time))
-	case agent.OpPowerOff:
-		_ = agent.Reply(st, nil)
-		st.Close()
-		log.Info("powering off")
-		// Give the reply time to leave the channel before systemd stops us.
-		time.Sleep(200 * time.Millisecond)
-		if _, err := s.OS.Run(context.Background(), "systemctl", "poweroff"); err != nil {
-			log.Error("poweroff", "err", err)
-		}
+	if req.Op == agent.OpPowerOff {
+		s.powerOff(st, log)
 		return
-	default:
-		err = fmt.Errorf("unknown op %q", req.Op)
 	}
+	resp, err := s.answer(ctx, req)
 	if err != nil {
 		log.Warn("request failed", "err", err)
 		resp = agent.Response{Error: err.Error()}
 	}
 	_ = agent.WriteJSONLine(st, resp)
+}
+
+// serveStream hands st to the op that keeps it open for its own protocol
+// and reports whether req was such an op.
+func (s *Server) serveStream(ctx context.Context, st net.Conn, req agent.Request) bool {
+	switch req.Op {
+	case agent.OpDial:
+		s.dial(ctx, st, req)
+	case agent.OpExec:
+		s.exec(ctx, st, req)
+	case agent.OpWatchPorts:
+		s.watchPorts(ctx, st)
+	case agent.OpSync:
+		s.serveSync(ctx, st)
+	case agent.OpSyncWatch:
+		s.watchSync(ctx, st, req)
+	default:
+		return false
+	}
+	return true
+}
+
+// answer runs a request answered by one response.
+func (s *Server) answer(ctx context.Context, req agent.Request) (agent.Response, error) {
+	resp := agent.Response{OK: true}
+	switch req.Op {
+	case agent.OpInfo:
+		info, err := s.info()
+		resp.Info = &info
+		return resp, err
+	case agent.OpSetup:
+		if req.Setup == nil {
+			return resp, errors.New("setup request without setup")
+		}
+		return resp, s.setup(ctx, *req.Setup)
+	case agent.OpMount:
+		if req.Mount == nil {
+			return resp, errors.New("mount request without mount")
+		}
+		return resp, s.mount(ctx, *req.Mount)
+	case agent.OpDocker:
+		dctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		defer cancel()
+		return resp, s.startDocker(dctx)
+	case agent.OpContainerd:
+		dctx, cancel := context.WithTimeout(ctx, containerdTimeout)
+		defer cancel()
+		return resp, s.startContainerd(dctx)
+	case agent.OpTouch:
+		return resp, s.touch(req.Touch)
+	case agent.OpIdleCheck:
+		n, err := runningContainers(s.path("/proc"))
+		resp.Idle = &agent.IdleReport{RunningContainers: n}
+		return resp, err
+	case agent.OpQuiesce:
+		return resp, s.quiesce(ctx)
+	case agent.OpSetTime:
+		if req.Time <= 0 {
+			return resp, fmt.Errorf("set-time: time %d is not a positive unix nanosecond count", req.Time)
+		}
+		return resp, s.OS.SetClock(time.Unix(0, req.Time))
+	default:
+		return resp, fmt.Errorf("unknown op %q", req.Op)
+	}
+}
+
+// powerOff answers the request, then powers the VM off.
+func (s *Server) powerOff(st net.Conn, log *slog.Logger) {
+	_ = agent.Reply(st, nil)
+	st.Close()
+	log.Info("powering off")
+	// Give the reply time to leave the channel before systemd stops us.
+	time.Sleep(200 * time.Millisecond)
+	if _, err := s.OS.Run(context.Background(), "systemctl", "poweroff"); err != nil {
+		log.Error("poweroff", "err", err)
+	}
 }
 
 func (s *Server) info() (agent.Info, error) {

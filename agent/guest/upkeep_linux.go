@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/vmdock/vmdock/internal/fsutil"
 	"golang.org/x/sys/unix"
 )
 
@@ -223,7 +224,7 @@ type reclaimTarget struct {
 // it has no memory.stat).
 func (s *Server) reclaimTargets() ([]reclaimTarget, error) {
 	root := s.path(cgroupRoot)
-	if exists(filepath.Join(root, "memory.reclaim")) {
+	if fsutil.Exists(filepath.Join(root, "memory.reclaim")) {
 		t := reclaimTarget{Dir: root}
 		if b, err := os.ReadFile(filepath.Join(root, "memory.stat")); err == nil {
 			t.InactiveFile, _ = statField(b, "inactive_file")
@@ -239,7 +240,7 @@ func (s *Server) reclaimTargets() ([]reclaimTarget, error) {
 	var out []reclaimTarget
 	for _, e := range ents {
 		dir := filepath.Join(root, e.Name())
-		if !e.IsDir() || !exists(filepath.Join(dir, "memory.reclaim")) {
+		if !e.IsDir() || !fsutil.Exists(filepath.Join(dir, "memory.reclaim")) {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(dir, "memory.stat"))
@@ -251,11 +252,6 @@ func (s *Server) reclaimTargets() ([]reclaimTarget, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Dir < out[j].Dir })
 	return out, nil
-}
-
-func exists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }
 
 // swapOn reports whether the guest has swap: memory.reclaim would then

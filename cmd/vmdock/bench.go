@@ -23,12 +23,15 @@ import (
 	"github.com/vmdock/vmdock/vm/store"
 )
 
+// benchFlags are bench's command-line flags.
+type benchFlags struct {
+	sections, jsonPath, svgPath, helper, appendPath string
+	quick, rawBoot, resumeCycle                     bool
+	variants                                        []string
+}
+
 func newBenchCmd(g *globals) *cobra.Command {
-	var (
-		sections, jsonPath, svgPath, helper, appendPath string
-		quick, rawBoot, resumeCycle                     bool
-		variants                                        []string
-	)
+	var fl benchFlags
 	cmd := &cobra.Command{
 		Use:   "bench",
 		Short: "Measure the running instance: shares vs native disk, port forwarding, Docker API, container domains, boot, memory, disk sync, host cost",
@@ -45,90 +48,115 @@ func newBenchCmd(g *globals) *cobra.Command {
   vmdock bench --sections disk,tree --json bench.json --svg bench.svg`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			secs, err := bench.ParseSections(sections)
-			if err != nil {
-				return err
-			}
-			inst, err := g.existing()
-			if err != nil {
-				return err
-			}
-			ctx := cmd.Context()
-			if rawBoot {
-				return runRawBoot(cmd, inst, g.host, appendPath, jsonPath)
-			}
-			if resumeCycle {
-				return runResumeCycle(cmd, inst, g.host, appendPath, jsonPath)
-			}
-			if st := instance.Status(ctx, inst); st.State != instance.StateRunning {
-				return fmt.Errorf("profile %q is not running (%s); start it with `vmdock start -p %s`", inst.Name, st, inst.Name)
-			}
-			cfg, err := config.Load(inst.ConfigPath(), g.host)
-			if err != nil {
-				return err
-			}
-			env, m, err := benchEnv(cmd, inst, cfg)
-			if err != nil {
-				return err
-			}
-			if helper == "" {
-				helper = defaultHelper(cfg.Arch)
-			}
-			rep := &bench.Report{}
-			if appendPath != "" {
-				if rep, err = loadReport(appendPath); err != nil {
-					return err
-				}
-			}
-			if rep.Time == "" {
-				rep.Time = time.Now().UTC().Format(time.RFC3339)
-				rep.Machine = m
-			}
-			out := cmd.OutOrStdout()
-			if err := bench.WriteMachine(out, m); err != nil {
-				return err
-			}
-			err = bench.Run(ctx, env, bench.Options{Sections: secs, Quick: quick, Variants: variants, Helper: helper, Progress: cmd.ErrOrStderr()}, rep)
-			if err != nil {
-				return err
-			}
-			if err := bench.WriteTable(out, rep); err != nil {
-				return err
-			}
-			for _, p := range []string{jsonPath, appendPath} {
-				if p != "" {
-					if err := bench.WriteJSON(p, rep); err != nil {
-						return err
-					}
-				}
-			}
-			if svgPath != "" {
-				f, err := os.Create(svgPath)
-				if err != nil {
-					return fmt.Errorf("write chart: %w", err)
-				}
-				werr := bench.WriteSVG(f, rep, "vmdock bench — "+m.Driver+"/"+m.Accel)
-				if cerr := f.Close(); werr == nil {
-					werr = cerr
-				}
-				if werr != nil {
-					return fmt.Errorf("write chart %s: %w", svgPath, werr)
-				}
-			}
-			return nil
+			return runBench(cmd, g, &fl)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&sections, "sections", "", "comma-separated sections to run (default all)")
-	f.StringVar(&jsonPath, "json", "", "write the report as JSON to this file")
-	f.StringVar(&svgPath, "svg", "", "write a bar chart of the ratios to this SVG file")
-	f.StringVar(&appendPath, "append", "", "add this run's results to the JSON report in this file (created if missing)")
-	f.StringVar(&helper, "helper", "", "guest helper binary (linux, static); default: vmdock-bench-helper-linux-<arch> next to vmdock")
-	f.StringSliceVar(&variants, "variants", nil, `only these targets in the file sections, e.g. "sync mount,virtiofs share + exclude" (the native disk always runs)`)
-	f.BoolVar(&quick, "quick", false, "smaller workloads (2000 files instead of 20000, 16 MB streams)")
-	f.BoolVar(&resumeCycle, "resume-cycle", false, "on a stopped instance that can be saved: time a cold start, a saving stop, a resuming start and a powering-off stop, side by side (fast start against cold boot)")
-	f.BoolVar(&rawBoot, "raw-boot", false, "on a stopped qemu instance: boot its last VM spec with the driver alone and record the time to the agent's hello (the boot section's baseline)")
+	f.StringVar(&fl.sections, "sections", "", "comma-separated sections to run (default all)")
+	f.StringVar(&fl.jsonPath, "json", "", "write the report as JSON to this file")
+	f.StringVar(&fl.svgPath, "svg", "", "write a bar chart of the ratios to this SVG file")
+	f.StringVar(&fl.appendPath, "append", "", "add this run's results to the JSON report in this file (created if missing)")
+	f.StringVar(&fl.helper, "helper", "", "guest helper binary (linux, static); default: vmdock-bench-helper-linux-<arch> next to vmdock")
+	f.StringSliceVar(&fl.variants, "variants", nil, `only these targets in the file sections, e.g. "sync mount,virtiofs share + exclude" (the native disk always runs)`)
+	f.BoolVar(&fl.quick, "quick", false, "smaller workloads (2000 files instead of 20000, 16 MB streams)")
+	f.BoolVar(&fl.resumeCycle, "resume-cycle", false, "on a stopped instance that can be saved: time a cold start, a saving stop, a resuming start and a powering-off stop, side by side (fast start against cold boot)")
+	f.BoolVar(&fl.rawBoot, "raw-boot", false, "on a stopped qemu instance: boot its last VM spec with the driver alone and record the time to the agent's hello (the boot section's baseline)")
 	return cmd
+}
+
+// runBench runs the sections on the running instance, or one of the
+// stopped-instance timings, and writes the report where the flags say.
+func runBench(cmd *cobra.Command, g *globals, fl *benchFlags) error {
+	secs, err := bench.ParseSections(fl.sections)
+	if err != nil {
+		return err
+	}
+	inst, err := g.existing()
+	if err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	if fl.rawBoot {
+		return runRawBoot(cmd, inst, g.host, fl.appendPath, fl.jsonPath)
+	}
+	if fl.resumeCycle {
+		return runResumeCycle(cmd, inst, g.host, fl.appendPath, fl.jsonPath)
+	}
+	if st := instance.Status(ctx, inst); st.State != instance.StateRunning {
+		return fmt.Errorf("profile %q is not running (%s); start it with `vmdock start -p %s`", inst.Name, st, inst.Name)
+	}
+	cfg, err := config.Load(inst.ConfigPath(), g.host)
+	if err != nil {
+		return err
+	}
+	env, m, err := benchEnv(cmd, inst, cfg)
+	if err != nil {
+		return err
+	}
+	helper := fl.helper
+	if helper == "" {
+		helper = defaultHelper(cfg.Arch)
+	}
+	rep, err := benchReport(fl.appendPath, m)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if err := bench.WriteMachine(out, m); err != nil {
+		return err
+	}
+	err = bench.Run(ctx, env, bench.Options{Sections: secs, Quick: fl.quick, Variants: fl.variants, Helper: helper, Progress: cmd.ErrOrStderr()}, rep)
+	if err != nil {
+		return err
+	}
+	if err := bench.WriteTable(out, rep); err != nil {
+		return err
+	}
+	return writeBenchFiles(fl, rep, m)
+}
+
+// benchReport is the report this run adds to: the one in appendPath if
+// given, else a new one for machine m.
+func benchReport(appendPath string, m bench.Machine) (*bench.Report, error) {
+	rep := &bench.Report{}
+	if appendPath != "" {
+		var err error
+		if rep, err = loadReport(appendPath); err != nil {
+			return nil, err
+		}
+	}
+	if rep.Time == "" {
+		rep.Time = time.Now().UTC().Format(time.RFC3339)
+		rep.Machine = m
+	}
+	return rep, nil
+}
+
+// writeBenchFiles writes the report as JSON and as a chart where the flags
+// ask for them.
+func writeBenchFiles(fl *benchFlags, rep *bench.Report, m bench.Machine) error {
+	for _, p := range []string{fl.jsonPath, fl.appendPath} {
+		if p != "" {
+			if err := bench.WriteJSON(p, rep); err != nil {
+				return err
+			}
+		}
+	}
+	if fl.svgPath == "" {
+		return nil
+	}
+	f, err := os.Create(fl.svgPath)
+	if err != nil {
+		return fmt.Errorf("write chart: %w", err)
+	}
+	werr := bench.WriteSVG(f, rep, "vmdock bench — "+m.Driver+"/"+m.Accel)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return fmt.Errorf("write chart %s: %w", fl.svgPath, werr)
+	}
+	return nil
 }
 
 // benchEnv gathers what the runner needs from the instance.

@@ -2,10 +2,10 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
+	"github.com/vmdock/vmdock/internal/fsutil"
 	"github.com/vmdock/vmdock/vm/instance"
 )
 
@@ -79,7 +79,7 @@ func newDeleteCmd(g *globals) *cobra.Command {
 				// A plain delete leaves the data disk behind on purpose;
 				// `delete --data` must still be able to remove it.
 				leftover, lerr := g.instance()
-				if lerr != nil || !opts.Data || !fileExists(leftover.DataDiskPath()) {
+				if lerr != nil || !opts.Data || !fsutil.Exists(leftover.DataDiskPath()) {
 					return err
 				}
 				inst = leftover
@@ -98,7 +98,7 @@ func newDeleteCmd(g *globals) *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "profile %q deleted\n", inst.Name)
-			if !opts.Data && fileExists(inst.DataDiskPath()) {
+			if !opts.Data && fsutil.Exists(inst.DataDiskPath()) {
 				fmt.Fprintf(out, "its data disk stays at %s for the next start; `vmdock delete --data -p %s` removes it\n", inst.DataDiskPath(), inst.Name)
 			}
 			return nil
@@ -126,9 +126,4 @@ func newHostAgentCmd(g *globals) *cobra.Command {
 			return runHostAgent(cmd.Context(), inst, g.host)
 		},
 	}
-}
-
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }

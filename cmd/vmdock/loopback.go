@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/vmdock/vmdock/network/loopback"
 	"github.com/vmdock/vmdock/vm/store"
@@ -30,65 +31,49 @@ func newLoopbackAliasCmd() *cobra.Command {
 		Long: "Containers reach the host as " + loopback.DefaultIP + " and host.docker.internal without this.\n" +
 			"The alias lets host programs use the same address too (for example an IDE's xdebug settings).\n" +
 			"Every command that needs root is printed before it runs through sudo.",
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.PersistentFlags().StringVar(&ip, "ip", loopback.DefaultIP, "alias address (IPv4)")
-
-	add := &cobra.Command{
-		Use:   "add",
-		Short: "Add the alias; --persist also re-adds it at every boot",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			m, err := newLoopbackManager(cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			if err := m.Add(cmd.Context(), ip, persist); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "loopback alias %s added\n", ip)
-			return nil
+	// Through the variable at run time, so tests can swap the Manager.
+	open := func(echo io.Writer) (*loopback.Manager, error) { return newLoopbackManager(echo) }
+	return newHostCmd(cmd, open,
+		hostVerb[*loopback.Manager]{
+			use:   "add",
+			short: "Add the alias; --persist also re-adds it at every boot",
+			flags: func(f *pflag.FlagSet) {
+				f.BoolVar(&persist, "persist", false, "install a boot-time service (systemd unit on Linux, launchd daemon on macOS)")
+			},
+			run: func(cmd *cobra.Command, m *loopback.Manager) error {
+				if err := m.Add(cmd.Context(), ip, persist); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "loopback alias %s added\n", ip)
+				return nil
+			},
 		},
-	}
-	add.Flags().BoolVar(&persist, "persist", false, "install a boot-time service (systemd unit on Linux, launchd daemon on macOS)")
-
-	remove := &cobra.Command{
-		Use:   "remove",
-		Short: "Undo exactly what add did",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			m, err := newLoopbackManager(cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			if err := m.Remove(cmd.Context(), ip); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "loopback alias %s removed\n", ip)
-			return nil
+		hostVerb[*loopback.Manager]{
+			use:   "remove",
+			short: "Undo exactly what add did",
+			run: func(cmd *cobra.Command, m *loopback.Manager) error {
+				if err := m.Remove(cmd.Context(), ip); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "loopback alias %s removed\n", ip)
+				return nil
+			},
 		},
-	}
-
-	status := &cobra.Command{
-		Use:   "status",
-		Short: "Show whether the alias is present and what vmdock did",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			m, err := newLoopbackManager(cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			st, err := m.Status(cmd.Context(), ip)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), describeLoopbackStatus(st))
-			return nil
+		hostVerb[*loopback.Manager]{
+			use:   "status",
+			short: "Show whether the alias is present and what vmdock did",
+			run: func(cmd *cobra.Command, m *loopback.Manager) error {
+				st, err := m.Status(cmd.Context(), ip)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), describeLoopbackStatus(st))
+				return nil
+			},
 		},
-	}
-	cmd.AddCommand(add, remove, status)
-	return cmd
+	)
 }
 
 func describeLoopbackStatus(st loopback.Status) string {

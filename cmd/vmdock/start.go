@@ -8,47 +8,23 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/instance"
-	"github.com/vmdock/vmdock/vm/macos"
 	"github.com/vmdock/vmdock/vm/resume"
 	"github.com/vmdock/vmdock/vm/store"
 )
 
-// startFlags mirror Config; only flags the user gave (Changed) are applied.
+// startFlags are start's flags: those that set the config (configFlags)
+// and those for this start only.
 type startFlags struct {
-	cpus            int
-	memory          float64
-	disk            int
-	arch            string
-	vmType          string
-	accel           string
-	mountType       string
-	mounts          []string
-	rosetta         bool
-	nested          bool
-	binfmt          bool
-	runtime         string
-	diskSync        string
-	loopbackAlias   bool
-	loopbackAliasIP string
-	portBind        string
-	networkMode     string
-	dns             []string
-	env             []string
-	image           string
-	activate        bool
-	resume          bool
-	idle            string
-	cold            bool
-	upgradeImage    bool
-	foreground      bool
+	config       []definedConfigFlag
+	cold         bool
+	upgradeImage bool
+	foreground   bool
 }
 
 func newStartCmd(g *globals) *cobra.Command {
@@ -61,31 +37,8 @@ func newStartCmd(g *globals) *cobra.Command {
 			return runStart(cmd.Context(), g, cmd.Flags(), &f, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	d := config.Default(g.host)
 	fs := cmd.Flags()
-	fs.IntVarP(&f.cpus, "cpus", "c", d.CPUs, "number of virtual CPUs (alias --cpu)")
-	fs.Float64VarP(&f.memory, "memory", "m", d.MemoryGiB, "memory in GiB")
-	fs.IntVarP(&f.disk, "disk", "d", d.DiskGiB, "disk size in GiB (can only grow)")
-	fs.StringVar(&f.arch, "arch", d.Arch, "guest architecture: amd64 or arm64")
-	fs.StringVar(&f.vmType, "vm-type", d.VMType, "hypervisor: vz (macOS "+macos.MinVZ.String()+"+) or qemu")
-	fs.StringVar(&f.accel, "accel", d.Accel, "qemu accelerator: auto (hardware when it really runs a guest, else tcg), kvm, hvf or tcg")
-	fs.StringVar(&f.mountType, "mount-type", d.MountType, "folder sharing: virtiofs or 9p")
-	fs.StringArrayVarP(&f.mounts, "mount", "V", nil, "share a host folder: path[:guestpath][:ro|rw] (repeatable; default: your home folder, writable)")
-	fs.BoolVar(&f.rosetta, "vz-rosetta", d.VZRosetta, "run amd64 binaries with Rosetta (vz on Apple silicon)")
-	fs.BoolVar(&f.nested, "vz-nested-virtualization", d.VZNested, "let the guest run KVM itself (vz on macOS 15+ with an M3 or newer)")
-	fs.BoolVar(&f.binfmt, "binfmt", d.Binfmt, "run foreign-arch containers through qemu-user")
-	fs.StringVar(&f.runtime, "runtime", d.Runtime, "container runtime: docker, or containerd (with `vmdock nerdctl`)")
-	fs.StringVar(&f.diskSync, "disk-sync", d.DiskSync, "how guest flushes reach the host disk: full, fsync or none")
-	fs.BoolVar(&f.loopbackAlias, "loopback-alias", d.Network.LoopbackAlias, "add --loopback-alias-ip to the host's loopback (uses sudo)")
-	fs.StringVar(&f.loopbackAliasIP, "loopback-alias-ip", d.Network.LoopbackAliasIP, "address for --loopback-alias")
-	fs.StringVar(&f.portBind, "port-bind", d.Network.PortBind, "host address forwarded ports listen on")
-	fs.StringVar(&f.networkMode, "network-mode", d.Network.Mode, "guest network: user or isolated")
-	fs.StringArrayVar(&f.dns, "dns", nil, "guest DNS server (repeatable)")
-	fs.StringArrayVar(&f.env, "env", nil, "guest environment variable NAME=value (repeatable)")
-	fs.StringVar(&f.image, "image", d.Image, "guest image: catalog name, path or URL (default: the built-in image for --arch)")
-	fs.BoolVar(&f.activate, "activate", d.Activate, "switch the docker context to this instance")
-	fs.BoolVar(&f.resume, "resume", d.Resume, "stop saves the running VM and start resumes it where it was (qemu without 9p/virtiofs shares)")
-	fs.StringVar(&f.idle, "idle", d.Idle.String(), "pause the VM after this long unused (no container, connection or session), e.g. 30s or 10m; 0 never; the next use wakes it")
+	f.config = defineConfigFlags(fs, config.Default(g.host))
 	fs.BoolVar(&f.cold, "cold", false, "boot cold this once: drop a saved VM state instead of resuming it")
 	fs.BoolVar(&f.upgradeImage, "upgrade-image", false, "remake the root disk from the image a new instance would get (boots cold; the data disk with images and volumes is kept)")
 	fs.BoolVar(&f.foreground, "foreground", false, "run the host agent in this process until interrupted")
@@ -177,7 +130,7 @@ func plannedConfig(inst *store.Instance, h config.Host, fs *pflag.FlagSet, f *st
 	default:
 		return cfg, nil, err
 	}
-	errs := applyFlags(&cfg, fs, f, old == nil)
+	errs := applyConfigFlags(&cfg, fs, f.config, old == nil)
 	cfg.FillDefaults(h)
 	cfg.Normalize()
 	errs = append(errs, cfg.ValidateOn(h))
@@ -202,73 +155,4 @@ func baseConfig(home string, h config.Host) (config.Config, error) {
 		return config.Default(h), nil
 	}
 	return cfg, err
-}
-
-// applyFlags copies the flags the user gave onto cfg and returns what could
-// not be parsed; Validate judges the values.
-func applyFlags(cfg *config.Config, fs *pflag.FlagSet, f *startFlags, fresh bool) []error {
-	var errs []error
-	set := func(name string, apply func()) {
-		if fs.Changed(name) {
-			apply()
-		}
-	}
-	set("cpus", func() { cfg.CPUs = f.cpus })
-	set("memory", func() { cfg.MemoryGiB = f.memory })
-	set("disk", func() { cfg.DiskGiB = f.disk })
-	set("arch", func() { cfg.Arch = f.arch })
-	set("vm-type", func() {
-		cfg.VMType = f.vmType
-		if fresh && !fs.Changed("mount-type") {
-			// A new instance's default mount type follows its VM type:
-			// FillDefaults chooses it again.
-			cfg.MountType = ""
-		}
-	})
-	set("accel", func() { cfg.Accel = f.accel })
-	set("mount-type", func() { cfg.MountType = f.mountType })
-	set("mount", func() {
-		cfg.Mounts = nil
-		for _, s := range f.mounts {
-			m, err := mounts.ParseFlag(s)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			cfg.Mounts = append(cfg.Mounts, config.Mount(m))
-		}
-	})
-	set("vz-rosetta", func() { cfg.VZRosetta = f.rosetta })
-	set("vz-nested-virtualization", func() { cfg.VZNested = f.nested })
-	set("binfmt", func() { cfg.Binfmt = f.binfmt })
-	set("runtime", func() { cfg.Runtime = f.runtime })
-	set("disk-sync", func() { cfg.DiskSync = f.diskSync })
-	set("loopback-alias", func() { cfg.Network.LoopbackAlias = f.loopbackAlias })
-	set("loopback-alias-ip", func() { cfg.Network.LoopbackAliasIP = f.loopbackAliasIP })
-	set("port-bind", func() { cfg.Network.PortBind = f.portBind })
-	set("network-mode", func() { cfg.Network.Mode = f.networkMode })
-	set("dns", func() { cfg.Network.DNS = f.dns })
-	set("env", func() {
-		cfg.Env = map[string]string{}
-		for _, kv := range f.env {
-			k, v, ok := strings.Cut(kv, "=")
-			if !ok || k == "" {
-				errs = append(errs, fmt.Errorf("env: %q is not accepted; accepted: NAME=value", kv))
-				continue
-			}
-			cfg.Env[k] = v
-		}
-	})
-	set("image", func() { cfg.Image = f.image })
-	set("activate", func() { cfg.Activate = f.activate })
-	set("resume", func() { cfg.Resume = f.resume })
-	set("idle", func() {
-		d, err := config.ParseDuration(f.idle)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("--idle: %w", err))
-			return
-		}
-		cfg.Idle = d
-	})
-	return errs
 }

@@ -130,33 +130,8 @@ func writeStatusText(w io.Writer, s statusJSON, st instance.LiveStatus) error {
 		fmt.Fprintf(tw, "status:\t%s%s\n", st, pausedSuffix(s.HostAgent))
 	}
 	fmt.Fprintf(tw, "folder:\t%s\n", s.Dir)
-	if c := s.Config; c != nil {
-		fmt.Fprintf(tw, "vm:\t%s %s, %d CPUs, %g GiB memory, %d GiB disk\n", c.VMType, c.Arch, c.CPUs, c.MemoryGiB, c.DiskGiB)
-		fmt.Fprintf(tw, "runtime:\t%s\n", c.Runtime)
-		if s.Image != nil {
-			fmt.Fprintf(tw, "image:\t%s\n", s.Image.line())
-		}
-		for _, sh := range mounts.Shares(c.Mounts, c.MountType) {
-			mode := "rw"
-			if sh.ReadOnly {
-				mode = "ro"
-			}
-			excl := ""
-			if len(sh.Exclude) > 0 {
-				excl = "; excluded, in the guest only: " + strings.Join(sh.Exclude, ", ")
-			}
-			if sh.Cache != "" {
-				mode += ", cache=" + sh.Cache
-			}
-			fmt.Fprintf(tw, "mount:\t%s -> %s (%s, %s)%s\n", sh.HostPath, sh.GuestPath, sh.Type, mode, excl)
-		}
-		for _, sy := range mounts.Syncs(c.Mounts) {
-			excl := ""
-			if len(sy.Exclude) > 0 {
-				excl = "; excluded, in the guest only: " + strings.Join(sy.Exclude, ", ")
-			}
-			fmt.Fprintf(tw, "mount:\t%s -> %s (sync, rw)%s\n", sy.HostPath, sy.GuestPath, excl)
-		}
+	if s.Config != nil {
+		writeConfigLines(tw, s.Config, s.Image)
 	} else {
 		fmt.Fprintf(tw, "config:\t%s\n", s.ConfigError)
 	}
@@ -174,45 +149,80 @@ func writeStatusText(w io.Writer, s statusJSON, st instance.LiveStatus) error {
 			fmt.Fprintf(tw, "containerd socket:\t%s (nerdctl: `vmdock nerdctl`)\n", s.ContainerdSocket)
 		}
 	}
-	if h := s.HostAgent; h != nil {
-		fmt.Fprintf(tw, "host agent:\tpid %d, %s %s\n", h.PID, h.Phase, h.Step)
-		if h.Machine.Accel != "" {
-			accel := h.Machine.Accel
-			if h.Machine.AccelReason != "" {
-				accel += " (" + h.Machine.AccelReason + ")"
-			}
-			fmt.Fprintf(tw, "accel:\t%s\n", accel)
-		}
-		if h.Idle != nil {
-			fmt.Fprintf(tw, "idle:\t%s\n", idleLine(h.Idle))
-		}
-		if c := h.Cost; c != nil {
-			fmt.Fprintf(tw, "host cost:\t%s\n", costLine(c))
-			fmt.Fprintf(tw, "disks:\t%s\n", disksLine(c.Disks))
-		}
-		for _, p := range h.Ports {
-			fmt.Fprintf(tw, "port:\t%s\n", portLine(p))
-		}
-		for _, sy := range h.Syncs {
-			fmt.Fprintf(tw, "sync:\t%s\n", syncLine(sy))
-		}
-		for _, sw := range h.Shares {
-			fmt.Fprintf(tw, "watch:\t%s\n", shareWatchLine(sw))
-		}
-		if a := h.SSHAgent; a != nil {
-			fmt.Fprintf(tw, "ssh agent:\t%s\n", sshAgentLine(a))
-		}
-		if line := proxyLine(h.Proxy); line != "" {
-			fmt.Fprintf(tw, "proxy:\t%s\n", line)
-		}
-		if h.CACerts > 0 {
-			fmt.Fprintf(tw, "CA certificates:\t%d trusted beyond the guest's stock roots\n", h.CACerts)
-		}
-		for _, e := range h.Errors {
-			fmt.Fprintf(tw, "error:\t%s\n", e)
-		}
+	if s.HostAgent != nil {
+		writeHostAgentLines(tw, s.HostAgent)
 	}
 	return tw.Flush()
+}
+
+// writeConfigLines writes the instance's VM, runtime, image and mounts.
+func writeConfigLines(tw io.Writer, c *config.Config, image *imageStatusJSON) {
+	fmt.Fprintf(tw, "vm:\t%s %s, %d CPUs, %g GiB memory, %d GiB disk\n", c.VMType, c.Arch, c.CPUs, c.MemoryGiB, c.DiskGiB)
+	fmt.Fprintf(tw, "runtime:\t%s\n", c.Runtime)
+	if image != nil {
+		fmt.Fprintf(tw, "image:\t%s\n", image.line())
+	}
+	for _, sh := range mounts.Shares(c.Mounts, c.MountType) {
+		mode := "rw"
+		if sh.ReadOnly {
+			mode = "ro"
+		}
+		excl := ""
+		if len(sh.Exclude) > 0 {
+			excl = "; excluded, in the guest only: " + strings.Join(sh.Exclude, ", ")
+		}
+		if sh.Cache != "" {
+			mode += ", cache=" + sh.Cache
+		}
+		fmt.Fprintf(tw, "mount:\t%s -> %s (%s, %s)%s\n", sh.HostPath, sh.GuestPath, sh.Type, mode, excl)
+	}
+	for _, sy := range mounts.Syncs(c.Mounts) {
+		excl := ""
+		if len(sy.Exclude) > 0 {
+			excl = "; excluded, in the guest only: " + strings.Join(sy.Exclude, ", ")
+		}
+		fmt.Fprintf(tw, "mount:\t%s -> %s (sync, rw)%s\n", sy.HostPath, sy.GuestPath, excl)
+	}
+}
+
+// writeHostAgentLines writes what the running host agent reports.
+func writeHostAgentLines(tw io.Writer, h *control.Status) {
+	fmt.Fprintf(tw, "host agent:\tpid %d, %s %s\n", h.PID, h.Phase, h.Step)
+	if h.Machine.Accel != "" {
+		accel := h.Machine.Accel
+		if h.Machine.AccelReason != "" {
+			accel += " (" + h.Machine.AccelReason + ")"
+		}
+		fmt.Fprintf(tw, "accel:\t%s\n", accel)
+	}
+	if h.Idle != nil {
+		fmt.Fprintf(tw, "idle:\t%s\n", idleLine(h.Idle))
+	}
+	if c := h.Cost; c != nil {
+		fmt.Fprintf(tw, "host cost:\t%s\n", costLine(c))
+		fmt.Fprintf(tw, "disks:\t%s\n", disksLine(c.Disks))
+	}
+	for _, p := range h.Ports {
+		fmt.Fprintf(tw, "port:\t%s\n", portLine(p))
+	}
+	for _, sy := range h.Syncs {
+		fmt.Fprintf(tw, "sync:\t%s\n", syncLine(sy))
+	}
+	for _, sw := range h.Shares {
+		fmt.Fprintf(tw, "watch:\t%s\n", shareWatchLine(sw))
+	}
+	if a := h.SSHAgent; a != nil {
+		fmt.Fprintf(tw, "ssh agent:\t%s\n", sshAgentLine(a))
+	}
+	if line := proxyLine(h.Proxy); line != "" {
+		fmt.Fprintf(tw, "proxy:\t%s\n", line)
+	}
+	if h.CACerts > 0 {
+		fmt.Fprintf(tw, "CA certificates:\t%d trusted beyond the guest's stock roots\n", h.CACerts)
+	}
+	for _, e := range h.Errors {
+		fmt.Fprintf(tw, "error:\t%s\n", e)
+	}
 }
 
 func newListCmd(g *globals) *cobra.Command {

@@ -41,30 +41,11 @@ func run() error {
 	streams := flag.Int("streams", 8, "parallel forwarded streams for the load sample (0: none)")
 	flag.Parse()
 
-	master, slave, err := pty.Open()
-	if err != nil {
-		return fmt.Errorf("open pty: %w", err)
-	}
-	defer master.Close()
-	if _, err := term.MakeRaw(int(slave.Fd())); err != nil {
-		return fmt.Errorf("raw pty: %w", err)
-	}
-	dir, err := os.MkdirTemp("", "agentrss")
+	master, cmd, cleanup, err := startAgent(*bin)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	cfgPath := filepath.Join(dir, "agent.json")
-	cfg, _ := json.Marshal(agent.GuestConfig{Channel: agent.ChannelVirtioSerial, SerialPath: slave.Name(), LogLevel: "warn"})
-	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
-		return err
-	}
-	cmd := exec.Command(*bin, "--config", cfgPath)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", *bin, err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	defer cleanup()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -83,9 +64,62 @@ func run() error {
 	if *streams == 0 {
 		return nil
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	peak, err := loadSample(ctx, c, cmd.Process.Pid, *streams)
 	if err != nil {
 		return err
+	}
+	fmt.Println("load (last sample):", peak)
+	time.Sleep(*idle)
+	fmt.Println("idle after load:", memory(cmd.Process.Pid))
+	return nil
+}
+
+// startAgent starts the guest agent binary bin on a raw pty, which
+// stands in for its virtio-serial port, and returns the pty's host side,
+// the agent's process and what stops it and removes its files.
+func startAgent(bin string) (*os.File, *exec.Cmd, func(), error) {
+	master, slave, err := pty.Open()
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("open pty: %w", err)
+	}
+	fail := func(err error) (*os.File, *exec.Cmd, func(), error) {
+		master.Close()
+		return nil, nil, nil, err
+	}
+	if _, err := term.MakeRaw(int(slave.Fd())); err != nil {
+		return fail(fmt.Errorf("raw pty: %w", err))
+	}
+	dir, err := os.MkdirTemp("", "agentrss")
+	if err != nil {
+		return fail(err)
+	}
+	cfgPath := filepath.Join(dir, "agent.json")
+	cfg, _ := json.Marshal(agent.GuestConfig{Channel: agent.ChannelVirtioSerial, SerialPath: slave.Name(), LogLevel: "warn"})
+	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
+		os.RemoveAll(dir)
+		return fail(err)
+	}
+	cmd := exec.Command(bin, "--config", cfgPath)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return fail(fmt.Errorf("start %s: %w", bin, err))
+	}
+	cleanup := func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		os.RemoveAll(dir)
+		master.Close()
+	}
+	return master, cmd, cleanup, nil
+}
+
+// loadSample sends 8 MiB down each of streams forwarded streams at once
+// to a local sink and returns the agent's memory last sampled meanwhile.
+func loadSample(ctx context.Context, c *agent.Client, pid, streams int) (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
 	}
 	defer ln.Close()
 	go func() {
@@ -106,12 +140,12 @@ func run() error {
 			case <-stop:
 				return
 			case <-time.After(200 * time.Millisecond):
-				peak = memory(cmd.Process.Pid)
+				peak = memory(pid)
 			}
 		}
 	}()
 	buf := make([]byte, 64<<10)
-	for i := 0; i < *streams; i++ {
+	for i := 0; i < streams; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -130,10 +164,7 @@ func run() error {
 	}
 	wg.Wait()
 	close(stop)
-	fmt.Println("load (last sample):", peak)
-	time.Sleep(*idle)
-	fmt.Println("idle after load:", memory(cmd.Process.Pid))
-	return nil
+	return peak, nil
 }
 
 func memory(pid int) string {

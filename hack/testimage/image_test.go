@@ -12,6 +12,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/vmdock/vmdock/internal/fsutil"
 )
 
 // readTar returns every regular file and symlink of a tar, by name.
@@ -178,7 +180,7 @@ func TestReadStaticELF(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.needBusybox && (other == "" || !fileExists("/bin/busybox")) {
+			if tt.needBusybox && (other == "" || !fsutil.Exists("/bin/busybox")) {
 				t.Skip("needs the host's /bin/busybox (busybox-static) on amd64/arm64")
 			}
 			_, err := readStaticELF(tt.path, tt.arch)
@@ -206,9 +208,4 @@ func TestRunRejectsBadInput(t *testing.T) {
 			t.Errorf("run(%q, %q) = %v, want error containing %q", tt.arch, tt.out, err, tt.errHas)
 		}
 	}
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
 }

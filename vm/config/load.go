@@ -10,6 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/vmdock/vmdock/internal/atomicfile"
+	"github.com/vmdock/vmdock/internal/fsutil"
 	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/vm/driver"
 )
@@ -96,17 +97,13 @@ func Load(path string, h Host) (Config, error) {
 // Read returns the bytes of a config or template file, refusing
 // one larger than MaxBytes without reading past that.
 func Read(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("read config: %w", err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("read config %s: %w", path, err)
-	}
-	if len(b) > MaxBytes {
+	b, err := fsutil.ReadFileMax(path, MaxBytes)
+	var big *fsutil.TooLargeError
+	switch {
+	case errors.As(err, &big):
 		return nil, fmt.Errorf("config %s: larger than %d KiB is not accepted; accepted: a YAML file up to %d KiB", path, MaxBytes>>10, MaxBytes>>10)
+	case err != nil:
+		return nil, fmt.Errorf("read config: %w", err)
 	}
 	return b, nil
 }

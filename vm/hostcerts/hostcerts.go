@@ -11,12 +11,13 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/pem"
+	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
 	"sort"
 	"strings"
+
+	"github.com/vmdock/vmdock/internal/fsutil"
 )
 
 // Cert is one CA certificate.
@@ -95,17 +96,13 @@ const maxFileBytes = 4 << 20
 
 // ReadFile reads and checks one PEM file.
 func ReadFile(path string) ([]Cert, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("CA certificate file: %w", err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("CA certificate file %s: %w", path, err)
-	}
-	if len(b) > maxFileBytes {
+	b, err := fsutil.ReadFileMax(path, maxFileBytes)
+	var big *fsutil.TooLargeError
+	switch {
+	case errors.As(err, &big):
 		return nil, fmt.Errorf("CA certificate file %s: larger than %d MiB; accepted: a PEM file of certificates", path, maxFileBytes>>20)
+	case err != nil:
+		return nil, fmt.Errorf("CA certificate file: %w", err)
 	}
 	certs, err := Parse(path, b)
 	if err != nil {

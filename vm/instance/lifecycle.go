@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/dockerhost/dockerctx"
+	"github.com/vmdock/vmdock/internal/fsutil"
 	"github.com/vmdock/vmdock/network/loopback"
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/control"
@@ -190,7 +191,7 @@ func followStart(ctx context.Context, inst *store.Instance, pid int, progress io
 			// The host agent is unwinding the boot: let it finish, so
 			// nothing runs and status says Broken when start returns.
 			waitPIDExit(pid, 30*time.Second)
-			if !fileExists(inst.BrokenPath()) && strings.Contains(ev.Error, context.Canceled.Error()) {
+			if !fsutil.Exists(inst.BrokenPath()) && strings.Contains(ev.Error, context.Canceled.Error()) {
 				return fmt.Errorf("instance %q was stopped (`vmdock stop`) before it was ready", inst.Name)
 			}
 			return startFailure(inst, ev.Step, errors.New(ev.Error))
@@ -216,11 +217,6 @@ func interrupted(inst *store.Instance, pid int) error {
 		"follow it: `vmdock status -p %s` or `vmdock logs -p %s -f`\n"+
 		"wait for it and switch the docker context: `vmdock start -p %s`\n"+
 		"end it: `vmdock stop -p %s`", p, pid, p, p, p, p)
-}
-
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }
 
 // startFailure names the failed step and shows the last lines of the logs a

@@ -5,12 +5,12 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
 
 	"github.com/vmdock/vmdock/internal/atomicfile"
+	"github.com/vmdock/vmdock/internal/fsutil"
 	"github.com/vmdock/vmdock/vm/driver"
 )
 
@@ -97,7 +97,7 @@ func instanceMachineID(dir string, create func() ([]byte, error)) ([]byte, error
 		return nil, errors.New("vz: the instance folder is needed to keep the VM's machine identifier")
 	}
 	path := filepath.Join(dir, driver.VZMachineIDFile)
-	b, err := readSmall(path, maxMachineIDSize)
+	b, err := fsutil.ReadFileMax(path, maxMachineIDSize)
 	if errors.Is(err, os.ErrNotExist) {
 		b, err := create()
 		if err != nil {
@@ -124,21 +124,4 @@ func instanceMachineID(dir string, create func() ([]byte, error)) ([]byte, error
 // be used.
 func damagedMachineID(dir string, why error) error {
 	return fmt.Errorf("vz: %s is damaged (%w); remove it to give the VM a new machine identifier (any saved state is then lost)", filepath.Join(dir, driver.VZMachineIDFile), why)
-}
-
-// readSmall reads path, refusing a file larger than limit.
-func readSmall(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("the file is larger than %d bytes", limit)
-	}
-	return b, nil
 }
