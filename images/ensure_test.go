@@ -55,6 +55,9 @@ func newServer(t *testing.T, files map[string][]byte, h http.HandlerFunc) *serve
 	return s
 }
 
+// Retries in tests wait a millisecond, not seconds.
+func init() { firstRetryWait = time.Millisecond }
+
 func dirEntries(t *testing.T, dir string) []string {
 	t.Helper()
 	des, err := os.ReadDir(dir)
@@ -112,7 +115,7 @@ func TestEnsureDownloadFailures(t *testing.T) {
 				w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 				w.Write(body[:len(body)/2])
 			},
-			want: []string{"download", "unexpected EOF"},
+			want: []string{"download", "unexpected EOF", "gave up after 3 tries without progress"},
 		},
 		{
 			name:    "not found",
