@@ -190,9 +190,13 @@ func (c *Cache) fetchInto(opts Options, req *http.Request, f *os.File, h hash.Ha
 	if have > 0 {
 		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", have))
 	}
-	resp, err := opts.httpClient().Do(req)
+	ctx, cancel := context.WithCancelCause(req.Context())
+	defer cancel(nil)
+	stall := time.AfterFunc(stallTimeout, func() { cancel(errStalled) })
+	defer stall.Stop()
+	resp, err := opts.httpClient().Do(req.WithContext(ctx))
 	if err != nil {
-		return have, fmt.Errorf("download %s: %w", url, err)
+		return have, fmt.Errorf("download %s: %w", url, stalledOr(ctx, err))
 	}
 	defer resp.Body.Close()
 	switch {
@@ -211,16 +215,45 @@ func (c *Cache) fetchInto(opts Options, req *http.Request, f *os.File, h hash.Ha
 	}
 	prog := newProgress(opts.Progress, opts.IsTTY, label, total)
 	prog.resumeAt(have)
-	n, err := io.Copy(io.MultiWriter(f, h, prog), resp.Body)
+	n, err := io.Copy(io.MultiWriter(f, h, prog), idleReader{resp.Body, stall})
 	prog.finish(err == nil)
 	have += n
 	if err != nil {
-		return have, fmt.Errorf("download %s: interrupted after %s: %w", url, mib(have), err)
+		return have, fmt.Errorf("download %s: interrupted after %s: %w", url, mib(have), stalledOr(ctx, err))
 	}
 	if resp.ContentLength >= 0 && n != resp.ContentLength {
 		return have, fmt.Errorf("download %s: truncated: got %d of %d bytes", url, n, resp.ContentLength)
 	}
 	return have, nil
+}
+
+// stallTimeout ends a try that receives nothing for this long: a
+// connection that went quiet without closing (a Wi-Fi change, a sleeping
+// proxy) would otherwise hold the start forever. The next try resumes.
+var stallTimeout = time.Minute
+
+var errStalled = errors.New("no data received for a while; the connection stalled")
+
+// stalledOr names a stall as the cause of err when it was one.
+func stalledOr(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); errors.Is(cause, errStalled) {
+		return fmt.Errorf("%w (after %s)", errStalled, stallTimeout)
+	}
+	return err
+}
+
+// idleReader pushes the stall timer back on every read that brings bytes.
+type idleReader struct {
+	r     io.Reader
+	timer *time.Timer
+}
+
+func (ir idleReader) Read(p []byte) (int, error) {
+	n, err := ir.r.Read(p)
+	if n > 0 {
+		ir.timer.Reset(stallTimeout)
+	}
+	return n, err
 }
 
 // rangeStartsAt checks a Content-Range header ("bytes 100-199/200")
