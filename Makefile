@@ -62,7 +62,11 @@ darwin-check:
 	$(GO) run ./hack/darwincheck
 	GOOS=darwin CGO_ENABLED=0 $(GO) build ./...
 
-install: build
+# install copies what `make build` made and never builds: run as root
+# (sudo make install), a build would leave root-owned files in bin/ and
+# in Go's caches, and a Mac build signed by root.
+install:
+	@test -f bin/vmdock || { echo "bin/vmdock is missing: run \`make build\` first (as yourself, not root), then \`sudo make install\`" >&2; exit 1; }
 	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 0755 bin/vmdock $(DESTDIR)$(PREFIX)/bin/vmdock
 

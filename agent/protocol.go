@@ -109,10 +109,13 @@ type Setup struct {
 	TimeUnixNs int64             `json:"timeUnixNs"`
 	GrowRoot   bool              `json:"growRoot"`
 	// DataDisk is the guest device for /var/lib/docker and
-	// /var/lib/containerd; formatted ext4 on first boot.
+	// /var/lib/containerd (its by-id link); formatted ext4 on first boot.
 	DataDisk string `json:"dataDisk,omitempty"`
-	Binfmt   bool   `json:"binfmt"`
-	Rosetta  bool   `json:"rosetta"`
+	// DataDiskFallback is the same disk's name by attach order, for a
+	// guest where DataDisk's link and serial are not found.
+	DataDiskFallback string `json:"dataDiskFallback,omitempty"`
+	Binfmt           bool   `json:"binfmt"`
+	Rosetta          bool   `json:"rosetta"`
 	// HostAccessIP is redirected to the agent, which tunnels to the host's
 	// loopback (10.254.254.254 and host.docker.internal).
 	HostAccessIP string `json:"hostAccessIP,omitempty"`

@@ -70,6 +70,7 @@ var checks = []check{
 	{"sockets", checkSockets},
 	{"disk", checkDisk},
 	{"docker", checkDockerCLI},
+	{"docker-credentials", checkDockerCredentials},
 	{"docker-context", checkDockerContext},
 	{"instance", checkInstance},
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,6 +33,7 @@ type fakeHost struct {
 	Facts
 	outputs  map[string]string
 	files    map[string]bool
+	contents map[string]string // files ReadFile finds
 	env      map[string]string
 	qemuErr  error
 	qemu     driver.AccelReport
@@ -49,12 +51,13 @@ func newFake(t *testing.T, h config.Host) *fakeHost {
 		t.Fatal(err)
 	}
 	fh := &fakeHost{
-		outputs: map[string]string{"codesign": signedOutput, "docker": "Docker version 27.3.1, build ce12230\n"},
-		files:   map[string]bool{rosettaRuntime: true},
-		env:     map[string]string{},
-		qemu:    driver.AccelReport{Binary: "/usr/bin/qemu-system-x86_64", Version: "8.2.2", MinVersion: "6.2.0", Native: "kvm", Accel: "kvm", FromCache: true, Checked: time.Now()},
-		image:   images.DefaultImage{Arch: h.Arch, Source: images.SourceDownload, URL: "https://example.com/vmdock-arm64.tar.zst", Digest: "sha256:0123456789abcdef", Cached: true},
-		free:    100 << 30,
+		outputs:  map[string]string{"codesign": signedOutput, "docker": "Docker version 27.3.1, build ce12230\n"},
+		files:    map[string]bool{rosettaRuntime: true},
+		env:      map[string]string{"HOME": "/Users/ann"},
+		contents: map[string]string{},
+		qemu:     driver.AccelReport{Binary: "/usr/bin/qemu-system-x86_64", Version: "8.2.2", MinVersion: "6.2.0", Native: "kvm", Accel: "kvm", FromCache: true, Checked: time.Now()},
+		image:    images.DefaultImage{Arch: h.Arch, Source: images.SourceDownload, URL: "https://example.com/vmdock-arm64.tar.zst", Digest: "sha256:0123456789abcdef", Cached: true},
+		free:     100 << 30,
 	}
 	fh.Facts = Facts{
 		Host:         h,
@@ -84,6 +87,13 @@ func newFake(t *testing.T, h config.Host) *fakeHost {
 		},
 		Exists: func(p string) bool { return fh.files[p] },
 		Getenv: func(k string) string { return fh.env[k] },
+		ReadFile: func(p string) ([]byte, error) {
+			c, ok := fh.contents[p]
+			if !ok {
+				return nil, &fs.PathError{Op: "open", Path: p, Err: fs.ErrNotExist}
+			}
+			return []byte(c), nil
+		},
 		QEMU: func(context.Context, string) (driver.AccelReport, error) {
 			fh.qemuRuns++
 			return fh.qemu, fh.qemuErr
@@ -358,6 +368,68 @@ func TestDocker(t *testing.T) {
 	fh.Config.Runtime = config.RuntimeContainerd
 	expect(t, fh.result(t, "docker"), OK, "containerd", "")
 	expect(t, fh.result(t, "docker-context"), OK, "containerd", "")
+}
+
+func TestDockerCredentials(t *testing.T) {
+	const home = "/Users/ann/.docker/config.json"
+	tests := []struct {
+		name      string
+		os        string
+		dockerCfg string // $DOCKER_CONFIG
+		file      string // where config.json is
+		config    string
+		helpers   []string // docker-credential-* programs on PATH
+		status    Status
+		message   string
+		fix       string
+	}{
+		{name: "no config.json", status: OK, message: "no credential helper configured"},
+		{name: "no helper named", file: home, config: `{"auths":{}}`, status: OK, message: "every credential helper"},
+		{name: "desktop left behind", file: home, config: `{"auths":{},"credsStore":"desktop"}`, status: Fail,
+			message: `credsStore "desktop", but docker-credential-desktop is not on PATH`, fix: `remove "credsStore" from ` + home},
+		{name: "desktop still installed", file: home, config: `{"credsStore":"desktop"}`, helpers: []string{"docker-credential-desktop"},
+			status: OK, message: "credsStore desktop (docker-credential-desktop found)"},
+		{name: "osxkeychain on a Mac", os: osDarwin, file: home, config: `{"credsStore":"osxkeychain"}`, status: Fail,
+			message: "docker-credential-osxkeychain is not on PATH", fix: "brew install docker-credential-helper"},
+		{name: "osxkeychain on Linux", os: osLinux, file: "/home/ann/.docker/config.json", config: `{"credsStore":"osxkeychain"}`, status: Fail,
+			message: "docker-credential-osxkeychain is not on PATH", fix: "install docker-credential-osxkeychain"},
+		{name: "DOCKER_CONFIG is honoured", dockerCfg: "/tmp/dc", file: "/tmp/dc/config.json", config: `{"credsStore":"desktop"}`, status: Fail,
+			message: "/tmp/dc/config.json: credsStore", fix: "remove \"credsStore\" from /tmp/dc/config.json"},
+		{name: "DOCKER_CONFIG without a file ignores ~/.docker", dockerCfg: "/tmp/dc", file: home, config: `{"credsStore":"desktop"}`, status: OK,
+			message: "no /tmp/dc/config.json"},
+		{name: "credHelpers with a missing helper", file: home, config: `{"credHelpers":{"gcr.io":"gcloud","ghcr.io":"gh","quay.io":"gcloud"}}`,
+			helpers: []string{"docker-credential-gh"}, status: Warn,
+			message: "credHelpers for gcr.io, quay.io name docker-credential-gcloud", fix: "remove the credHelpers entries for gcr.io, quay.io"},
+		{name: "credHelpers all found", file: home, config: `{"credHelpers":{"ghcr.io":"gh"}}`, helpers: []string{"docker-credential-gh"},
+			status: OK, message: "every credential helper"},
+		{name: "not JSON", file: home, config: `{"credsStore":`, status: Warn, message: "not valid JSON", fix: "fix or remove"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := mac("14.5", "arm64")
+			if tt.os == osLinux {
+				h = linux()
+			}
+			fh := newFake(t, h)
+			if tt.os == osLinux {
+				fh.env["HOME"] = "/home/ann"
+			}
+			if tt.dockerCfg != "" {
+				fh.env["DOCKER_CONFIG"] = tt.dockerCfg
+			}
+			if tt.file != "" {
+				fh.contents[tt.file] = tt.config
+			}
+			for _, p := range tt.helpers {
+				fh.outputs[p] = ""
+			}
+			expect(t, fh.result(t, "docker-credentials"), tt.status, tt.message, tt.fix)
+		})
+	}
+	fh := newFake(t, linux())
+	fh.contents["/Users/ann/.docker/config.json"] = `{"credsStore":"desktop"}`
+	fh.Config.Runtime = config.RuntimeContainerd
+	expect(t, fh.result(t, "docker-credentials"), OK, "containerd", "")
 }
 
 func TestDockerContext(t *testing.T) {

@@ -51,6 +51,7 @@ type Facts struct {
 	LookPath func(file string) (string, error)
 	Exists   func(path string) bool
 	Getenv   func(key string) string
+	ReadFile func(path string) ([]byte, error)
 	// QEMU reports the qemu-system-* binary and the accelerator a start
 	// of an arch guest would use (it may boot a probe).
 	QEMU func(ctx context.Context, arch string) (driver.AccelReport, error)
@@ -85,6 +86,7 @@ func Detect(h config.Host, inst *store.Instance) Facts {
 			return err == nil
 		},
 		Getenv:        os.Getenv,
+		ReadFile:      os.ReadFile,
 		DockerContext: dockerctx.Current,
 		DefaultImage: func(ctx context.Context, arch, baseURL string) (images.DefaultImage, error) {
 			return images.ResolveDefault(ctx, arch, images.Options{BaseURL: baseURL})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
@@ -20,12 +21,14 @@ import (
 // release is a published image set served by a test server: the archive
 // for each arch and images.json.
 type release struct {
-	srv      *httptest.Server
-	mu       sync.Mutex
-	files    map[string][]byte
-	ranges   []string // Range headers seen, by request
-	cutAfter int      // >0: the next archive response stops after this many bytes
-	down     bool
+	srv       *httptest.Server
+	mu        sync.Mutex
+	files     map[string][]byte
+	ranges    []string // Range headers seen, by request
+	cutAfter  int      // >0: the next archive response stops after this many bytes
+	cuts      int      // how many responses in a row cutAfter cuts (0 means one)
+	downOnCut bool     // the server goes down once the last cut is made
+	down      bool
 }
 
 func newRelease(t *testing.T, arches ...string) *release {
@@ -73,7 +76,10 @@ func (r *release) serve(w http.ResponseWriter, req *http.Request) {
 	isArchive := strings.HasSuffix(req.URL.Path, ".tar.zst")
 	if isArchive {
 		r.ranges = append(r.ranges, req.Header.Get("Range"))
-		r.cutAfter = 0
+		if r.cuts--; r.cuts <= 0 && cut > 0 {
+			r.cutAfter = 0
+			r.down = r.downOnCut
+		}
 	}
 	r.mu.Unlock()
 	if down {
@@ -89,10 +95,19 @@ func (r *release) serve(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	if cut > 0 {
-		// Promise the whole file, send part of it, drop the connection.
-		w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-		w.WriteHeader(http.StatusOK)
-		w.Write(b[:cut])
+		// Promise the whole file (or the rest asked for), send cut bytes
+		// of it, drop the connection.
+		from := 0
+		if rest, ok := strings.CutPrefix(req.Header.Get("Range"), "bytes="); ok {
+			from, _ = strconv.Atoi(strings.TrimSuffix(rest, "-"))
+			w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", from, len(b)-1, len(b)))
+			w.Header().Set("Content-Length", strconv.Itoa(len(b)-from))
+			w.WriteHeader(http.StatusPartialContent)
+		} else {
+			w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+			w.WriteHeader(http.StatusOK)
+		}
+		w.Write(b[from:min(from+cut, len(b))])
 		w.(http.Flusher).Flush()
 		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
 			conn.Close()
@@ -149,15 +164,45 @@ func TestDefaultImageDownloadsFromTheReleaseManifest(t *testing.T) {
 	}
 }
 
+func TestDownloadResumesWithinOneStart(t *testing.T) {
+	noLocalImages(t)
+	r := newRelease(t, "amd64")
+	cache := t.TempDir()
+	var out bytes.Buffer
+	opts := Options{CacheDir: cache, BaseURL: r.base(), Progress: &out}
+	size := len(r.files["/rel/vmdock-amd64.tar.zst"])
+	quarter := size/4 + 1
+	r.cutAfter, r.cuts = quarter, 3
+	img, err := Ensure(context.Background(), "", "amd64", opts)
+	if err != nil {
+		t.Fatalf("a download cut three times, each after some progress: %v", err)
+	}
+	if img.Kind != KindVMDock {
+		t.Errorf("image = %+v", img)
+	}
+	want := []string{"", "bytes=" + strconv.Itoa(quarter) + "-", "bytes=" + strconv.Itoa(2*quarter) + "-", "bytes=" + strconv.Itoa(3*quarter) + "-"}
+	if strings.Join(r.ranges, ",") != strings.Join(want, ",") {
+		t.Errorf("Range headers = %q, want %q", r.ranges, want)
+	}
+	if n := strings.Count(out.String(), "resuming in"); n != 3 {
+		t.Errorf("progress output says %d times that it resumes, want 3:\n%s", n, out.String())
+	}
+	if partials, _ := filepath.Glob(filepath.Join(cache, "tmp", "*")); len(partials) != 0 {
+		t.Errorf("left in tmp after the download: %v", partials)
+	}
+}
+
 func TestDownloadResumesAfterACut(t *testing.T) {
 	noLocalImages(t)
 	r := newRelease(t, "amd64")
 	cache := t.TempDir()
 	opts := Options{CacheDir: cache, BaseURL: r.base()}
 	size := len(r.files["/rel/vmdock-amd64.tar.zst"])
-	r.cutAfter = size / 2
+	// Cut, then the server stops answering: the start gives up after the
+	// tries without progress and the next start resumes.
+	r.cutAfter, r.downOnCut = size/2, true
 	_, err := Ensure(context.Background(), "", "amd64", opts)
-	if err == nil || !strings.Contains(err.Error(), "download "+r.base()+"vmdock-amd64.tar.zst") {
+	if err == nil || !strings.Contains(err.Error(), "download "+r.base()+"vmdock-amd64.tar.zst") || !strings.Contains(err.Error(), "without progress") {
 		t.Fatalf("cut download: err = %v", err)
 	}
 	if strings.Contains(err.Error(), "\n") {
@@ -170,13 +215,17 @@ func TestDownloadResumesAfterACut(t *testing.T) {
 	if fi, _ := os.Stat(partials[0]); fi.Size() != int64(size/2) {
 		t.Errorf("partial holds %d bytes, want %d", fi.Size(), size/2)
 	}
+	r.mu.Lock()
+	r.down = false
+	r.mu.Unlock()
 	img, err := Ensure(context.Background(), "", "amd64", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := "bytes=" + strconv.Itoa(size/2) + "-"
-	if len(r.ranges) != 2 || r.ranges[0] != "" || r.ranges[1] != want {
-		t.Errorf("Range headers = %q, want [\"\" %q]", r.ranges, want)
+	wantRanges := []string{"", want, want, want, want} // the first, 3 refused tries, the resume
+	if strings.Join(r.ranges, ",") != strings.Join(wantRanges, ",") {
+		t.Errorf("Range headers = %q, want %q", r.ranges, wantRanges)
 	}
 	if img.Kind != KindVMDock {
 		t.Errorf("image = %+v", img)

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cheggaaa/pb/v3"
 )
@@ -55,7 +56,7 @@ func (c *Cache) download(ctx context.Context, opts Options, url string, want Dig
 		}
 	}
 	if size <= 0 || have < size {
-		if have, err = c.fetchInto(ctx, opts, url, f, h, have, size, label); err != nil {
+		if have, err = c.fetchResuming(ctx, opts, url, f, h, have, size, label); err != nil {
 			return Digest{}, have, err
 		}
 	}
@@ -113,21 +114,89 @@ func restart(f *os.File, h hash.Hash) (int64, error) {
 	return 0, nil
 }
 
-// fetchInto appends url's bytes from offset have to f (f and h hold the
-// first have bytes), asking for a range when have > 0; a server that
-// answers with the whole file makes it start over. It returns how many
-// bytes f holds.
-func (c *Cache) fetchInto(ctx context.Context, opts Options, url string, f *os.File, h hash.Hash, have, size int64, label string) (int64, error) {
+// A cut download is resumed within the same start: a flaky network or a
+// proxy that drops long transfers should cost a few seconds, not a failed
+// start. It gives up only after stalledTriesMax tries in a row that added
+// no byte, waiting firstRetryWait, then twice as long each time (at most
+// maxRetryWait), between tries.
+const (
+	stalledTriesMax = 3
+	maxRetryWait    = 15 * time.Second
+)
+
+// firstRetryWait is a variable so tests need not wait.
+var firstRetryWait = time.Second
+
+// fetchResuming runs fetchInto until the file is whole, resuming from
+// where each try stopped, and fails when the server answers with a
+// refusal (a 4xx) or stops making progress.
+func (c *Cache) fetchResuming(ctx context.Context, opts Options, url string, f *os.File, h hash.Hash, have, size int64, label string) (int64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return have, fmt.Errorf("download %s: %w", url, err)
 	}
+	best, stalled, wait := have, 0, firstRetryWait
+	for try := 1; ; try++ {
+		n, err := c.fetchInto(opts, req.Clone(ctx), f, h, have, size, label)
+		if err == nil || !retryable(err) || ctx.Err() != nil {
+			return n, err
+		}
+		have = n
+		if have > best {
+			best, stalled, wait = have, 0, firstRetryWait
+		} else if stalled++; stalled >= stalledTriesMax {
+			return have, fmt.Errorf("%w (gave up after %d tries without progress)", err, stalled)
+		}
+		slog.Warn("download cut; resuming", "url", url, "have", have, "try", try, "wait", wait, "err", err)
+		if opts.Progress != nil {
+			fmt.Fprintf(opts.Progress, "%s: cut after %s, resuming in %s\n", label, mib(have), wait)
+		}
+		select {
+		case <-ctx.Done():
+			return have, fmt.Errorf("download %s: %w", url, ctx.Err())
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, maxRetryWait)
+	}
+}
+
+// statusError is a server's answer other than the bytes asked for.
+type statusError struct {
+	url    string
+	status string
+	code   int
+}
+
+func (e *statusError) Error() string {
+	return fmt.Sprintf("download %s: server answered %s", e.url, e.status)
+}
+
+// retryable tells a cut connection or a busy server, worth another try,
+// from a refusal that will not change (not found, forbidden).
+func retryable(err error) bool {
+	var se *statusError
+	if errors.As(err, &se) {
+		return se.code >= 500 || se.code == http.StatusRequestTimeout || se.code == http.StatusTooManyRequests
+	}
+	return true
+}
+
+// fetchInto appends req's bytes from offset have to f (f and h hold the
+// first have bytes), asking for a range when have > 0; a server that
+// answers with the whole file makes it start over. It returns how many
+// bytes f holds.
+func (c *Cache) fetchInto(opts Options, req *http.Request, f *os.File, h hash.Hash, have, size int64, label string) (int64, error) {
+	url := req.URL.String()
 	if have > 0 {
 		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", have))
 	}
-	resp, err := opts.httpClient().Do(req)
+	ctx, cancel := context.WithCancelCause(req.Context())
+	defer cancel(nil)
+	stall := time.AfterFunc(stallTimeout, func() { cancel(errStalled) })
+	defer stall.Stop()
+	resp, err := opts.httpClient().Do(req.WithContext(ctx))
 	if err != nil {
-		return have, fmt.Errorf("download %s: %w", url, err)
+		return have, fmt.Errorf("download %s: %w", url, stalledOr(ctx, err))
 	}
 	defer resp.Body.Close()
 	switch {
@@ -138,7 +207,7 @@ func (c *Cache) fetchInto(ctx context.Context, opts Options, url string, f *os.F
 			return 0, fmt.Errorf("download %s: %w", url, err)
 		}
 	default:
-		return have, fmt.Errorf("download %s: server answered %s", url, resp.Status)
+		return have, &statusError{url: url, status: resp.Status, code: resp.StatusCode}
 	}
 	total := size
 	if total <= 0 && resp.ContentLength >= 0 {
@@ -146,16 +215,45 @@ func (c *Cache) fetchInto(ctx context.Context, opts Options, url string, f *os.F
 	}
 	prog := newProgress(opts.Progress, opts.IsTTY, label, total)
 	prog.resumeAt(have)
-	n, err := io.Copy(io.MultiWriter(f, h, prog), resp.Body)
+	n, err := io.Copy(io.MultiWriter(f, h, prog), idleReader{resp.Body, stall})
 	prog.finish(err == nil)
 	have += n
 	if err != nil {
-		return have, fmt.Errorf("download %s: interrupted after %s: %w", url, mib(have), err)
+		return have, fmt.Errorf("download %s: interrupted after %s: %w", url, mib(have), stalledOr(ctx, err))
 	}
 	if resp.ContentLength >= 0 && n != resp.ContentLength {
 		return have, fmt.Errorf("download %s: truncated: got %d of %d bytes", url, n, resp.ContentLength)
 	}
 	return have, nil
+}
+
+// stallTimeout ends a try that receives nothing for this long: a
+// connection that went quiet without closing (a Wi-Fi change, a sleeping
+// proxy) would otherwise hold the start forever. The next try resumes.
+var stallTimeout = time.Minute
+
+var errStalled = errors.New("no data received for a while; the connection stalled")
+
+// stalledOr names a stall as the cause of err when it was one.
+func stalledOr(ctx context.Context, err error) error {
+	if cause := context.Cause(ctx); errors.Is(cause, errStalled) {
+		return fmt.Errorf("%w (after %s)", errStalled, stallTimeout)
+	}
+	return err
+}
+
+// idleReader pushes the stall timer back on every read that brings bytes.
+type idleReader struct {
+	r     io.Reader
+	timer *time.Timer
+}
+
+func (ir idleReader) Read(p []byte) (int, error) {
+	n, err := ir.r.Read(p)
+	if n > 0 {
+		ir.timer.Reset(stallTimeout)
+	}
+	return n, err
 }
 
 // rangeStartsAt checks a Content-Range header ("bytes 100-199/200")

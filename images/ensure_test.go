@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -54,6 +55,9 @@ func newServer(t *testing.T, files map[string][]byte, h http.HandlerFunc) *serve
 	t.Cleanup(s.Close)
 	return s
 }
+
+// Retries in tests wait a millisecond, not seconds.
+func init() { firstRetryWait = time.Millisecond }
 
 func dirEntries(t *testing.T, dir string) []string {
 	t.Helper()
@@ -112,7 +116,7 @@ func TestEnsureDownloadFailures(t *testing.T) {
 				w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 				w.Write(body[:len(body)/2])
 			},
-			want: []string{"download", "unexpected EOF"},
+			want: []string{"download", "unexpected EOF", "gave up after 3 tries without progress"},
 		},
 		{
 			name:    "not found",
@@ -247,5 +251,54 @@ func TestParseDigest(t *testing.T) {
 		if _, err := ParseDigest(tt.in); (err == nil) != tt.ok {
 			t.Errorf("ParseDigest(%q) err = %v, want ok=%v", tt.in, err, tt.ok)
 		}
+	}
+}
+
+// A connection that goes quiet without closing is given up after the
+// stall timeout and the download resumes from where it stopped, within
+// the same Ensure.
+func TestEnsureResumesAStalledDownload(t *testing.T) {
+	old := stallTimeout
+	stallTimeout = 100 * time.Millisecond
+	t.Cleanup(func() { stallTimeout = old })
+	body := rawDisk("stalls half way")
+	var mu sync.Mutex
+	var ranges []string
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	srv := newServer(t, nil, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		ranges = append(ranges, r.Header.Get("Range"))
+		first := len(ranges) == 1
+		mu.Unlock()
+		if first {
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+			w.Write(body[:len(body)/2])
+			w.(http.Flusher).Flush()
+			select { // quiet, connection open
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
+	})
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a download that waits for the stall forever fails here
+	defer cancel()
+	img, err := Ensure(ctx, srv.URL+"/d", "amd64", Options{CacheDir: t.TempDir(), Digest: sha256Of(body), Progress: &out})
+	if err != nil {
+		t.Fatalf("a stalled download: %v", err)
+	}
+	if got, _ := os.ReadFile(img.Disk); !bytes.Equal(got, body) {
+		t.Error("the resumed download differs from the served file")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"", "bytes=" + strconv.Itoa(len(body)/2) + "-"}; strings.Join(ranges, ",") != strings.Join(want, ",") {
+		t.Errorf("Range headers = %q, want %q", ranges, want)
+	}
+	if !strings.Contains(out.String(), "resuming in") {
+		t.Errorf("progress does not say it resumed:\n%s", out.String())
 	}
 }

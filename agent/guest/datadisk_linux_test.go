@@ -2,6 +2,7 @@ package guest
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -103,4 +104,91 @@ func ext4Bytes(t *testing.T, img string) int64 {
 		t.Fatalf("no block count or size in dumpe2fs output:\n%s", out)
 	}
 	return blocks * size
+}
+
+// devTree makes a fake /dev and /sys under s.Root: disks holds each
+// virtio disk's serial ("" for none), links the by-id links udev made.
+func devTree(t *testing.T, s *Server, disks map[string]string, links map[string]string) {
+	t.Helper()
+	for name, serial := range disks {
+		must(t, os.MkdirAll(filepath.Join(s.Root, "sys/block", name), 0o755))
+		must(t, os.MkdirAll(filepath.Join(s.Root, "dev"), 0o755))
+		must(t, os.WriteFile(filepath.Join(s.Root, "dev", name), nil, 0o644))
+		if serial != "" {
+			must(t, os.WriteFile(filepath.Join(s.Root, "sys/block", name, "serial"), []byte(serial+"\n"), 0o644))
+		}
+	}
+	for link, target := range links {
+		p := filepath.Join(s.Root, link)
+		must(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		must(t, os.Symlink(target, p))
+	}
+}
+
+func TestDataDiskDeviceFindsTheDiskBySerial(t *testing.T) {
+	const link = "/dev/disk/by-id/virtio-vmdock-data"
+	tests := []struct {
+		name     string
+		disks    map[string]string
+		links    map[string]string
+		fallback string
+		want     string
+		logged   string // in the log line, "" for none
+		err      string
+	}{
+		{name: "by-id link, not attach order", disks: map[string]string{"vda": "vmdock-root", "vdb": "", "vdc": "vmdock-data"},
+			links: map[string]string{link: "../../vdc"}, fallback: "/dev/vdb", want: "/dev/vdc"},
+		{name: "absolute link", disks: map[string]string{"vdd": "vmdock-data"},
+			links: map[string]string{link: "/dev/vdd"}, fallback: "/dev/vdb", want: "/dev/vdd"},
+		{name: "no link yet: the serial in sysfs", disks: map[string]string{"vda": "vmdock-root", "vdb": "cidata", "vdc": "vmdock-data"},
+			fallback: "/dev/vdb", want: "/dev/vdc", logged: "found by its serial"},
+		{name: "a dangling link: the serial in sysfs", disks: map[string]string{"vdc": "vmdock-data"},
+			links: map[string]string{link: "../../vdz"}, fallback: "/dev/vdb", want: "/dev/vdc", logged: "found by its serial"},
+		{name: "no link, no serial: attach order", disks: map[string]string{"vda": "", "vdb": ""},
+			fallback: "/dev/vdb", want: "/dev/vdb", logged: "using the device by attach order"},
+		{name: "nothing and no fallback", disks: map[string]string{"vda": ""}, err: `no /dev/disk/by-id/virtio-vmdock-data and no disk with serial "vmdock-data"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _ := newTestServer(t)
+			var logs strings.Builder
+			s.Log = slog.New(slog.NewTextHandler(&logs, nil))
+			devTree(t, s, tt.disks, tt.links)
+			got, err := s.dataDiskDevice(link, tt.fallback)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("dataDiskDevice = %q, %v; want an error with %q", got, err, tt.err)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("dataDiskDevice = %q, %v; want %s", got, err, tt.want)
+			}
+			if tt.logged == "" && logs.Len() > 0 || !strings.Contains(logs.String(), tt.logged) {
+				t.Errorf("log = %q, want %q", logs.String(), tt.logged)
+			}
+		})
+	}
+	s, _ := newTestServer(t)
+	if got, err := s.dataDiskDevice("/dev/vdb", ""); err != nil || got != "/dev/vdb" {
+		t.Errorf("a plain device name: %q, %v; want it as it is", got, err)
+	}
+}
+
+// Setup formats and mounts the disk the link names, wherever it is attached.
+func TestSetupUsesTheDataDiskItsLinkNames(t *testing.T) {
+	s, fos := newTestServer(t)
+	devTree(t, s, map[string]string{"vdb": "cidata", "vdc": "vmdock-data"},
+		map[string]string{"/dev/disk/by-id/virtio-vmdock-data": "../../vdc"})
+	fos.results = map[string]error{"blkid": exitErr(2)}
+	must(t, s.setup(context.Background(), agent.Setup{DataDisk: "/dev/disk/by-id/virtio-vmdock-data", DataDiskFallback: "/dev/vdb"}))
+	ran := fos.ran()
+	for _, want := range []string{"mkfs.ext4 -q -E lazy_itable_init=0 -L " + dataLabel + " /dev/vdc", "mount -t ext4 /dev/vdc /var/lib/vmdock-data", "resize2fs /dev/vdc"} {
+		if !strings.Contains(ran, want) {
+			t.Errorf("setup ran:\n%s\nwant %q", ran, want)
+		}
+	}
+	if strings.Contains(ran, "/dev/vdb") {
+		t.Errorf("setup touched /dev/vdb, the disk at the data disk's usual place:\n%s", ran)
+	}
 }

@@ -64,7 +64,13 @@ func (s *Server) setup(ctx context.Context, st agent.Setup) error {
 		step("grow root", func() error { return s.growRoot(ctx) })
 	}
 	if st.DataDisk != "" {
-		step("data disk", func() error { return s.dataDisk(ctx, st.DataDisk) })
+		step("data disk", func() error {
+			dev, err := s.dataDiskDevice(st.DataDisk, st.DataDiskFallback)
+			if err != nil {
+				return err
+			}
+			return s.dataDisk(ctx, dev)
+		})
 	}
 	if st.Binfmt {
 		step("binfmt", func() error { return s.binfmt(ctx) })

@@ -34,7 +34,8 @@ type fakeVM struct {
 func installFake(t *testing.T) *fakeVM {
 	t.Helper()
 	f := &fakeVM{}
-	saved := [...]any{startVM, stopVM, deleteVM, execVM, runHostAgent, execVMIn}
+	saved := [...]any{startVM, stopVM, deleteVM, execVM, runHostAgent, execVMIn, prepareImage}
+	prepareImage = func(context.Context, *store.Instance, config.Config, bool, io.Writer) error { return nil }
 	startVM = func(_ context.Context, _ *store.Instance, cfg config.Config, _ instance.StartOptions) error {
 		f.starts = append(f.starts, cfg)
 		return nil
@@ -59,6 +60,7 @@ func installFake(t *testing.T) *fakeVM {
 	runHostAgent = func(context.Context, *store.Instance, config.Host) error { return errors.New("fake host agent") }
 	t.Cleanup(func() {
 		execVMIn = saved[5].(func(context.Context, *store.Instance, string, []string, io.Reader, io.Writer, io.Writer) (int, error))
+		prepareImage = saved[6].(func(context.Context, *store.Instance, config.Config, bool, io.Writer) error)
 		startVM = saved[0].(func(context.Context, *store.Instance, config.Config, instance.StartOptions) error)
 		stopVM = saved[1].(func(context.Context, *store.Instance, instance.StopOptions) error)
 		deleteVM = saved[2].(func(context.Context, *store.Instance, instance.DeleteOptions) error)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -80,13 +81,15 @@ func TestSlowHostAgent(t *testing.T) {
 
 // startWithSlowHostAgent makes `start` spawn the slow fake host agent.
 func startWithSlowHostAgent(t *testing.T) {
-	saved := startVM
+	saved, savedImage := startVM, prepareImage
+	// The fake host agent boots nothing: no image to fetch for it.
+	prepareImage = func(context.Context, *store.Instance, config.Config, bool, io.Writer) error { return nil }
 	startVM = func(ctx context.Context, inst *store.Instance, cfg config.Config, opts instance.StartOptions) error {
 		opts.HostAgentArgs = []string{os.Args[0], "-test.run=^TestSlowHostAgent$"}
 		return instance.Start(ctx, inst, cfg, opts)
 	}
 	if t != nil {
-		t.Cleanup(func() { startVM = saved })
+		t.Cleanup(func() { startVM, prepareImage = saved, savedImage })
 	}
 }
 

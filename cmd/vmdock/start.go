@@ -71,6 +71,9 @@ func runStart(ctx context.Context, g *globals, fs *pflag.FlagSet, f *startFlags,
 		if err := offerRosetta(cfg, in, errOut); err != nil {
 			return err
 		}
+		if err := prepareImage(ctx, inst, cfg, f.upgradeImage, out); err != nil {
+			return err
+		}
 	}
 	// Everything is checked: only now may the instance folder change.
 	if err := inst.Create(); err != nil {

@@ -231,7 +231,9 @@ jstr() { printf '"%s"' "$(printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g')"; }
 	printf '  "packages": {\n'
 	sep=
 	printf '    "linux-image": %s' "$(jstr "$(pkgversion "$kpkg")")"
-	for p in "$kpkg" "linux-image-$arch" systemd docker.io containerd runc iptables qemu-user-static containernetworking-plugins; do
+	# udev and initramfs-tools tell the host agent the initramfs makes the
+	# /dev/disk/by-id links, so it may boot with root= naming the disk serial.
+	for p in "$kpkg" "linux-image-$arch" systemd udev initramfs-tools docker.io containerd runc iptables qemu-user-static containernetworking-plugins; do
 		v=$(pkgversion "$p")
 		[ -n "$v" ] || continue
 		printf ',\n    %s: %s' "$(jstr "$p")" "$(jstr "$v")"

@@ -6,10 +6,12 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -275,5 +277,79 @@ func TestPortForwarderTunnelsWhenTheDirectTurnTimesOut(t *testing.T) {
 	}
 	if took := time.Since(start); took < directTurnWait {
 		t.Errorf("fell back after %v, before the %v turn wait", took, directTurnWait)
+	}
+}
+
+// When the host itself refuses the guest's address (macOS 15's Local
+// Network privacy: EHOSTUNREACH or EPERM), every port moves to the tunnel
+// with one warning: no connection is lost, none after the first few pays
+// a failed direct dial, and the log does not grow per connection.
+func TestPortForwarderLeavesADirectPathTheHostRefuses(t *testing.T) {
+	for _, errno := range []syscall.Errno{syscall.EHOSTUNREACH, syscall.EPERM} {
+		t.Run(errno.Error(), func(t *testing.T) {
+			var logs syncBuf
+			g := newFakeGuest(t)
+			ports := []int{freePort(t), freePort(t)}
+			d := &fakeDirect{to: map[int]string{}, handshakes: 64}
+			for _, p := range ports {
+				g.route(p, taggedServer(t, "tunnel"))
+				d.to[p] = netip.AddrPortFrom(netip.MustParseAddr("192.168.64.7"), uint16(p)).String()
+			}
+			f := newForwarder(t, g, PortForwarderConfig{Direct: d, Log: bufLogger(&logs)})
+			var dials atomic.Int32
+			f.directDial = func(_ context.Context, addr string) (net.Conn, error) {
+				dials.Add(1)
+				return nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", errno)}
+			}
+			for _, p := range ports {
+				f.Apply(PortEvent{Added: true, Proto: "tcp", IP: "0.0.0.0", Port: p})
+			}
+			for _, p := range ports {
+				if !eventually(2*time.Second, func() bool { return pathOf(f, p) == PathDirect }) {
+					t.Fatalf("direct path of port %d never opened", p)
+				}
+			}
+			// A burst first, then one at a time on both ports.
+			const burst = 8
+			got := make(chan string, burst)
+			for range burst {
+				go func() { got <- readVia(t, ports[0]) }()
+			}
+			for range burst {
+				if path := <-got; path != "tunnel" {
+					t.Errorf("a connection of the burst got %q, want the tunnel", path)
+				}
+			}
+			afterBurst := dials.Load()
+			for i := range 10 {
+				if path := readVia(t, ports[i%2]); path != "tunnel" {
+					t.Errorf("connection %d got %q, want the tunnel", i, path)
+				}
+			}
+			if n := dials.Load(); n != afterBurst || n > burst {
+				t.Errorf("%d direct dials (%d after the burst), want at most one per connection of the first burst and none later", n, afterBurst)
+			}
+			if n := strings.Count(logs.String(), "refuses direct connections"); n != 1 {
+				t.Errorf("warned %d times, want once:\n%s", n, logs.String())
+			}
+			if strings.Contains(logs.String(), "direct path to the guest port failed") {
+				t.Errorf("a per-connection warning was logged:\n%s", logs.String())
+			}
+			for _, p := range ports {
+				if path := pathOf(f, p); path != PathTunnel {
+					t.Errorf("port %d path = %q, want tunnel", p, path)
+				}
+			}
+			// A port forwarded later does not try the direct path either.
+			late := freePort(t)
+			g.route(late, taggedServer(t, "tunnel"))
+			d.mu.Lock()
+			d.to[late] = "192.168.64.7:1"
+			d.mu.Unlock()
+			f.Apply(PortEvent{Added: true, Proto: "tcp", IP: "0.0.0.0", Port: late})
+			if readVia(t, late) != "tunnel" || pathOf(f, late) != PathTunnel || dials.Load() != afterBurst {
+				t.Errorf("a later port: path %q, %d direct dials; want the tunnel and no dial", pathOf(f, late), dials.Load()-afterBurst)
+			}
+		})
 	}
 }

@@ -155,6 +155,9 @@ type PortForwarder struct {
 	// directTurn lets Direct.Handshakes() direct-path handshakes run at
 	// a time; see dialDirect.
 	directTurn chan struct{}
+	// directRefused: the host refused to reach the guest's address at
+	// all (see abandonDirect); every port tunnels from then on.
+	directRefused bool
 
 	// hosts are the host IPs each port listens on: BindAddr, then the
 	// other loopback family's (see listenHosts).
@@ -372,7 +375,7 @@ func reachableDirectly(proto string, ips []string) bool {
 // maybeDirect opens fw's direct path in the background when the port can
 // use one; called with f.mu held. Connections that arrive meanwhile tunnel.
 func (f *PortForwarder) maybeDirect(fw *forward) {
-	if f.opts.Direct == nil || fw.directing || fw.err != nil || !reachableDirectly(fw.key.proto, ipsOf(fw)) {
+	if f.opts.Direct == nil || f.directRefused || fw.directing || fw.err != nil || !reachableDirectly(fw.key.proto, ipsOf(fw)) {
 		return
 	}
 	fw.directing = true
@@ -388,7 +391,7 @@ func (f *PortForwarder) maybeDirect(fw *forward) {
 		}
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		if f.closed || f.fwds[fw.key] != fw { // gone meanwhile
+		if f.closed || f.directRefused || f.fwds[fw.key] != fw { // gone, or no direct path, meanwhile
 			go f.opts.Direct.ClosePort(context.Background(), fw.key.port)
 			return
 		}
@@ -664,6 +667,10 @@ func (f *PortForwarder) tunnelTCP(fw *forward, c net.Conn) {
 			if err == nil {
 				return dc, nil
 			}
+			if hostRefusesGuestAddr(err) {
+				f.abandonDirect(direct, err)
+				return f.opts.Dial(ctx, "tcp", addr)
+			}
 			// A burst that outwaits its turn is expected (one handshake
 			// at a time); only other failures are worth a warning.
 			level := slog.LevelWarn
@@ -676,6 +683,38 @@ func (f *PortForwarder) tunnelTCP(fw *forward, c net.Conn) {
 	})
 	if err != nil {
 		f.opts.Log.Warn("dial guest port", "guest", addr, "err", err)
+	}
+}
+
+// hostRefusesGuestAddr tells a direct dial the host itself refused, for
+// every port alike: macOS 15's Local Network privacy answers EHOSTUNREACH
+// or EPERM to a process the user has not allowed to reach the local
+// network, which vz's NAT address is part of.
+func hostRefusesGuestAddr(err error) bool {
+	return errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.EPERM)
+}
+
+// abandonDirect moves every port to the tunnel for good once the host
+// refuses the guest's address: each connection would fail the same way,
+// and warning (and paying a failed dial) per connection helps nobody.
+func (f *PortForwarder) abandonDirect(direct string, err error) {
+	f.mu.Lock()
+	first := !f.directRefused
+	f.directRefused = true
+	var opened []int
+	for _, fw := range f.fwds {
+		if fw.direct != "" {
+			opened = append(opened, fw.key.port)
+			fw.direct = ""
+		}
+	}
+	f.mu.Unlock()
+	for _, port := range opened {
+		go f.opts.Direct.ClosePort(context.Background(), port)
+	}
+	if first {
+		f.opts.Log.Warn("the host refuses direct connections to the guest's address (on macOS 15 and later: allow vmdock under System Settings > Privacy & Security > Local Network); published ports use the agent tunnel from now on",
+			"direct", direct, "err", err)
 	}
 }
 

@@ -6,6 +6,7 @@ package driver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"time"
@@ -48,7 +49,40 @@ type Disk struct {
 	Format   string // "raw" or "qcow2"
 	ReadOnly bool
 	CDROM    bool // the cidata boot disk
+	// Serial is the virtio-blk ID the guest reads (udev links it as
+	// /dev/disk/by-id/virtio-<Serial>), so the guest finds the disk by
+	// what it is, not by attach order; "" for none. See CheckSerial.
+	Serial string
 }
+
+// Disk serials vmdock gives its disks.
+const (
+	SerialRoot = "vmdock-root"
+	SerialData = "vmdock-data"
+)
+
+// maxSerialBytes is virtio-blk's ID size (VIRTIO_BLK_ID_BYTES); vz
+// refuses a longer block device identifier.
+const maxSerialBytes = 20
+
+// CheckSerial accepts a disk serial both drivers can pass on: at most 20
+// bytes of letters, digits, '-', '_' and '.' (QEMU's option syntax gives
+// ',' a meaning, and vz takes ASCII only).
+func CheckSerial(s string) error {
+	if len(s) > maxSerialBytes {
+		return fmt.Errorf("disk serial %q: %d bytes, at most %d are accepted", s, len(s), maxSerialBytes)
+	}
+	for _, r := range s {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.'
+		if !ok {
+			return fmt.Errorf("disk serial %q: character %q; accepted: letters, digits, '-', '_' and '.'", s, r)
+		}
+	}
+	return nil
+}
+
+// ByIDPath is where a Linux guest with udev finds the disk with serial.
+func ByIDPath(serial string) string { return "/dev/disk/by-id/virtio-" + serial }
 
 // Spec describes one VM, independent of the hypervisor.
 type Spec struct {

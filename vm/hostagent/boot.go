@@ -33,7 +33,12 @@ import (
 const testKernelAppendEnv = "VMDOCK_TEST_KERNEL_APPEND"
 
 // Guest devices follow the order of Spec.Disks: root, data, boot disk.
-const guestDataDisk = "/dev/vdb"
+// The guest finds root and data by their serials; these names by attach
+// order are the fallback of a guest without udev's by-id links.
+const (
+	guestRootDevice = "/dev/vda"
+	guestDataDevice = "/dev/vdb"
+)
 
 // rootDiskHeadroom is added to the image's disk for the guest's own
 // packages and logs; container data lives on the data disk.
@@ -443,16 +448,17 @@ func (ha *hostAgent) growsRoot() bool {
 
 func (ha *hostAgent) guestSetup() agent.Setup {
 	s := agent.Setup{
-		Hostname:     ha.hostname(),
-		DNS:          ha.cfg.Network.DNS,
-		Env:          ha.cfg.Env,
-		TimeUnixNs:   time.Now().UnixNano(),
-		GrowRoot:     ha.growsRoot(),
-		DataDisk:     guestDataDisk,
-		Binfmt:       ha.cfg.Binfmt,
-		Rosetta:      ha.cfg.VZRosetta,
-		HostAccessIP: ha.cfg.Network.HostAccessIP,
-		SSHAgent:     ha.sshAgent.sock != "",
+		Hostname:         ha.hostname(),
+		DNS:              ha.cfg.Network.DNS,
+		Env:              ha.cfg.Env,
+		TimeUnixNs:       time.Now().UnixNano(),
+		GrowRoot:         ha.growsRoot(),
+		DataDisk:         driver.ByIDPath(driver.SerialData),
+		DataDiskFallback: guestDataDevice,
+		Binfmt:           ha.cfg.Binfmt,
+		Rosetta:          ha.cfg.VZRosetta,
+		HostAccessIP:     ha.cfg.Network.HostAccessIP,
+		SSHAgent:         ha.sshAgent.sock != "",
 	}
 	ha.boot.corp.setup(&s)
 	return s
@@ -474,10 +480,10 @@ func (ha *hostAgent) buildSpec(img *images.Image) (driver.Spec, error) {
 		MemoryMiB: int(ha.cfg.MemoryGiB * 1024),
 		Kernel:    img.Kernel,
 		Initrd:    img.Initrd,
-		Cmdline:   strings.TrimSpace(img.Cmdline + " " + os.Getenv(testKernelAppendEnv)),
+		Cmdline:   strings.TrimSpace(rootBySerial(img) + " " + os.Getenv(testKernelAppendEnv)),
 		Disks: []driver.Disk{
-			{Path: ha.inst.DiskPath(), Format: "raw"},
-			{Path: ha.inst.DataDiskPath(), Format: "raw"},
+			{Path: ha.inst.DiskPath(), Format: "raw", Serial: driver.SerialRoot},
+			{Path: ha.inst.DataDiskPath(), Format: "raw", Serial: driver.SerialData},
 			{Path: ha.inst.BootDiskPath(), Format: "raw", ReadOnly: true, CDROM: true},
 		},
 		Network:   ha.cfg.Network.Mode,
@@ -493,6 +499,26 @@ func (ha *hostAgent) buildSpec(img *images.Image) (driver.Spec, error) {
 		return s, errors.New("cpus and memory must be positive")
 	}
 	return s, nil
+}
+
+// rootBySerial is img's kernel command line with root= naming the root
+// disk by its serial instead of by attach order, when the image's
+// initramfs makes the by-id links: one built with initramfs-tools and
+// udev (whose initramfs hook brings the persistent-storage rules), as its
+// manifest's packages say. Any other image's command line is kept: with
+// no link to wait for, its initramfs would never find the root.
+func rootBySerial(img *images.Image) string {
+	m := img.Manifest
+	if m == nil || m.Packages["udev"] == "" || m.Packages["initramfs-tools"] == "" {
+		return img.Cmdline
+	}
+	fields := strings.Fields(img.Cmdline)
+	for i, f := range fields {
+		if f == "root="+guestRootDevice {
+			fields[i] = "root=" + driver.ByIDPath(driver.SerialRoot)
+		}
+	}
+	return strings.Join(fields, " ")
 }
 
 func channelFor(vmType string) string {

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/vmdock/vmdock/images"
+	"github.com/vmdock/vmdock/vm/config"
+	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/store"
 )
 
@@ -24,5 +26,44 @@ func TestGuestSetupGrowsTheRootOfVMDockImagesOnly(t *testing.T) {
 		if got := ha.guestSetup().GrowRoot; got != tc.want {
 			t.Errorf("%s: GrowRoot %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// The guest is told to find its disks by serial: the spec gives root and
+// data theirs, the data disk is named by its link with the old name as
+// the fallback, and root= names the link only for an image whose
+// initramfs makes it.
+func TestDisksAreFoundBySerial(t *testing.T) {
+	ha := &hostAgent{inst: &store.Instance{Name: "x", Dir: "/vmdock/x"},
+		cfg: config.Config{Arch: driver.ArchAMD64, VMType: driver.TypeQEMU, CPUs: 1, MemoryGiB: 1}}
+	withUdev := &images.Manifest{Packages: map[string]string{"udev": "252.30", "initramfs-tools": "0.142", "systemd": "252.30"}}
+	tests := []struct {
+		name     string
+		img      *images.Image
+		wantRoot string
+	}{
+		{"an image whose initramfs has udev", &images.Image{Kind: images.KindVMDock, Kernel: "/k", Cmdline: "root=/dev/vda rw console=ttyS0", Manifest: withUdev},
+			"root=/dev/disk/by-id/virtio-vmdock-root rw console=ttyS0"},
+		{"an image that does not say", &images.Image{Kind: images.KindVMDock, Kernel: "/k", Cmdline: "root=/dev/vda rw console=ttyS0", Manifest: &images.Manifest{Packages: map[string]string{"systemd": "252.30"}}},
+			"root=/dev/vda rw console=ttyS0"},
+		{"root given another way", &images.Image{Kind: images.KindVMDock, Kernel: "/k", Cmdline: "root=LABEL=vmdock rw", Manifest: withUdev},
+			"root=LABEL=vmdock rw"},
+		{"a bare disk", &images.Image{Kind: images.KindRaw}, ""},
+	}
+	for _, tt := range tests {
+		spec, err := ha.buildSpec(tt.img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if spec.Cmdline != tt.wantRoot {
+			t.Errorf("%s: cmdline %q, want %q", tt.name, spec.Cmdline, tt.wantRoot)
+		}
+		if spec.Disks[0].Serial != "vmdock-root" || spec.Disks[1].Serial != "vmdock-data" || spec.Disks[2].Serial != "" {
+			t.Errorf("%s: disk serials %+v, want root and data", tt.name, spec.Disks)
+		}
+	}
+	s := ha.guestSetup()
+	if s.DataDisk != "/dev/disk/by-id/virtio-vmdock-data" || s.DataDiskFallback != "/dev/vdb" {
+		t.Errorf("setup data disk %q (fallback %q), want its by-id link, then /dev/vdb", s.DataDisk, s.DataDiskFallback)
 	}
 }

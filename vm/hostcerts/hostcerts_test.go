@@ -145,43 +145,6 @@ func TestFolderCerts(t *testing.T) {
 	}
 }
 
-func TestKeychainCertsDropsStockRoots(t *testing.T) {
-	root1, root2, corp, user := newCA(t, "root1"), newCA(t, "root2"), newCA(t, "corp"), newCA(t, "user")
-	cat := func(b ...[]byte) []byte {
-		var out []byte
-		for _, x := range b {
-			out = append(out, x...)
-		}
-		return out
-	}
-	var asked []string
-	find := func(kc string) ([]byte, error) {
-		asked = append(asked, kc)
-		switch {
-		case kc == keychainRoots:
-			return cat(root1, root2), nil
-		case kc == keychainSystem:
-			// The System keychain repeats a root and holds an odd entry.
-			return cat(root2, corp, []byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")), nil
-		case strings.HasSuffix(kc, "/Users/me/"+keychainLogin):
-			return user, nil
-		}
-		return nil, errors.New("unexpected keychain " + kc)
-	}
-	certs, err := keychainCerts(find, "/Users/me")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := newSet(certs)
-	want := newSet(append(mustParse(t, corp), mustParse(t, user)...))
-	if got.Hash() != want.Hash() {
-		t.Errorf("got %s, want the corp and user certs only (asked %v)", got.Describe(), asked)
-	}
-	if _, err := keychainCerts(func(string) ([]byte, error) { return nil, errors.New("denied") }, "/Users/me"); err == nil {
-		t.Errorf("unreadable stock roots: want an error (every root would look added)")
-	}
-}
-
 func mustParse(t *testing.T, b []byte) []Cert {
 	t.Helper()
 	c, err := Parse("x", b)

@@ -5,11 +5,13 @@ import (
 	"strings"
 )
 
-// macOS keychains: the stock roots ship in SystemRootCertificates; what
-// an administrator or an MDM profile added (a proxy's CA) lands in the
-// System keychain, and what the user added in their login keychain.
+// macOS keychains: what an administrator or an MDM profile added (a
+// proxy's CA) lands in the System keychain, what the user added in their
+// login keychain. Being there is not being trusted: a keychain also holds
+// intermediates, expired and distrusted certificates. What the host
+// trusts for SSL beyond its stock roots is in the user's and the admin's
+// trust settings, which name certificates by SHA-1.
 const (
-	keychainRoots  = "/System/Library/Keychains/SystemRootCertificates.keychain"
 	keychainSystem = "/Library/Keychains/System.keychain"
 	keychainLogin  = "Library/Keychains/login.keychain-db" // under the home folder
 )
@@ -18,25 +20,45 @@ const (
 // returns its output.
 type findCertificates func(keychain string) ([]byte, error)
 
-// keychainCerts is the certificates of the System and login keychains
-// minus the stock roots. A keychain that cannot be read is left out (a
-// user without a login keychain); when the stock roots cannot be read
-// nothing is returned, since every root would then look added.
-func keychainCerts(find findCertificates, home string) ([]Cert, error) {
-	roots, err := find(keychainRoots)
-	if err != nil {
-		return nil, fmt.Errorf("read the stock roots (%s): %w", keychainRoots, err)
-	}
-	stock := map[string]bool{}
-	if c, err := parseLenient(keychainRoots, roots); err == nil {
-		for _, r := range c {
-			stock[r.SHA256] = true
+// exportTrustSettings runs `security trust-settings-export [-d] FILE`
+// (admin: -d) and returns the plist written; nil when the domain has no
+// trust settings.
+type exportTrustSettings func(admin bool) ([]byte, error)
+
+// keychainTool is how the certificates and their trust settings are read
+// (the security command on macOS; fixtures in tests).
+type keychainTool struct {
+	find        findCertificates
+	exportTrust exportTrustSettings
+}
+
+// keychainCerts is the CA certificates of the System and login keychains
+// that the user's or admin trust settings trust for SSL. A keychain or a
+// domain that cannot be read is left out (a user without a login
+// keychain); an error is returned only when nothing could be read.
+func keychainCerts(kt keychainTool, home string) ([]Cert, error) {
+	var problems []string
+	domains := map[bool]trustSettings{}
+	for _, admin := range []bool{false, true} {
+		source := trustSource(admin)
+		b, err := kt.exportTrust(admin)
+		if err == nil {
+			domains[admin], err = parseTrustSettings(source, b)
+		}
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", source, err))
 		}
 	}
+	user, admin := domains[false], domains[true]
+	if len(user) == 0 && len(admin) == 0 {
+		if len(problems) > 0 {
+			return nil, fmt.Errorf("read the trust settings: %s", strings.Join(problems, "; "))
+		}
+		return nil, nil
+	}
 	var out []Cert
-	var problems []string
 	for _, kc := range []string{keychainSystem, strings.TrimSuffix(home, "/") + "/" + keychainLogin} {
-		b, err := find(kc)
+		b, err := kt.find(kc)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s: %v", kc, err))
 			continue
@@ -46,7 +68,7 @@ func keychainCerts(find findCertificates, home string) ([]Cert, error) {
 			continue // an empty keychain
 		}
 		for _, c := range certs {
-			if !stock[c.SHA256] {
+			if trustedForSSL(c, user, admin) {
 				out = append(out, c)
 			}
 		}
@@ -55,6 +77,13 @@ func keychainCerts(find findCertificates, home string) ([]Cert, error) {
 		return nil, fmt.Errorf("read the keychains: %s", strings.Join(problems, "; "))
 	}
 	return out, nil
+}
+
+func trustSource(admin bool) string {
+	if admin {
+		return "admin trust settings"
+	}
+	return "user trust settings"
 }
 
 // parseLenient reads the certificates in security's output, skipping one

@@ -342,7 +342,8 @@ func controlArgs(dir, serialLog string) ([]string, error) {
 }
 
 // diskArgs attach the disks in Spec order, so the guest sees vda, vdb, ...
-// as listed. Under EFI the first disk that is not an ISO is the boot disk.
+// as listed, each with its serial when it has one. Under EFI the first
+// disk that is not an ISO is the boot disk.
 func diskArgs(disks []driver.Disk, diskSync string, efi bool) ([]string, error) {
 	cache, err := driveCache(diskSync)
 	if err != nil {
@@ -356,6 +357,13 @@ func diskArgs(disks []driver.Disk, diskSync string, efi bool) ([]string, error) 
 			return nil, err
 		}
 		dev := "virtio-blk-pci,drive=" + diskID(i)
+		if d.Serial != "" {
+			// A device property: QEMU removed the old -drive serial= option.
+			if err := driver.CheckSerial(d.Serial); err != nil {
+				return nil, err
+			}
+			dev += ",serial=" + d.Serial
+		}
 		if !bootSet && !d.CDROM {
 			dev += ",bootindex=0"
 			bootSet = true

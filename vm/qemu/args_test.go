@@ -482,6 +482,12 @@ func TestDiskArgs(t *testing.T) {
 		wantArgv(t, got, err,
 			"-drive", "if=none,id=disk0,file=/d/disk.qcow2,format=qcow2,cache=unsafe,discard=unmap,detect-zeroes=unmap", "-device", "virtio-blk-pci,drive=disk0")
 	})
+	t.Run("serials go on the device, for the guest's by-id links", func(t *testing.T) {
+		got, err := diskArgs([]driver.Disk{{Path: "/d/disk.raw", Format: "raw", Serial: driver.SerialRoot}, {Path: "/d/data.raw", Format: "raw", Serial: driver.SerialData}}, driver.DiskSyncFull, false)
+		wantArgv(t, got, err,
+			"-drive", "if=none,id=disk0,file=/d/disk.raw,format=raw,cache=writeback,discard=unmap,detect-zeroes=unmap", "-device", "virtio-blk-pci,drive=disk0,serial=vmdock-root",
+			"-drive", "if=none,id=disk1,file=/d/data.raw,format=raw,cache=writeback,discard=unmap,detect-zeroes=unmap", "-device", "virtio-blk-pci,drive=disk1,serial=vmdock-data")
+	})
 	t.Run("no disks", func(t *testing.T) {
 		got, err := diskArgs(nil, "", true)
 		if err != nil || len(got) != 0 {
@@ -498,6 +504,8 @@ func TestDiskArgs(t *testing.T) {
 		{"no format", driver.Disk{Path: "/x"}, "", "disk /x has no format"},
 		{"bad format", driver.Disk{Path: "/x", Format: "vdi"}, "", `disk /x format "vdi": accepted values are raw and qcow2`},
 		{"bad sync", driver.Disk{Path: "/x", Format: "raw"}, "maybe", `disk sync "maybe"`},
+		{"serial with a comma", driver.Disk{Path: "/x", Format: "raw", Serial: "a,drive=b"}, "", `disk serial "a,drive=b": character ','`},
+		{"serial too long", driver.Disk{Path: "/x", Format: "raw", Serial: "vmdock-data-disk-00001"}, "", "22 bytes, at most 20 are accepted"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := diskArgs([]driver.Disk{tt.disk}, tt.sync, false)

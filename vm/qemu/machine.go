@@ -44,8 +44,8 @@ type Machine struct {
 	// accelFailed records that the hardware accelerator failed this guest
 	// (nil under tcg), so the next start emulates instead of failing again.
 	accelFailed func(cause error)
-	problems []string
-	hostfwds map[int]int // guest port -> host loopback port (OpenPort)
+	problems    []string
+	hostfwds    map[int]int // guest port -> host loopback port (OpenPort)
 }
 
 var _ driver.Machine = (*Machine)(nil)

@@ -51,7 +51,7 @@ func configure(p *VMPlan, id vmIdentity) (*vz.VirtualMachineConfiguration, error
 }
 
 // attachStorage adds the disks as virtio-blk devices in plan order, so the
-// guest sees vda, vdb, ... as listed.
+// guest sees vda, vdb, ... as listed, each with its identifier.
 func attachStorage(cfg *vz.VirtualMachineConfiguration, p *VMPlan) error {
 	storage := make([]vz.StorageDeviceConfiguration, 0, len(p.Disks))
 	for _, d := range p.Disks {
@@ -73,6 +73,12 @@ func blockDevice(d DiskPlan) (*vz.VirtioBlockDeviceConfiguration, error) {
 	blk, err := vz.NewVirtioBlockDeviceConfiguration(att)
 	if err != nil {
 		return nil, fmt.Errorf("vz: virtio-blk for %s: %w", d.Path, err)
+	}
+	if d.Identifier != "" {
+		// The guest reads it as the disk's serial (VIRTIO_BLK_T_GET_ID).
+		if err := blk.SetBlockDeviceIdentifier(d.Identifier); err != nil {
+			return nil, fmt.Errorf("vz: block device identifier %q for %s: %w", d.Identifier, d.Path, err)
+		}
 	}
 	return blk, nil
 }

@@ -111,6 +111,9 @@ type DiskPlan struct {
 	ReadOnly bool
 	Caching  CachingMode
 	Sync     SyncMode
+	// Identifier is the block device identifier the guest reads as the
+	// disk's virtio serial; "" for none.
+	Identifier string
 }
 
 // SharePlan is one virtiofs device.
@@ -358,11 +361,15 @@ func planDisks(spec driver.Spec) ([]DiskPlan, error) {
 		// I/O and guest flushes are honoured through the sync mode. Lima
 		// hard-coded fsync sync, and its disk corruption reports came from
 		// the uncached/automatic caching modes, not from cached.
+		if err := driver.CheckSerial(d.Serial); err != nil {
+			return nil, fmt.Errorf("vz: disk %s: %w", d.Path, err)
+		}
 		disks = append(disks, DiskPlan{
-			Path:     d.Path,
-			ReadOnly: d.ReadOnly || d.CDROM, // vz has no CD-ROM; cidata is a read-only virtio-blk disk
-			Caching:  CachingCached,
-			Sync:     sync,
+			Path:       d.Path,
+			ReadOnly:   d.ReadOnly || d.CDROM, // vz has no CD-ROM; cidata is a read-only virtio-blk disk
+			Caching:    CachingCached,
+			Sync:       sync,
+			Identifier: d.Serial,
 		})
 	}
 	return disks, nil

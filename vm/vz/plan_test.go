@@ -47,7 +47,7 @@ func baseSpec(t *testing.T) driver.Spec {
 		Initrd:  "/img/initrd",
 		Cmdline: "root=/dev/vda rw",
 		Disks: []driver.Disk{
-			{Path: "/inst/disk.raw", Format: "raw"},
+			{Path: "/inst/disk.raw", Format: "raw", Serial: driver.SerialRoot},
 			{Path: "/inst/boot.iso", Format: "raw", CDROM: true},
 		},
 		Shares:    []mounts.Share{{Tag: "m0", HostPath: "/Users/me", Type: mounts.TypeVirtiofs}, {Tag: "m1", HostPath: "/opt/ro", ReadOnly: true, Type: mounts.TypeVirtiofs}},
@@ -67,7 +67,7 @@ func TestPlanFull(t *testing.T) {
 		CPUs: 2, MemoryBytes: 2048 << 20,
 		Boot: BootPlan{Kind: BootLinux, Kernel: spec.Kernel, Initrd: "/img/initrd", Cmdline: "root=/dev/vda rw console=hvc0"},
 		Disks: []DiskPlan{
-			{Path: "/inst/disk.raw", Caching: CachingCached, Sync: SyncFsync},
+			{Path: "/inst/disk.raw", Caching: CachingCached, Sync: SyncFsync, Identifier: "vmdock-root"},
 			{Path: "/inst/boot.iso", ReadOnly: true, Caching: CachingCached, Sync: SyncFsync},
 		},
 		Shares:      []SharePlan{{Tag: "m0", HostPath: "/Users/me"}, {Tag: "m1", HostPath: "/opt/ro", ReadOnly: true}},
@@ -229,6 +229,7 @@ func TestPlanErrors(t *testing.T) {
 		{"efi without dir", armHost, func(s *driver.Spec) { s.Kernel, s.Initrd, s.Dir = "", "", "" }, "instance folder"},
 		{"qcow2 disk", armHost, func(s *driver.Spec) { s.Disks[0].Format = "qcow2" }, "qcow2; vz reads raw disks only: convert"},
 		{"vmdk disk", armHost, func(s *driver.Spec) { s.Disks[0].Format = "vmdk" }, `format "vmdk" (accepted: raw)`},
+		{"long disk serial", armHost, func(s *driver.Spec) { s.Disks[0].Serial = "vmdock-root-disk-of-x" }, `disk serial "vmdock-root-disk-of-x": 21 bytes, at most 20`},
 		{"bad sync", armHost, func(s *driver.Spec) { s.DiskSync = "sometimes" }, `disk sync "sometimes" unknown (accepted: full, fsync, none)`},
 		{"bad network", armHost, func(s *driver.Spec) { s.Network = "bridged" }, `network mode "bridged"`},
 		{"9p", armHost, func(s *driver.Spec) { s.Shares[1].Type = mounts.Type9p }, `share /opt/ro: mount type "9p" not supported (accepted: virtiofs)`},
