@@ -67,6 +67,8 @@ lint:
 darwin-check:
 	$(GO) run ./hack/darwincheck
 	GOOS=darwin CGO_ENABLED=0 $(GO) build ./...
+	# The e2e package (TestE2EMac runs on a Mac in CI) must compile there.
+	GOOS=darwin CGO_ENABLED=0 $(GO) vet -tags e2e ./hack/e2e
 
 # What a build here embeds as its image base URL (empty: none).
 print-image-base-url:
