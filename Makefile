@@ -38,8 +38,12 @@ ifeq ($(shell uname -s),Darwin)
 BUILD_ENV := CGO_ENABLED=1
 endif
 
+# BIN_ARCH builds bin/vmdock for another arch of this OS (the release's
+# second Mac binary); empty: this machine's. Only the binary takes it: the
+# agents' build runs hack/compress here.
+BIN_ARCH ?=
 build: agents
-	$(BUILD_ENV) $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/vmdock ./cmd/vmdock
+	$(BUILD_ENV) $(if $(BIN_ARCH),GOARCH=$(BIN_ARCH)) $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/vmdock ./cmd/vmdock
 ifeq ($(shell uname -s),Darwin)
 	# Virtualization.framework refuses processes without this entitlement;
 	# an ad-hoc signature is enough for a local build.
