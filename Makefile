@@ -63,10 +63,16 @@ agents:
 test:
 	$(GO) test ./...
 
+# actionlint at a pinned version checks every workflow (the expressions,
+# the runners, each action's inputs) without a GitHub runner.
+ACTIONLINT := github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
+
 lint:
 	$(GO) vet ./...
 	@out="$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go'))"; \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) run $(ACTIONLINT) .github/workflows/*.yml
+	@set -e; for f in hack/ci/*.sh hack/release/*.sh; do bash -n "$$f"; done
 
 darwin-check:
 	$(GO) run ./hack/darwincheck
