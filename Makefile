@@ -74,10 +74,11 @@ lint:
 	$(GO) run $(ACTIONLINT) .github/workflows/*.yml
 	@set -e; for f in hack/ci/*.sh hack/release/*.sh; do bash -n "$$f"; done
 
+# The macOS code type-checked on Linux, the e2e package included (CI runs
+# TestE2EMac on a Mac).
 darwin-check:
 	$(GO) run ./hack/darwincheck
 	GOOS=darwin CGO_ENABLED=0 $(GO) build ./...
-	# The e2e package (TestE2EMac runs on a Mac in CI) must compile there.
 	GOOS=darwin CGO_ENABLED=0 $(GO) vet -tags e2e ./hack/e2e
 
 # What a build here embeds as its image base URL (empty: none).
