@@ -167,8 +167,16 @@ func checkPinnedBuildRefusesAnotherManifest(t *testing.T, e *env, rs *releaseSer
 		if n := rs.requests("/vmdock-amd64.tar.zst"); n != 0 {
 			t.Errorf("the refused release's image was fetched %d times", n)
 		}
-		if procs := processesMatching(home); len(procs) != 0 {
-			t.Errorf("processes left by the refused start: %v", procs)
+		// The host agent reports the failure, then undoes its steps and exits.
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			procs := processesMatching(home)
+			if len(procs) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("processes left by the refused start: %v", procs)
+				break
+			}
 		}
 		if out, err := run("delete", "--data"); err != nil {
 			t.Errorf("delete after the refused start: %v\n%s", err, out)
