@@ -8,10 +8,17 @@ AGENTS    := $(foreach a,$(ARCHES),$(AGENT_DIR)/vmdock-agent-linux-$(a).zst)
 # Where published guest images live (images.json and the archives beside
 # it), the default `vmdock start` downloads from, e.g. a GitHub release's
 # download URL https://github.com/<owner>/<repo>/releases/download/<tag>/.
-# Empty: no default download.
-IMAGE_BASE_URL ?=
+# Not given: a checkout of a github.com repository at exactly a tag finds
+# that tag's release (hack/release/base-url.sh); any other build has no
+# default download (empty).
+IMAGE_BASE_URL ?= $(shell bash hack/release/base-url.sh 2>/dev/null)
+# The sha256 (hex) of that release's images.json: a default start refuses
+# any other manifest from IMAGE_BASE_URL. The release workflow and the
+# Homebrew formula set it; empty: not pinned.
+IMAGE_MANIFEST_SHA256 ?=
 LDFLAGS   := -s -w -X main.Version=$(VERSION) -X github.com/vmdock/vmdock/agent.Version=$(VERSION) \
-	-X github.com/vmdock/vmdock/images.BaseURL=$(IMAGE_BASE_URL)
+	-X github.com/vmdock/vmdock/images.BaseURL=$(IMAGE_BASE_URL) \
+	-X github.com/vmdock/vmdock/images.ManifestSHA256=$(IMAGE_MANIFEST_SHA256)
 # `make release` publishes both arches unless ARCH names one.
 ARCH      ?=
 RELEASE_DIR := bin/release
@@ -22,7 +29,7 @@ linux_only = if [ "$$(uname -s)" = Darwin ]; then \
 	echo "guest images are built on Linux; on a Mac, vmdock start downloads a published one (from the build's IMAGE_BASE_URL or VMDOCK_IMAGE_BASE_URL), or vmdock image import FILE takes a vmdock-<arch>.tar.zst built on a Linux machine" >&2; \
 	exit 1; fi
 
-.PHONY: all build agents test lint darwin-check install image image-arm64 release e2e e2e-containerd e2e-resume e2e-arm64 bench demo clean
+.PHONY: all build agents test lint darwin-check print-image-base-url install image image-arm64 release e2e e2e-containerd e2e-resume e2e-arm64 bench demo clean
 
 all: build
 
@@ -31,8 +38,12 @@ ifeq ($(shell uname -s),Darwin)
 BUILD_ENV := CGO_ENABLED=1
 endif
 
+# BIN_ARCH builds bin/vmdock for another arch of this OS (the release's
+# second Mac binary); empty: this machine's. Only the binary takes it: the
+# agents' build runs hack/compress here.
+BIN_ARCH ?=
 build: agents
-	$(BUILD_ENV) $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/vmdock ./cmd/vmdock
+	$(BUILD_ENV) $(if $(BIN_ARCH),GOARCH=$(BIN_ARCH)) $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o bin/vmdock ./cmd/vmdock
 ifeq ($(shell uname -s),Darwin)
 	# Virtualization.framework refuses processes without this entitlement;
 	# an ad-hoc signature is enough for a local build.
@@ -52,15 +63,28 @@ agents:
 test:
 	$(GO) test ./...
 
+# actionlint at a pinned version checks every workflow (the expressions,
+# the runners, each action's inputs) without a GitHub runner.
+ACTIONLINT := github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
+
 lint:
 	$(GO) vet ./...
 	$(GO) run ./hack/funclen
 	@out="$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go'))"; \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) run $(ACTIONLINT) .github/workflows/*.yml
+	@set -e; for f in hack/ci/*.sh hack/release/*.sh; do bash -n "$$f"; done
 
+# The macOS code type-checked on Linux, the e2e package included (CI runs
+# TestE2EMac on a Mac).
 darwin-check:
 	$(GO) run ./hack/darwincheck
 	GOOS=darwin CGO_ENABLED=0 $(GO) build ./...
+	GOOS=darwin CGO_ENABLED=0 $(GO) vet -tags e2e ./hack/e2e
+
+# What a build here embeds as its image base URL (empty: none).
+print-image-base-url:
+	@echo '$(IMAGE_BASE_URL)'
 
 # install copies what `make build` made and never builds: run as root
 # (sudo make install), a build would leave root-owned files in bin/ and

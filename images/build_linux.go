@@ -64,8 +64,9 @@ func publishBuild(out string) error {
 	return nil
 }
 
-// noImageAdvice names every way to a guest image that works on Linux.
-func noImageAdvice() string {
-	return "build one (`make image` in a vmdock checkout, or `sudo vmdock image build`), set VMDOCK_IMAGE_DIR to a folder holding vmdock-<arch>.tar.zst, " +
-		"`vmdock image import FILE`, point " + BaseURLEnv + " or imageBaseURL at published images, or start with --image PATH"
+// noImageAdvice names every way to arch's guest image that works on Linux.
+func noImageAdvice(arch string) string {
+	return "build one (`" + makeImageTarget(arch) + "` in a vmdock checkout, or `sudo vmdock image build --arch " + arch + "`), " +
+		"set VMDOCK_IMAGE_DIR to a folder holding " + archiveFile(arch) + ", " +
+		"`vmdock image import FILE` (a " + archiveFile(arch) + " from a release or a build), point " + BaseURLEnv + " or imageBaseURL at published images, or start with --image PATH"
 }

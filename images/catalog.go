@@ -143,7 +143,7 @@ func (c *Cache) resolveVMDock(ctx context.Context, opts Options, arch string) (s
 	base := effectiveBaseURL(opts.BaseURL)
 	if base == "" {
 		return source{}, nil, fmt.Errorf("image %q for %s: no local build, no imported vmdock image, and no image download URL in this build; %s",
-			NameVMDock, arch, noImageAdvice())
+			NameVMDock, arch, noImageAdvice(arch))
 	}
 	m, where, err := c.releaseManifest(ctx, opts, base)
 	if err != nil {
@@ -156,6 +156,19 @@ func (c *Cache) resolveVMDock(ctx context.Context, opts Options, arch string) (s
 	d, _ := ParseDigest("sha256:" + rel.SHA256)
 	return source{Name: NameVMDock, URL: base + rel.File, Digest: d, Size: rel.Size, Arch: arch, Origin: SourceDownload}, &rel, nil
 }
+
+// makeImageTarget is the make target that builds arch's image in a
+// checkout: `make image` is amd64 whatever the host (arm64 builds through
+// qemu-user there), so the target follows the guest, not the host.
+func makeImageTarget(arch string) string {
+	if arch == "arm64" {
+		return "make image-arm64"
+	}
+	return "make image"
+}
+
+// archiveFile is the file a build or release holds arch's image in.
+func archiveFile(arch string) string { return "vmdock-" + arch + ".tar.zst" }
 
 // localBuildPaths lists where a locally built vmdock image may be, in order.
 func localBuildPaths(c *Cache, arch string) []string {

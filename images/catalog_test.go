@@ -300,10 +300,15 @@ func TestNoBaseURLNamesTheWaysOut(t *testing.T) {
 	if err == nil {
 		t.Fatal("no image anywhere: no error")
 	}
-	for _, want := range []string{"no local build", "vmdock image import FILE", BaseURLEnv, "--image PATH"} {
+	for _, want := range []string{"no local build", "vmdock image import FILE", BaseURLEnv, "--image PATH", "`make image-arm64`", "vmdock-arm64.tar.zst"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not name %q", err, want)
 		}
+	}
+	// `make image` builds amd64 on any host: the advice follows the guest.
+	_, err = Ensure(context.Background(), "", "amd64", Options{CacheDir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "`make image`") || strings.Contains(err.Error(), "image-arm64") || !strings.Contains(err.Error(), "vmdock-amd64.tar.zst") {
+		t.Errorf("amd64 advice: %v, want `make image` and vmdock-amd64.tar.zst", err)
 	}
 }
 

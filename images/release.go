@@ -23,6 +23,16 @@ const ReleaseManifestName = "images.json"
 // VMDOCK_IMAGE_BASE_URL or imageBaseURL names one.
 var BaseURL = ""
 
+// ManifestSHA256 is the sha256 (hex) of the images.json published with
+// this build's release, set at build time (-ldflags -X
+// github.com/vmdock/vmdock/images.ManifestSHA256=...). A start that takes
+// its images from BaseURL refuses a manifest with another digest: the
+// images a release binary boots are the ones released with it, even if the
+// files at BaseURL are replaced. Empty: not pinned. Overrides (the
+// environment, imageBaseURL), imports and local builds are never pinned:
+// whoever names other images means them.
+var ManifestSHA256 = ""
+
 // BaseURLEnv overrides BaseURL and the config's imageBaseURL.
 const BaseURLEnv = "VMDOCK_IMAGE_BASE_URL"
 

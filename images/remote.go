@@ -84,24 +84,33 @@ func isLoopbackHost(h string) bool {
 // releaseManifest fetches base's images.json and keeps a copy in the cache;
 // when the network or the server fails, the copy fetched earlier is used,
 // so a cached image starts offline. where names the manifest in errors.
+// A pinned build (ManifestSHA256) accepts only the manifest of its release
+// from its own BaseURL, fetched or saved.
 func (c *Cache) releaseManifest(ctx context.Context, opts Options, base string) (*ReleaseManifest, string, error) {
 	where := base + ReleaseManifestName
 	if err := CheckBaseURL(base); err != nil {
+		return nil, where, err
+	}
+	pin, err := manifestPin(opts.BaseURL)
+	if err != nil {
 		return nil, where, err
 	}
 	saved := c.savedManifestPath(base)
 	if opts.Offline {
 		// Asked not to fetch (status, image list, prune): reading the
 		// copy is the normal path, not a fallback worth a log line.
-		return readSavedManifest(saved, where, fmt.Errorf("not fetched (offline)"))
+		return readSavedManifest(saved, where, pin, fmt.Errorf("not fetched (offline)"))
 	}
 	b, err := fetchSmall(ctx, opts, where)
 	if err != nil {
-		m, w, rerr := readSavedManifest(saved, where, err)
+		m, w, rerr := readSavedManifest(saved, where, pin, err)
 		if rerr == nil {
 			slog.Info("using the image manifest fetched earlier", "url", where, "why", err.Error())
 		}
 		return m, w, rerr
+	}
+	if err := checkPin(b, pin, where); err != nil {
+		return nil, where, err
 	}
 	m, err := ParseReleaseManifest(bytes.NewReader(b), where)
 	if err != nil {
@@ -113,13 +122,16 @@ func (c *Cache) releaseManifest(ctx context.Context, opts Options, base string) 
 	return m, where, nil
 }
 
-func readSavedManifest(saved, where string, fetchErr error) (*ReleaseManifest, string, error) {
-	f, err := os.Open(saved)
+func readSavedManifest(saved, where, pin string, fetchErr error) (*ReleaseManifest, string, error) {
+	b, err := os.ReadFile(saved)
 	if err != nil {
 		return nil, where, fmt.Errorf("image manifest %s: %w (and no copy was fetched before)", where, fetchErr)
 	}
-	defer f.Close()
-	m, err := ParseReleaseManifest(f, where+" (copy fetched earlier)")
+	copyOf := where + " (copy fetched earlier)"
+	if err := checkPin(b, pin, copyOf); err != nil {
+		return nil, where, err
+	}
+	m, err := ParseReleaseManifest(bytes.NewReader(b), copyOf)
 	return m, where, err
 }
 

@@ -196,6 +196,7 @@ mounts:
 	// image comes from published files, served here on loopback.
 	e.outsideCheckout(t, base)
 	release := e.serveRelease(t)
+	checkPinnedBuildRefusesAnotherManifest(t, e, release, base)
 	startArgs := []string{"start", "--cpus", "2", "--memory", "2", "--network-mode", "isolated"}
 	e.timed("boot with a panicking kernel fails naming the panic", func(t *testing.T) {
 		checkBootPanic(t, e, startArgs)
@@ -352,10 +353,23 @@ mounts:
 }
 
 // newEnv gives a test its own vmdock home, docker config and work folder
-// (with a space in its name, on purpose: Colima #1471), checks that the
-// binary and the arch's guest image exist, and builds the arch's test
-// image tarball.
+// (with a space in its name, on purpose), checks that the binary and the
+// arch's guest image (built here) exist, and builds the arch's test image
+// tarball.
 func newEnv(t *testing.T, arch string) (*env, string) {
+	target := "image"
+	if arch != "amd64" {
+		target = "image-" + arch
+	}
+	if _, err := os.Stat(filepath.Join(repoRoot(t), "hack", "image", "out", "vmdock-"+arch+".tar.zst")); err != nil {
+		t.Fatalf("%s guest image missing: run `make %s` first (%v)", arch, target, err)
+	}
+	return newEnvWithoutImage(t, arch)
+}
+
+// newEnvWithoutImage is newEnv for a test that brings its guest image
+// another way (an import on a Mac, where images are not built).
+func newEnvWithoutImage(t *testing.T, arch string) (*env, string) {
 	e := &env{t: t, repo: repoRoot(t)}
 	base := t.TempDir()
 	e.home = filepath.Join(base, "vmdock home")
@@ -369,13 +383,6 @@ func newEnv(t *testing.T, arch string) (*env, string) {
 	e.vmdock = filepath.Join(e.repo, "bin", "vmdock")
 	if _, err := os.Stat(e.vmdock); err != nil {
 		t.Fatalf("%s missing: run `make build` first", e.vmdock)
-	}
-	target := "image"
-	if arch != "amd64" {
-		target = "image-" + arch
-	}
-	if _, err := os.Stat(filepath.Join(e.repo, "hack", "image", "out", "vmdock-"+arch+".tar.zst")); err != nil {
-		t.Fatalf("%s guest image missing: run `make %s` first (%v)", arch, target, err)
 	}
 	e.testTar = filepath.Join(base, "vmdock-test.tar")
 	e.timed("build test image tarball", func(t *testing.T) {

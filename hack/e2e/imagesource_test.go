@@ -3,11 +3,13 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -117,4 +119,67 @@ func checkDefaultImageFrom(t *testing.T, e *env, arch, source string) imageRow {
 		t.Errorf("status --json does not show the instance pinned to %s:\n%s", rows[0].Digest, st)
 	}
 	return rows[0]
+}
+
+// checkPinnedBuildRefusesAnotherManifest builds vmdock as a release is
+// built, its default image URL the release served here, but pinned to
+// another images.json digest, and starts it with no override: the start
+// must stop at the image step, before any VM, naming the digest served and
+// the one pinned. Only the link step differs from bin/vmdock's build.
+func checkPinnedBuildRefusesAnotherManifest(t *testing.T, e *env, rs *releaseServer, base string) {
+	e.timed("a build pinned to another images.json refuses the release's", func(t *testing.T) {
+		manifest, err := os.ReadFile(filepath.Join(e.repo, "bin", "release", "images.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		served := "sha256:" + sha256Hex(manifest)
+		pinned := strings.Repeat("0", 64)
+		bin := filepath.Join(base, "pinned", "vmdock")
+		ldflags := "-X github.com/vmdock/vmdock/images.BaseURL=" + rs.URL + " -X github.com/vmdock/vmdock/images.ManifestSHA256=" + pinned
+		build := exec.Command("go", "build", "-trimpath", "-ldflags", ldflags, "-o", bin, "./cmd/vmdock")
+		build.Dir = e.repo
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("go build -ldflags %q: %v\n%s", ldflags, err, out)
+		}
+		home := filepath.Join(base, "pinned home")
+		env := append(e.environ(), "VMDOCK_HOME="+home, "VMDOCK_CACHE="+filepath.Join(base, "pinned cache"),
+			"VMDOCK_IMAGE_BASE_URL=", "VMDOCK_IMAGE_DIR=")
+		run := func(args ...string) (string, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, bin, args...)
+			cmd.Env, cmd.Dir = env, e.work
+			out, err := cmd.CombinedOutput()
+			return string(out), err
+		}
+		if out, err := run("version"); err != nil || !strings.Contains(out, "images: "+rs.URL) || !strings.Contains(out, "manifest: sha256:"+pinned+" (pinned") {
+			t.Errorf("version of the pinned build: %v\n%s", err, out)
+		}
+		out, err := run("start", "--cpus", "1", "--memory", "2", "--network-mode", "isolated")
+		if err == nil {
+			t.Fatalf("a start pinned to another manifest succeeded:\n%s", out)
+		}
+		for _, want := range []string{"digest " + served, "pinned to sha256:" + pinned} {
+			if !strings.Contains(out, want) {
+				t.Errorf("start's refusal lacks %q:\n%s", want, out)
+			}
+		}
+		if n := rs.requests("/vmdock-amd64.tar.zst"); n != 0 {
+			t.Errorf("the refused release's image was fetched %d times", n)
+		}
+		// The host agent reports the failure, then undoes its steps and exits.
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			procs := processesMatching(home)
+			if len(procs) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("processes left by the refused start: %v", procs)
+				break
+			}
+		}
+		if out, err := run("delete", "--data"); err != nil {
+			t.Errorf("delete after the refused start: %v\n%s", err, out)
+		}
+	})
 }

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Creates the tag's draft GitHub release from the files in DIR (binaries,
+# images, images.json) with SHA256SUMS beside them. A person publishes the
+# draft after a look; nothing here publishes.
+#
+# usage: GH_TOKEN=... hack/ci/publish-release.sh DIR TAG
+set -euo pipefail
+
+dir=${1:?usage: $0 DIR TAG}
+tag=${2:?usage: $0 DIR TAG}
+for f in images.json vmdock-amd64.tar.zst vmdock-arm64.tar.zst \
+  vmdock-darwin-arm64 vmdock-darwin-amd64 vmdock-linux-amd64 vmdock-linux-arm64; do
+  [ -f "$dir/$f" ] || { echo "release file $dir/$f missing" >&2; exit 1; }
+done
+chmod +x "$dir"/vmdock-darwin-* "$dir"/vmdock-linux-*
+(cd "$dir" && rm -f SHA256SUMS && sha256sum -- * >SHA256SUMS.tmp && mv SHA256SUMS.tmp SHA256SUMS && cat SHA256SUMS)
+gh release create "$tag" --draft --verify-tag --title "$tag" --generate-notes "$dir"/*
