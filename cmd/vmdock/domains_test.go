@@ -141,6 +141,9 @@ func TestDomainsCAAndTrust(t *testing.T) {
 	if _, err := os.Stat(path); err != nil {
 		t.Errorf("the CA was not made on first use: %v", err)
 	}
+	if fi, err := os.Stat(home); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("the vmdock home made by `domains ca`: %v, %v; want mode 0700", fi.Mode(), err)
+	}
 	ca, err := localca.Open(home)
 	if err != nil {
 		t.Fatal(err)

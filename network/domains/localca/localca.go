@@ -65,7 +65,9 @@ func Open(home string) (*CA, error) {
 	if err == nil || !errors.Is(err, os.ErrNotExist) {
 		return ca, err
 	}
-	if err := os.MkdirAll(home, 0o755); err != nil {
+	// The CA may be the first thing in a new home, which later holds
+	// instance sockets and keys: owner only, as vm/store makes it.
+	if err := os.MkdirAll(home, 0o700); err != nil {
 		return nil, fmt.Errorf("local CA: %w", err)
 	}
 	tmp, err := os.MkdirTemp(home, "."+DirName+"-")

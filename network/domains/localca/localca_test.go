@@ -162,3 +162,19 @@ func TestTLSHandshakeWithTheCA(t *testing.T) {
 		t.Error("a handshake for example.com succeeded")
 	}
 }
+
+// The CA may be the first thing made in $VMDOCK_HOME; the home holds
+// instance sockets and keys, so only its owner may enter it.
+func TestOpenMakesTheHomePrivate(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	if _, err := Open(home); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o700 {
+		t.Errorf("home made with mode %v, want 0700", fi.Mode().Perm())
+	}
+}
