@@ -188,6 +188,16 @@ func page(w http.ResponseWriter, code int, title, text string) {
 		html.EscapeString(title), html.EscapeString(title), html.EscapeString(text))
 }
 
+// idleTimeout closes keep-alive connections no request uses, so idle
+// browser tabs do not hold connections for ever. There is deliberately
+// no Read/WriteTimeout: event streams may go quiet for long, uploads may
+// be large, and neither is idle while its request runs.
+var idleTimeout = 5 * time.Minute
+
+// maxHeaderBytes bounds a request's header block; browsers send a few
+// KiB even with many cookies.
+const maxHeaderBytes = 64 << 10
+
 // Server is an http.Server for the router. With getCert it is the HTTPS
 // server (call ServeTLS(ln, "", "")): HTTP/2 and HTTP/1.1 by ALPN, the
 // certificate chosen by SNI.
@@ -195,6 +205,8 @@ func (r *Router) Server(getCert func(*tls.ClientHelloInfo) (*tls.Certificate, er
 	srv := &http.Server{
 		Handler:           r,
 		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slogErrorLog(),
 	}
 	if getCert == nil {
