@@ -107,6 +107,8 @@ type hostAgent struct {
 	idle *idle.Monitor
 	// sshAgent is the host's SSH agent the guest is offered (sshagent.go).
 	sshAgent sshAgentForward
+	// sshAgentOpen counts the SSH agent streams being relayed.
+	sshAgentOpen atomic.Int32
 
 	mu      sync.Mutex
 	phase   string
