@@ -33,6 +33,8 @@ func (m *pausableMachine) Unpause(context.Context) error {
 	return nil
 }
 
+func (m *pausableMachine) Paused(context.Context) (bool, error) { return m.isPaused(), nil }
+
 func (m *pausableMachine) isPaused() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
