@@ -358,3 +358,25 @@ func Under(name string) bool {
 	name = HostName(name)
 	return name == Suffix || strings.HasSuffix(name, "."+Suffix)
 }
+
+// CheckHostName accepts a DNS host name (lowercase, as HostName makes
+// it): labels of 1-63 letters, digits and hyphens, 253 characters in
+// all. A TLS client's SNI is any bytes it likes; only such names may
+// reach the CA.
+func CheckHostName(name string) error {
+	const accepted = "accepted: DNS names of letters, digits and hyphens, labels of 1-63 characters, 253 in all"
+	if len(name) == 0 || len(name) > 253 {
+		return fmt.Errorf("name of %d characters is not accepted; %s", len(name), accepted)
+	}
+	for label := range strings.SplitSeq(name, ".") {
+		if len(label) == 0 || len(label) > 63 {
+			return fmt.Errorf("name %q is not accepted; %s", name, accepted)
+		}
+		for _, r := range label {
+			if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '-' {
+				return fmt.Errorf("name %q is not accepted; %s", name, accepted)
+			}
+		}
+	}
+	return nil
+}
