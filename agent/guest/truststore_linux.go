@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -24,6 +25,11 @@ const (
 	// Hooks (Java's keystore, for one) must see every change: where there
 	// are any, update-ca-certificates runs them.
 	caHooksDir = "/etc/ca-certificates/update.d"
+	// caBundleRecord lists the certificates vmdock added to the bundle
+	// (file name and DER digest, a line each). It is removed before the
+	// bundle is edited and written after, so it is there only when it
+	// says what the bundle holds.
+	caBundleRecord = "/var/lib/vmdock/ca-bundle-vmdock.list"
 )
 
 // errNotPlainStore says the guest's trust store is not the one
@@ -31,20 +37,29 @@ const (
 var errNotPlainStore = errors.New("not a plain Debian trust store")
 
 // rebuildTrustStore makes the trust store hold the certificates now in
-// guestCADir, where before held the ones that were there (file name to
-// PEM). Where the store is not the plain Debian one, it runs
-// update-ca-certificates --fresh, which drops the links of those gone.
-func (s *Server) rebuildTrustStore(ctx context.Context, before, now map[string][]byte) error {
-	err := s.updateTrustStore(ctx, before, now)
-	if err == nil {
-		return nil
+// guestCADir, where before are the ones vmdock had added (file name to
+// DER digest; nil: not known). Where the store is not the plain Debian
+// one, or before is not known, it runs update-ca-certificates --fresh,
+// which drops the links of those gone. The record of the added ones is
+// rewritten after.
+func (s *Server) rebuildTrustStore(ctx context.Context, before map[string]string, now map[string][]byte) error {
+	if err := os.Remove(s.path(caBundleRecord)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
 	}
-	s.log().Info("trust store: update-ca-certificates rebuilds it", "why", err)
-	_, err = s.OS.Run(ctx, "update-ca-certificates", "--fresh")
-	return err
+	err := errors.New("what vmdock added to the bundle is not known")
+	if before != nil {
+		err = s.updateTrustStore(ctx, before, now)
+	}
+	if err != nil {
+		s.log().Info("trust store: update-ca-certificates rebuilds it", "why", err)
+		if _, err := s.OS.Run(ctx, "update-ca-certificates", "--fresh"); err != nil {
+			return err
+		}
+	}
+	return s.writeBundleRecord(now)
 }
 
-func (s *Server) updateTrustStore(ctx context.Context, before, now map[string][]byte) error {
+func (s *Server) updateTrustStore(ctx context.Context, before map[string]string, now map[string][]byte) error {
 	if hooks, _ := os.ReadDir(s.path(caHooksDir)); len(hooks) > 0 {
 		return fmt.Errorf("%w: %s has hooks", errNotPlainStore, caHooksDir)
 	}
@@ -58,8 +73,12 @@ func (s *Server) updateTrustStore(ctx context.Context, before, now map[string][]
 	}
 	// The ones added before are at the end of the bundle; only the last
 	// copy of each goes, so a system CA the host also sent stays.
-	for _, p := range before {
-		blocks = dropLast(blocks, derDigest(p))
+	for _, d := range before {
+		digest, err := hex.DecodeString(d)
+		if err != nil || len(digest) != sha256.Size {
+			return fmt.Errorf("%s: digest %q", caBundleRecord, d)
+		}
+		blocks = dropLast(blocks, [sha256.Size]byte(digest))
 	}
 	var out bytes.Buffer
 	for _, b := range blocks {
@@ -146,6 +165,37 @@ func dropLast(blocks []bundleBlock, digest [sha256.Size]byte) []bundleBlock {
 		}
 	}
 	return blocks
+}
+
+// readBundleRecord is what vmdock added to the bundle, file name to DER
+// digest; an error wrapping fs.ErrNotExist when there is no record.
+func (s *Server) readBundleRecord() (map[string]string, error) {
+	b, err := os.ReadFile(s.path(caBundleRecord))
+	if err != nil {
+		return nil, err
+	}
+	rec := map[string]string{}
+	for line := range strings.Lines(string(b)) {
+		name, digest, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if !ok {
+			return nil, fmt.Errorf("%s: line %q is not a file name and a digest", caBundleRecord, line)
+		}
+		rec[name] = digest
+	}
+	return rec, nil
+}
+
+// writeBundleRecord records now as what vmdock added to the bundle.
+func (s *Server) writeBundleRecord(now map[string][]byte) error {
+	var b strings.Builder
+	for _, name := range sortedKeys(now) {
+		d := derDigest(now[name])
+		fmt.Fprintf(&b, "%s %s\n", name, hex.EncodeToString(d[:]))
+	}
+	if err := os.MkdirAll(filepath.Dir(s.path(caBundleRecord)), 0o755); err != nil {
+		return err
+	}
+	return writeFileAtomic(s.path(caBundleRecord), []byte(b.String()), 0o644)
 }
 
 // readCADir is the certificates in the vmdock folder, file name to PEM.
