@@ -170,9 +170,15 @@ func fullName(raw string) (string, error) {
 	return strings.Join(parts, ".") + "." + Suffix, nil
 }
 
+// webPorts are the ports a container's names go to without a label: the
+// usual ports of web servers and dev servers. A browser must not be led to
+// a port that speaks something else (memcached, a database).
+var webPorts = []int{80, 443, 3000, 3001, 4000, 4200, 5000, 5173, 8000, 8008, 8080, 8081, 8443, 8888, 9000}
+
 // Target is the port a container's names go to: the port label, else the
-// one exposed TCP port, else DefaultPort. Several exposed ports and no
-// label is a problem naming them, not a guess.
+// one exposed TCP port when it is a web port, else DefaultPort. Several
+// exposed ports, or one that is no web port, and no label is a problem
+// naming them, not a guess.
 func Target(c Container) (port int, problem string) {
 	if v, ok := c.Labels[LabelHTTPPort]; ok {
 		p, err := strconv.Atoi(strings.TrimSpace(v))
@@ -188,13 +194,21 @@ func Target(c Container) (port int, problem string) {
 	case 0:
 		return DefaultPort, ""
 	case 1:
+		if !slices.Contains(webPorts, ports[0]) {
+			return 0, fmt.Sprintf("container %s exposes only TCP port %d, which vmdock does not route to unless the label %s=%d says so (ports routed without it: %s)",
+				c.Name, ports[0], LabelHTTPPort, ports[0], portList(webPorts))
+		}
 		return ports[0], ""
 	}
+	return 0, fmt.Sprintf("container %s exposes several TCP ports (%s); choose one with the label %s=<port>", c.Name, portList(ports), LabelHTTPPort)
+}
+
+func portList(ports []int) string {
 	strs := make([]string, len(ports))
 	for i, p := range ports {
 		strs[i] = strconv.Itoa(p)
 	}
-	return 0, fmt.Sprintf("container %s exposes several TCP ports (%s); choose one with the label %s=<port>", c.Name, strings.Join(strs, ", "), LabelHTTPPort)
+	return strings.Join(strs, ", ")
 }
 
 // Build resolves one profile's containers into a Table.

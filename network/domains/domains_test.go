@@ -81,6 +81,9 @@ func TestTargetPort(t *testing.T) {
 		{"several exposed", nil, []int{9000, 80}, 0, "several TCP ports (80, 9000)"},
 		{"bad label", map[string]string{LabelHTTPPort: "http"}, nil, 0, `"http" is not accepted`},
 		{"label out of range", map[string]string{LabelHTTPPort: "70000"}, nil, 0, "1-65535"},
+		{"single web port", nil, []int{5173}, 5173, ""},
+		{"single port that is no web port", nil, []int{11211}, 0, "port 11211, which vmdock does not route to unless the label dev.vmdock.http-port=11211 says so"},
+		{"label for a port that is no web port", map[string]string{LabelHTTPPort: "11211"}, []int{11211}, 11211, ""},
 	} {
 		port, problem := Target(Container{Name: "c", Labels: tc.labels, Exposed: tc.exposed})
 		if port != tc.port || (tc.problem == "") != (problem == "") || !strings.Contains(problem, tc.problem) {
