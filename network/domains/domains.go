@@ -109,6 +109,7 @@ type Conflict struct {
 
 // Table is the names of one or more profiles, resolved.
 type Table struct {
+	profile   string // "" for a merged table
 	routes    map[string]Route
 	claims    []Route // every claim, winners and losers, for Merge
 	conflicts []Conflict
@@ -144,6 +145,10 @@ func Names(profile string, c Container) (names map[string]Source, problems []str
 	}
 	for _, raw := range strings.FieldsFunc(c.Labels[LabelDomains], func(r rune) bool { return r == ',' || r == ' ' }) {
 		n, err := fullName(raw)
+		if err == nil && !strings.HasSuffix(n, "."+zone(profile)) {
+			// Another profile's zone is that profile's to fill.
+			err = fmt.Errorf("name %q is not accepted in profile %s; accepted: full names ending in .%s", raw, profileName(profile), zone(profile))
+		}
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("container %s: label %s: %v", c.Name, LabelDomains, err))
 			continue
@@ -236,6 +241,7 @@ func Build(profile string, cs []Container) *Table {
 		}
 	}
 	t := resolve(claims)
+	t.profile = profileName(profile)
 	sort.Strings(problems)
 	t.Problems = problems
 	return t
@@ -249,20 +255,47 @@ func profileName(p string) string {
 }
 
 // Merge resolves several profiles' tables as one, so a name two profiles
-// claim (a label's full name, say) is decided by the same rules.
+// claim (a label's full name, say) is decided by the same rules. A name in
+// another merged profile's zone is that profile's: the default profile's
+// zone holds the others', and its labels and compose projects (svc.dev)
+// must not take their names.
 func Merge(ts ...*Table) *Table {
 	var claims []Route
 	var problems []string
+	var zones []string
+	for _, t := range ts {
+		if t != nil && t.profile != "" && t.profile != DefaultProfile {
+			zones = append(zones, zone(t.profile))
+		}
+	}
 	for _, t := range ts {
 		if t == nil {
 			continue
 		}
-		claims = append(claims, t.claims...)
+		for _, c := range t.claims {
+			if z := otherZone(c, zones); z != "" {
+				problems = append(problems, fmt.Sprintf("container %s (profile %s): name %s is not routed: it is in profile zone %s", c.Container, c.Profile, c.Name, z))
+				continue
+			}
+			claims = append(claims, c)
+		}
 		problems = append(problems, t.Problems...)
 	}
 	m := resolve(claims)
 	m.Problems = problems
 	return m
+}
+
+// otherZone is the zone among zones, not c's own profile's, that c's name
+// is in; "" for none.
+func otherZone(c Route, zones []string) string {
+	own := zone(c.Profile)
+	for _, z := range zones {
+		if z != own && strings.HasSuffix(c.Name, "."+z) {
+			return z
+		}
+	}
+	return ""
 }
 
 // wins orders claims on one name: higher source, then newer container,
