@@ -14,14 +14,14 @@ import (
 // fakeVM records what the monitor did to it; its clock moves only when
 // the test says.
 type fakeVM struct {
-	mu        sync.Mutex
-	now       time.Time
-	busy      bool
-	busyErr   error
-	calls     []string
-	paused    bool
-	wakeErr   error
-	prepare   func(ctx context.Context) error
+	mu      sync.Mutex
+	now     time.Time
+	busy    bool
+	busyErr error
+	calls   []string
+	paused  bool
+	wakeErr error
+	prepare func(ctx context.Context) error
 	// pauseHook runs inside Pause; like QMP stop, the VM ends paused even
 	// when the hook fails (the command was sent, its reply was lost).
 	pauseHook func(ctx context.Context) error
