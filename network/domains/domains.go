@@ -7,6 +7,7 @@ package domains
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"sort"
@@ -33,6 +34,38 @@ const (
 	LabelComposeProject = "com.docker.compose.project"
 	LabelComposeService = "com.docker.compose.service"
 )
+
+// ownLabels are the labels a container must set itself to count: from
+// its image, any container run from it would claim names or pick ports.
+var ownLabels = []string{LabelDomains, LabelHTTPPort}
+
+// WithoutInherited is labels without the name and port labels whose value
+// is the image's: docker and nerdctl list a container's labels merged
+// with its image's, and only the container's own count. labels is not
+// changed; a copy is returned when something goes.
+func WithoutInherited(labels, image map[string]string) map[string]string {
+	out, copied := labels, false
+	for _, l := range ownLabels {
+		if v, ok := image[l]; ok && labels[l] == v {
+			if !copied {
+				out, copied = maps.Clone(labels), true
+			}
+			delete(out, l)
+		}
+	}
+	return out
+}
+
+// HasOwnLabels reports whether labels has any label WithoutInherited may
+// drop, so an image is looked up only then.
+func HasOwnLabels(labels map[string]string) bool {
+	for _, l := range ownLabels {
+		if _, ok := labels[l]; ok {
+			return true
+		}
+	}
+	return false
+}
 
 // DefaultPort is the target port of a container that exposes none.
 const DefaultPort = 80

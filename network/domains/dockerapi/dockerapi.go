@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -32,10 +31,6 @@ type Client struct {
 
 // maxCachedImages bounds imageLabels; past it the cache starts over.
 const maxCachedImages = 256
-
-// ownLabels are the labels a container must set itself to count: from
-// its image, any container run from it would claim names or pick ports.
-var ownLabels = []string{domains.LabelDomains, domains.LabelHTTPPort}
 
 // New is a Client whose connections come from dial (the docker socket's
 // host-side forward, or the agent channel).
@@ -104,33 +99,17 @@ func (c *Client) Containers(ctx context.Context) ([]domains.Container, error) {
 	return out, nil
 }
 
-// dropInherited removes from r the ownLabels it has with its image's
-// value: docker lists a container's labels merged with its image's.
+// dropInherited removes from r the name and port labels it only has from
+// its image: docker lists a container's labels merged with its image's.
 func (c *Client) dropInherited(ctx context.Context, r *container) error {
-	has := false
-	for _, l := range ownLabels {
-		_, ok := r.Labels[l]
-		has = has || ok
-	}
-	if !has || r.ImageID == "" {
+	if !domains.HasOwnLabels(r.Labels) || r.ImageID == "" {
 		return nil
 	}
 	img, err := c.imageLabelsOf(ctx, r.ImageID)
 	if err != nil {
 		return err
 	}
-	var own map[string]string
-	for _, l := range ownLabels {
-		if v, ok := img[l]; ok && r.Labels[l] == v {
-			if own == nil {
-				own = maps.Clone(r.Labels)
-			}
-			delete(own, l)
-		}
-	}
-	if own != nil {
-		r.Labels = own
-	}
+	r.Labels = domains.WithoutInherited(r.Labels, img)
 	return nil
 }
 
