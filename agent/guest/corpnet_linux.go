@@ -70,12 +70,13 @@ func (s *Server) installCACerts(ctx context.Context, pems []string) (bool, error
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return false, err
 	}
-	before, err := s.readBundleRecord()
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return false, err
+	before, recErr := s.readBundleRecord()
+	noRecord := errors.Is(recErr, os.ErrNotExist)
+	if recErr != nil && !noRecord && !errors.Is(recErr, errRecordUnknown) {
+		return false, recErr
 	}
 	if strings.TrimSpace(string(had)) == want {
-		if before == nil {
+		if noRecord {
 			// Set up by an agent that kept no record: the bundle holds
 			// this set, as the set's hash says.
 			return false, s.writeBundleRecord(now)
@@ -84,11 +85,11 @@ func (s *Server) installCACerts(ctx context.Context, pems []string) (bool, error
 	}
 	dir := s.path(guestCADir)
 	dirThere, stagingThere := exists(dir), exists(dir+".new")
-	if before == nil && !dirThere && !stagingThere && len(had) == 0 {
+	if noRecord && !dirThere && !stagingThere && len(had) == 0 {
 		before = map[string]string{} // never had any: nothing to take away
 	}
-	if len(now) == 0 && len(before) == 0 && !dirThere && !stagingThere {
-		return false, nil
+	if len(now) == 0 && before != nil && len(before) == 0 && !dirThere && !stagingThere {
+		return false, nil // none before, none now
 	}
 	if stagingThere {
 		before = nil // cut off while staging: what the bundle holds is not known

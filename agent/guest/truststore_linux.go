@@ -26,11 +26,15 @@ const (
 	// are any, update-ca-certificates runs them.
 	caHooksDir = "/etc/ca-certificates/update.d"
 	// caBundleRecord lists the certificates vmdock added to the bundle
-	// (file name and DER digest, a line each). It is removed before the
-	// bundle is edited and written after, so it is there only when it
-	// says what the bundle holds.
+	// (file name and DER digest, a line each). Before the bundle is
+	// edited it is replaced by recordUnknown, and written again after, so
+	// a list in it always says what the bundle holds.
 	caBundleRecord = "/var/lib/vmdock/ca-bundle-vmdock.list"
+	recordUnknown  = "unknown: an edit of the bundle did not finish\n"
 )
+
+// errRecordUnknown: the record says an edit of the bundle was cut off.
+var errRecordUnknown = errors.New("an edit of the trust store bundle did not finish")
 
 // errNotPlainStore says the guest's trust store is not the one
 // updateTrustStore knows how to edit.
@@ -43,7 +47,7 @@ var errNotPlainStore = errors.New("not a plain Debian trust store")
 // which drops the links of those gone. The record of the added ones is
 // rewritten after.
 func (s *Server) rebuildTrustStore(ctx context.Context, before map[string]string, now map[string][]byte) error {
-	if err := os.Remove(s.path(caBundleRecord)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := s.markBundleRecordUnknown(); err != nil {
 		return err
 	}
 	err := errors.New("what vmdock added to the bundle is not known")
@@ -168,11 +172,15 @@ func dropLast(blocks []bundleBlock, digest [sha256.Size]byte) []bundleBlock {
 }
 
 // readBundleRecord is what vmdock added to the bundle, file name to DER
-// digest; an error wrapping fs.ErrNotExist when there is no record.
+// digest; an error wrapping fs.ErrNotExist when there is no record, and
+// errRecordUnknown when an edit was cut off.
 func (s *Server) readBundleRecord() (map[string]string, error) {
 	b, err := os.ReadFile(s.path(caBundleRecord))
 	if err != nil {
 		return nil, err
+	}
+	if string(b) == recordUnknown {
+		return nil, errRecordUnknown
 	}
 	rec := map[string]string{}
 	for line := range strings.Lines(string(b)) {
@@ -183,6 +191,15 @@ func (s *Server) readBundleRecord() (map[string]string, error) {
 		rec[name] = digest
 	}
 	return rec, nil
+}
+
+// markBundleRecordUnknown says, until writeBundleRecord, that what vmdock
+// added to the bundle is not known.
+func (s *Server) markBundleRecordUnknown() error {
+	if err := os.MkdirAll(filepath.Dir(s.path(caBundleRecord)), 0o755); err != nil {
+		return err
+	}
+	return writeFileAtomic(s.path(caBundleRecord), []byte(recordUnknown), 0o644)
 }
 
 // writeBundleRecord records now as what vmdock added to the bundle.

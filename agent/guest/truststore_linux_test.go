@@ -268,3 +268,23 @@ func TestTrustStoreUnknownStateIsRebuiltFresh(t *testing.T) {
 		}
 	}
 }
+
+// An update cut off during the bundle edit itself, to an empty set: no
+// set hash, no folder, no staging folder are left to tell that vmdock CAs
+// may still be in the bundle; the record, marked before the edit, does.
+func TestTrustStoreCutDuringTheBundleEditIsRebuiltFresh(t *testing.T) {
+	ctx := context.Background()
+	sys := testCA(t, "sys")
+	s, fos := trustStoreServer(t, sys)
+	s.OS = freshScript{realOpenSSL{fos}, s, sys}
+	must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{testCA(t, "a")}}))
+	interruptAfterSwap(t, s)
+	must(t, s.markBundleRecordUnknown())
+	must(t, s.corpNet(ctx, agent.Setup{}))
+	if !strings.Contains(fos.ran(), "update-ca-certificates --fresh") {
+		t.Errorf("want update-ca-certificates --fresh, ran %s", fos.ran())
+	}
+	if got := strings.Join(bundleNames(t, s), ","); got != "sys" {
+		t.Errorf("bundle %s, want sys", got)
+	}
+}
