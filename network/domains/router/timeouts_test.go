@@ -2,6 +2,7 @@ package router
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -75,5 +76,51 @@ func TestLongGapsInAStreamSurvive(t *testing.T) {
 	resp, body := get(t, &http.Client{}, frontURL(t, r), "web.vmdock.localhost")
 	if resp.StatusCode != 200 || body != "data: one\n\ndata: two\n\n" {
 		t.Errorf("event stream with a gap: %d %q, want both events", resp.StatusCode, body)
+	}
+}
+
+// A WebSocket quiet for longer than the idle timeout stays open: after the
+// upgrade the connection is the container's, not an idle keep-alive.
+func TestWebSocketQuietLongerThanTheIdleTimeout(t *testing.T) {
+	shortIdle(t, 100*time.Millisecond)
+	g := &guest{addrs: map[string]string{}}
+	backend(t, g, "172.17.0.2:80", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		fmt.Fprint(brw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+		brw.Flush()
+		for {
+			line, err := brw.ReadString('\n')
+			if err != nil {
+				return
+			}
+			fmt.Fprint(brw, "echo "+line)
+			brw.Flush()
+		}
+	}))
+	r := New()
+	r.Register("default", g.dial)
+	r.SetTable("default", domains.Build("default", []domains.Container{{ID: "1", Name: "ws", IP: "172.17.0.2"}})) //nolint:errcheck
+	conn, err := net.Dial("tcp", strings.TrimPrefix(frontURL(t, r), "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(5 * time.Second)) //nolint:errcheck
+	fmt.Fprint(conn, "GET /ws HTTP/1.1\r\nHost: ws.vmdock.localhost\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %v %v", resp, err)
+	}
+	for _, msg := range []string{"hello\n", "after a quiet spell\n"} {
+		fmt.Fprint(conn, msg)
+		if line, err := br.ReadString('\n'); err != nil || line != "echo "+msg {
+			t.Fatalf("%q %v, want echo %q", line, err, msg)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }
