@@ -81,7 +81,7 @@ func checkPlainHTTP(src source) error {
 	if src.URL == "" || err != nil || u.Scheme != "http" || isLoopbackHost(u.Hostname()) || !src.Digest.IsZero() {
 		return nil
 	}
-	return fmt.Errorf("image %q: plain http:// to a host other than loopback needs --digest sha256:<hex> to check what arrives (accepted: https://, http:// on a loopback address, or http:// with --digest)", src.URL)
+	return fmt.Errorf("image %q: plain http:// to a host other than loopback needs a digest to check what arrives: `vmdock image import %s --digest sha256:<hex>` (accepted: https://, http:// on a loopback address, or an http:// import with --digest)", src.URL, src.URL)
 }
 
 func isLoopbackHost(h string) bool {
