@@ -21,6 +21,15 @@ import (
 // digest says.
 var ErrDigestMismatch = errors.New("digest mismatch")
 
+// maxUnsizedDownload caps a download whose size nothing states in advance
+// (a URL import), so a server cannot fill the disk; far above any disk
+// image.
+var maxUnsizedDownload int64 = 32 << 30
+
+// errTooLarge is wrapped by the error of a download past the cap; what it
+// fetched is not kept for a resume.
+var errTooLarge = errors.New("too large")
+
 // download fetches url into the cache as a blob. With a known want digest
 // the content is checked against it (and against size, when known), and an
 // interrupted download leaves its partial file in tmp/, named by that
@@ -57,6 +66,7 @@ func (c *Cache) download(ctx context.Context, opts Options, url string, want Dig
 	}
 	if size <= 0 || have < size {
 		if have, err = c.fetchResuming(ctx, opts, url, f, h, have, size, label); err != nil {
+			keep = keep && !errors.Is(err, errTooLarge)
 			return Digest{}, have, err
 		}
 	}
@@ -174,6 +184,9 @@ func (e *statusError) Error() string {
 // retryable tells a cut connection or a busy server, worth another try,
 // from a refusal that will not change (not found, forbidden).
 func retryable(err error) bool {
+	if errors.Is(err, errTooLarge) {
+		return false
+	}
 	var se *statusError
 	if errors.As(err, &se) {
 		return se.code >= 500 || se.code == http.StatusRequestTimeout || se.code == http.StatusTooManyRequests
@@ -213,11 +226,22 @@ func (c *Cache) fetchInto(opts Options, req *http.Request, f *os.File, h hash.Ha
 	if total <= 0 && resp.ContentLength >= 0 {
 		total = have + resp.ContentLength
 	}
+	var body io.Reader = resp.Body
+	if size <= 0 {
+		if total > maxUnsizedDownload {
+			return have, tooLarge(url)
+		}
+		// one byte past the cap tells a body that goes on from one that ends there
+		body = io.LimitReader(resp.Body, maxUnsizedDownload-have+1)
+	}
 	prog := newProgress(opts.Progress, opts.IsTTY, label, total)
 	prog.resumeAt(have)
-	n, err := io.Copy(io.MultiWriter(f, h, prog), idleReader{resp.Body, stall})
+	n, err := io.Copy(io.MultiWriter(f, h, prog), idleReader{body, stall})
 	prog.finish(err == nil)
 	have += n
+	if size <= 0 && have > maxUnsizedDownload {
+		return have, tooLarge(url)
+	}
 	if err != nil {
 		return have, fmt.Errorf("download %s: interrupted after %s: %w", url, mib(have), stalledOr(ctx, err))
 	}
@@ -254,6 +278,10 @@ func (ir idleReader) Read(p []byte) (int, error) {
 		ir.timer.Reset(stallTimeout)
 	}
 	return n, err
+}
+
+func tooLarge(url string) error {
+	return fmt.Errorf("download %s: %w: more than %s, the most fetched when the size is not known in advance", url, errTooLarge, mib(maxUnsizedDownload))
 }
 
 // rangeStartsAt checks a Content-Range header ("bytes 100-199/200")

@@ -302,3 +302,66 @@ func TestEnsureResumesAStalledDownload(t *testing.T) {
 		t.Errorf("progress does not say it resumed:\n%s", out.String())
 	}
 }
+
+// A download whose size nothing states (a URL import) stops at a cap,
+// whether the server says a length or streams without one.
+func TestDownloadOfUnknownSizeIsCapped(t *testing.T) {
+	saved := maxUnsizedDownload
+	maxUnsizedDownload = minRawDiskSize + 64<<10
+	t.Cleanup(func() { maxUnsizedDownload = saved })
+	body := rawDisk("big")
+	body = append(body, make([]byte, 100<<10)...)
+	for name, h := range map[string]http.HandlerFunc{
+		"stated length": func(w http.ResponseWriter, r *http.Request) { w.Write(body) },
+		"streamed": func(w http.ResponseWriter, r *http.Request) {
+			for i := 0; i < len(body); i += 4096 {
+				w.Write(body[i:min(i+4096, len(body))])
+				w.(http.Flusher).Flush()
+			}
+		},
+	} {
+		srv := newServer(t, nil, h)
+		cache := t.TempDir()
+		_, err := Import(context.Background(), srv.URL+"/disk.img", "amd64", Options{CacheDir: cache})
+		if err == nil || !strings.Contains(err.Error(), "more than "+mib(maxUnsizedDownload)) {
+			t.Errorf("%s: %v, want the download refused at the cap", name, err)
+		}
+		if left := dirEntries(t, filepath.Join(cache, "tmp")); len(left) != 0 {
+			t.Errorf("%s: temp files left behind: %v", name, left)
+		}
+	}
+	// a small one of unknown size is fine
+	srv := newServer(t, map[string][]byte{"/small.img": rawDisk("small")}, nil)
+	if _, err := Import(context.Background(), srv.URL+"/small.img", "amd64", Options{CacheDir: t.TempDir()}); err != nil {
+		t.Errorf("a small download of unknown size: %v", err)
+	}
+}
+
+// Over plain HTTP across a network an image could be swapped on the way:
+// a non-loopback http:// reference needs a digest to check it against.
+func TestPlainHTTPReferenceNeedsADigest(t *testing.T) {
+	for _, ref := range []string{"http://images.example.com/disk.img", "http://10.1.2.3:8080/disk.qcow2"} {
+		for _, op := range []func() error{
+			func() error {
+				_, err := Ensure(context.Background(), ref, "amd64", Options{CacheDir: t.TempDir()})
+				return err
+			},
+			func() error {
+				_, err := Import(context.Background(), ref, "amd64", Options{CacheDir: t.TempDir()})
+				return err
+			},
+		} {
+			if err := op(); err == nil || !strings.Contains(err.Error(), "--digest") {
+				t.Errorf("%s without a digest: %v, want a refusal naming --digest", ref, err)
+			}
+		}
+		if err := checkPlainHTTP(source{URL: ref, Digest: Digest{Algo: "sha256", Hex: strings.Repeat("a", 64)}}); err != nil {
+			t.Errorf("%s with a digest: %v", ref, err)
+		}
+	}
+	for _, ok := range []string{"https://images.example.com/disk.img", "http://127.0.0.1:8080/disk.img", "http://localhost/d", "http://[::1]/d"} {
+		if err := checkPlainHTTP(source{URL: ok}); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+}

@@ -100,6 +100,9 @@ func Ensure(ctx context.Context, ref, arch string, opts Options) (*Image, error)
 		}
 		src.Digest = d
 	}
+	if err := checkPlainHTTP(src); err != nil {
+		return nil, err
+	}
 	if opts.Pin != "" && src.Digest.String() != opts.Pin {
 		now := src.Digest.String()
 		if now == "" {
@@ -199,6 +202,9 @@ func Import(ctx context.Context, ref, arch string, opts Options) (Entry, error) 
 		if src.Digest, err = ParseDigest(opts.Digest); err != nil {
 			return Entry{}, err
 		}
+	}
+	if err := checkPlainHTTP(src); err != nil {
+		return Entry{}, err
 	}
 	e, err := c.fetchImport(ctx, opts, src, arch)
 	if err != nil {

@@ -7,10 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"path/filepath"
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/vmdock/vmdock/internal/diskfree"
 	"github.com/vmdock/vmdock/internal/sparsefile"
 )
 
@@ -39,6 +42,9 @@ const (
 	qcow2MaxL1Bytes     = 32 << 20 // what qemu accepts; caps our allocation
 	qcow2CompressDeflat = 0
 	qcow2CompressZstd   = 1
+	// qcow2MaxVirtualSize bounds a root disk image's virtual size, far
+	// above any real one; ConvertQCOW2 also holds it to the free space.
+	qcow2MaxVirtualSize = 2 << 40
 )
 
 // ErrUnsafeImage is wrapped by errors for qcow2 images that would make a
@@ -95,8 +101,8 @@ func openQCOW2(f io.ReaderAt, fileSize int64) (*qcow2, error) {
 	if q.clusterBits < 9 || q.clusterBits > 21 {
 		return nil, fmt.Errorf("qcow2 cluster bits %d out of range (9..21)", q.clusterBits)
 	}
-	if size > 1<<55 {
-		return nil, fmt.Errorf("qcow2 virtual size %d too large", size)
+	if size > qcow2MaxVirtualSize {
+		return nil, fmt.Errorf("qcow2 virtual size %d too large (accepted: up to %d, 2 TiB)", size, uint64(qcow2MaxVirtualSize))
 	}
 	q.size = int64(size)
 
@@ -352,6 +358,16 @@ func ConvertQCOW2(src, dst string) error {
 		return fmt.Errorf("convert %s: %w", src, err)
 	}
 	defer q.close()
+	// Clusters may alias one another, so a small file can fill its whole
+	// virtual size: that must fit.
+	free, err := diskfree.Bytes(filepath.Dir(dst))
+	if err != nil {
+		return fmt.Errorf("convert %s: %w", src, err)
+	}
+	if uint64(q.size) > free {
+		return fmt.Errorf("convert %s: its virtual size %s is more than the %s free in %s",
+			src, mib(q.size), mib(int64(min(free, math.MaxInt64))), filepath.Dir(dst))
+	}
 	if err := sparsefile.Create(dst, os.O_EXCL, 0o644, q.convert); err != nil {
 		return fmt.Errorf("convert %s: %w", src, err)
 	}

@@ -2,12 +2,15 @@ package images
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vmdock/vmdock/internal/diskfree"
 )
 
 func needQemuImg(t *testing.T) {
@@ -210,5 +213,63 @@ func TestConvertQCOW2TruncatedOrGarbled(t *testing.T) {
 		dst := filepath.Join(dir, "bad.raw")
 		os.Remove(dst)
 		_ = ConvertQCOW2(p, dst) // any outcome but a panic is fine
+	}
+}
+
+// emptyQCOW2 writes a qcow2 v2 image of the given virtual size with
+// nothing allocated: a header cluster, then the L1 table (64 KiB clusters).
+func emptyQCOW2(t *testing.T, path string, size uint64) {
+	t.Helper()
+	const clusterBits = 16
+	coverage := uint64(1) << (clusterBits + clusterBits - 3) // an L2 table's share of the disk
+	l1 := (size + coverage - 1) / coverage
+	b := make([]byte, 1<<clusterBits+l1*8)
+	copy(b, "QFI\xfb")
+	be := binary.BigEndian
+	be.PutUint32(b[4:], 2)
+	be.PutUint32(b[20:], clusterBits)
+	be.PutUint64(b[24:], size)
+	be.PutUint32(b[36:], uint32(l1))
+	be.PutUint64(b[40:], 1<<clusterBits)
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A virtual size no disk image needs is refused when the header is read.
+func TestQCOW2VirtualSizeIsCapped(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "huge.qcow2")
+	emptyQCOW2(t, p, 1<<50)
+	if _, err := QCOW2Size(p); err == nil || !strings.Contains(err.Error(), "virtual size") {
+		t.Fatalf("a 1 PiB virtual disk: %v, want it refused", err)
+	}
+}
+
+// An image whose virtual size is more than the free space is refused
+// before it is converted: its clusters may alias one another, so a small
+// file can fill its whole virtual size.
+func TestConvertQCOW2RefusesMoreThanTheFreeSpace(t *testing.T) {
+	dir := t.TempDir()
+	free, err := diskfree.Bytes(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const size = 1 << 40
+	if free >= size {
+		t.Skipf("%d bytes free: a 1 TiB virtual disk fits", free)
+	}
+	src, dst := filepath.Join(dir, "big.qcow2"), filepath.Join(dir, "big.raw")
+	emptyQCOW2(t, src, size)
+	err = ConvertQCOW2(src, dst)
+	if err == nil || !strings.Contains(err.Error(), "free") {
+		t.Fatalf("a 1 TiB virtual disk with %d bytes free: %v, want it refused", free, err)
+	}
+	if _, err := os.Stat(dst); !os.IsNotExist(err) {
+		t.Errorf("a refused conversion left %s", dst)
+	}
+	small := filepath.Join(dir, "small.qcow2")
+	emptyQCOW2(t, small, 1<<20)
+	if err := ConvertQCOW2(small, filepath.Join(dir, "small.raw")); err != nil {
+		t.Errorf("a 1 MiB virtual disk: %v", err)
 	}
 }

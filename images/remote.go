@@ -73,6 +73,17 @@ func CheckBaseURL(s string) error {
 	return fmt.Errorf("image base URL %q: scheme %q not supported (accepted: https://, or http:// on a loopback address)", s, u.Scheme)
 }
 
+// checkPlainHTTP refuses a plain http:// source on a host other than
+// loopback unless a digest checks what arrives: across a network, the
+// bytes could be swapped on the way.
+func checkPlainHTTP(src source) error {
+	u, err := url.Parse(src.URL)
+	if src.URL == "" || err != nil || u.Scheme != "http" || isLoopbackHost(u.Hostname()) || !src.Digest.IsZero() {
+		return nil
+	}
+	return fmt.Errorf("image %q: plain http:// to a host other than loopback needs a digest to check what arrives: `vmdock image import %s --digest sha256:<hex>` (accepted: https://, http:// on a loopback address, or an http:// import with --digest)", src.URL, src.URL)
+}
+
 func isLoopbackHost(h string) bool {
 	if h == "localhost" {
 		return true

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/internal/fsutil"
 )
 
 // The guest's trust store additions (Debian: update-ca-certificates reads
@@ -62,14 +63,67 @@ func (s *Server) corpNet(ctx context.Context, st agent.Setup) error {
 // store. Every certificate is checked before anything is written, so a bad
 // one leaves the store as it was; an unchanged set costs one small read.
 func (s *Server) installCACerts(ctx context.Context, pems []string) (bool, error) {
+	now, want, err := parseCACerts(pems)
+	if err != nil {
+		return false, err
+	}
+	had, err := os.ReadFile(s.path(caHashFile))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false, err
+	}
+	before, recErr := s.readBundleRecord()
+	noRecord := errors.Is(recErr, os.ErrNotExist)
+	if recErr != nil && !noRecord && !errors.Is(recErr, errRecordUnknown) {
+		return false, recErr
+	}
+	if strings.TrimSpace(string(had)) == want {
+		if noRecord {
+			// Set up by an agent that kept no record: the bundle holds
+			// this set, as the set's hash says.
+			return false, s.writeBundleRecord(now)
+		}
+		return false, nil
+	}
+	dir := s.path(guestCADir)
+	dirThere, stagingThere := fsutil.Exists(dir), fsutil.Exists(dir+".new")
+	if noRecord && !dirThere && !stagingThere && len(had) == 0 {
+		before = map[string]string{} // never had any: nothing to take away
+	}
+	if len(now) == 0 && before != nil && len(before) == 0 && !dirThere && !stagingThere {
+		return false, nil // none before, none now
+	}
+	if stagingThere {
+		before = nil // cut off while staging: what the bundle holds is not known
+	}
+	// The recorded set is no longer what the folder holds from here on:
+	// a rebuild that fails must be redone at the next setup.
+	if err := os.Remove(s.path(caHashFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return false, err
+	}
+	if err := swapCADir(dir, now); err != nil {
+		return false, err
+	}
+	if err := s.rebuildTrustStore(ctx, before, now); err != nil {
+		return true, err
+	}
+	if err := os.MkdirAll(filepath.Dir(s.path(caHashFile)), 0o755); err != nil {
+		return true, err
+	}
+	s.Log.Info("trust store rebuilt", "vmdock CAs", len(now))
+	return true, writeFileAtomic(s.path(caHashFile), []byte(want+"\n"), 0o644)
+}
+
+// parseCACerts checks pems and returns them as the files of guestCADir
+// (file name to PEM) and the digest of the set.
+func parseCACerts(pems []string) (map[string][]byte, string, error) {
 	files := map[string][]byte{}
 	for i, p := range pems {
 		blk, rest := pem.Decode([]byte(p))
 		if blk == nil || blk.Type != "CERTIFICATE" || len(bytes.TrimSpace(rest)) > 0 {
-			return false, fmt.Errorf("certificate %d is not one PEM CERTIFICATE block", i+1)
+			return nil, "", fmt.Errorf("certificate %d is not one PEM CERTIFICATE block", i+1)
 		}
 		if _, err := x509.ParseCertificate(blk.Bytes); err != nil {
-			return false, fmt.Errorf("certificate %d: %w", i+1, err)
+			return nil, "", fmt.Errorf("certificate %d: %w", i+1, err)
 		}
 		sum := sha256.Sum256(blk.Bytes)
 		files[hex.EncodeToString(sum[:])] = pem.EncodeToMemory(blk)
@@ -80,64 +134,38 @@ func (s *Server) installCACerts(ctx context.Context, pems []string) (bool, error
 	}
 	sort.Strings(digests)
 	h := sha256.Sum256([]byte(strings.Join(digests, "\n")))
-	want := hex.EncodeToString(h[:])
-	had, err := os.ReadFile(s.path(caHashFile))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return false, err
-	}
-	dir := s.path(guestCADir)
-	_, dirErr := os.Stat(dir)
-	switch {
-	case strings.TrimSpace(string(had)) == want:
-		return false, nil
-	case len(files) == 0 && len(had) == 0 && errors.Is(dirErr, os.ErrNotExist):
-		return false, nil // never had any: nothing to take away
-	}
-	// The recorded set is no longer what the folder holds from here on:
-	// a rebuild that fails must be redone at the next setup.
-	if err := os.Remove(s.path(caHashFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return false, err
-	}
-	before, err := s.readCADir()
-	if err != nil {
-		return false, err
-	}
 	now := make(map[string][]byte, len(files))
 	for _, d := range digests {
 		// update-ca-certificates takes *.crt only.
 		now[d[:16]+".crt"] = files[d]
 	}
-	// The new folder is complete before it replaces the old one.
+	return now, hex.EncodeToString(h[:]), nil
+}
+
+// swapCADir makes dir hold the files of now, or removes it for none. The
+// new folder is complete (in dir.new) before it replaces the old one.
+func swapCADir(dir string, now map[string][]byte) error {
 	tmp := dir + ".new"
 	if err := os.RemoveAll(tmp); err != nil {
-		return false, err
+		return err
 	}
-	if len(files) > 0 {
+	if len(now) > 0 {
 		if err := os.MkdirAll(tmp, 0o755); err != nil {
-			return false, err
+			return err
 		}
 		for name, p := range now {
 			if err := writeFileAtomic(filepath.Join(tmp, name), p, 0o644); err != nil {
-				return false, err
+				return err
 			}
 		}
 	}
 	if err := os.RemoveAll(dir); err != nil {
-		return false, err
+		return err
 	}
-	if len(files) > 0 {
-		if err := os.Rename(tmp, dir); err != nil {
-			return false, err
-		}
+	if len(now) > 0 {
+		return os.Rename(tmp, dir)
 	}
-	if err := s.rebuildTrustStore(ctx, before, now); err != nil {
-		return true, err
-	}
-	if err := os.MkdirAll(filepath.Dir(s.path(caHashFile)), 0o755); err != nil {
-		return true, err
-	}
-	s.Log.Info("trust store rebuilt", "vmdock CAs", len(files))
-	return true, writeFileAtomic(s.path(caHashFile), []byte(want+"\n"), 0o644)
+	return nil
 }
 
 // applyProxy writes the daemons' drop-ins, apt's setting and the login

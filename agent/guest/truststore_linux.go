@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -24,27 +25,45 @@ const (
 	// Hooks (Java's keystore, for one) must see every change: where there
 	// are any, update-ca-certificates runs them.
 	caHooksDir = "/etc/ca-certificates/update.d"
+	// caBundleRecord lists the certificates vmdock added to the bundle
+	// (file name and DER digest, a line each). Before the bundle is
+	// edited it is replaced by recordUnknown, and written again after, so
+	// a list in it always says what the bundle holds.
+	caBundleRecord = "/var/lib/vmdock/ca-bundle-vmdock.list"
+	recordUnknown  = "unknown: an edit of the bundle did not finish\n"
 )
+
+// errRecordUnknown: the record says an edit of the bundle was cut off.
+var errRecordUnknown = errors.New("an edit of the trust store bundle did not finish")
 
 // errNotPlainStore says the guest's trust store is not the one
 // updateTrustStore knows how to edit.
 var errNotPlainStore = errors.New("not a plain Debian trust store")
 
 // rebuildTrustStore makes the trust store hold the certificates now in
-// guestCADir, where before held the ones that were there (file name to
-// PEM). Where the store is not the plain Debian one, it runs
-// update-ca-certificates --fresh, which drops the links of those gone.
-func (s *Server) rebuildTrustStore(ctx context.Context, before, now map[string][]byte) error {
-	err := s.updateTrustStore(ctx, before, now)
-	if err == nil {
-		return nil
+// guestCADir, where before are the ones vmdock had added (file name to
+// DER digest; nil: not known). Where the store is not the plain Debian
+// one, or before is not known, it runs update-ca-certificates --fresh,
+// which drops the links of those gone. The record of the added ones is
+// rewritten after.
+func (s *Server) rebuildTrustStore(ctx context.Context, before map[string]string, now map[string][]byte) error {
+	if err := s.markBundleRecordUnknown(); err != nil {
+		return err
 	}
-	s.log().Info("trust store: update-ca-certificates rebuilds it", "why", err)
-	_, err = s.OS.Run(ctx, "update-ca-certificates", "--fresh")
-	return err
+	err := errors.New("what vmdock added to the bundle is not known")
+	if before != nil {
+		err = s.updateTrustStore(ctx, before, now)
+	}
+	if err != nil {
+		s.log().Info("trust store: update-ca-certificates rebuilds it", "why", err)
+		if _, err := s.OS.Run(ctx, "update-ca-certificates", "--fresh"); err != nil {
+			return err
+		}
+	}
+	return s.writeBundleRecord(now)
 }
 
-func (s *Server) updateTrustStore(ctx context.Context, before, now map[string][]byte) error {
+func (s *Server) updateTrustStore(ctx context.Context, before map[string]string, now map[string][]byte) error {
 	if hooks, _ := os.ReadDir(s.path(caHooksDir)); len(hooks) > 0 {
 		return fmt.Errorf("%w: %s has hooks", errNotPlainStore, caHooksDir)
 	}
@@ -58,8 +77,12 @@ func (s *Server) updateTrustStore(ctx context.Context, before, now map[string][]
 	}
 	// The ones added before are at the end of the bundle; only the last
 	// copy of each goes, so a system CA the host also sent stays.
-	for _, p := range before {
-		blocks = dropLast(blocks, derDigest(p))
+	for _, d := range before {
+		digest, err := hex.DecodeString(d)
+		if err != nil || len(digest) != sha256.Size {
+			return fmt.Errorf("%s: digest %q", caBundleRecord, d)
+		}
+		blocks = dropLast(blocks, [sha256.Size]byte(digest))
 	}
 	var out bytes.Buffer
 	for _, b := range blocks {
@@ -146,6 +169,50 @@ func dropLast(blocks []bundleBlock, digest [sha256.Size]byte) []bundleBlock {
 		}
 	}
 	return blocks
+}
+
+// readBundleRecord is what vmdock added to the bundle, file name to DER
+// digest; an error wrapping fs.ErrNotExist when there is no record, and
+// errRecordUnknown when an edit was cut off.
+func (s *Server) readBundleRecord() (map[string]string, error) {
+	b, err := os.ReadFile(s.path(caBundleRecord))
+	if err != nil {
+		return nil, err
+	}
+	if string(b) == recordUnknown {
+		return nil, errRecordUnknown
+	}
+	rec := map[string]string{}
+	for line := range strings.Lines(string(b)) {
+		name, digest, ok := strings.Cut(strings.TrimSpace(line), " ")
+		if !ok {
+			return nil, fmt.Errorf("%s: line %q is not a file name and a digest", caBundleRecord, line)
+		}
+		rec[name] = digest
+	}
+	return rec, nil
+}
+
+// markBundleRecordUnknown says, until writeBundleRecord, that what vmdock
+// added to the bundle is not known.
+func (s *Server) markBundleRecordUnknown() error {
+	if err := os.MkdirAll(filepath.Dir(s.path(caBundleRecord)), 0o755); err != nil {
+		return err
+	}
+	return writeFileAtomic(s.path(caBundleRecord), []byte(recordUnknown), 0o644)
+}
+
+// writeBundleRecord records now as what vmdock added to the bundle.
+func (s *Server) writeBundleRecord(now map[string][]byte) error {
+	var b strings.Builder
+	for _, name := range sortedKeys(now) {
+		d := derDigest(now[name])
+		fmt.Fprintf(&b, "%s %s\n", name, hex.EncodeToString(d[:]))
+	}
+	if err := os.MkdirAll(filepath.Dir(s.path(caBundleRecord)), 0o755); err != nil {
+		return err
+	}
+	return writeFileAtomic(s.path(caBundleRecord), []byte(b.String()), 0o644)
 }
 
 // readCADir is the certificates in the vmdock folder, file name to PEM.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -148,5 +149,142 @@ func TestTrustStoreWithHooksOrNoBundleUsesUpdateCACertificates(t *testing.T) {
 	must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{testCA(t, "a")}}))
 	if !strings.Contains(fos.ran(), "update-ca-certificates --fresh") {
 		t.Fatalf("odd bundle: want update-ca-certificates, ran %s", fos.ran())
+	}
+}
+
+// interruptAfterSwap leaves the state of an update to the set pems cut off
+// after the folder swap and before the bundle rewrite: the recorded set
+// hash gone, the folder holding the new set, the bundle the old one.
+func interruptAfterSwap(t *testing.T, s *Server, pems ...string) {
+	t.Helper()
+	must(t, os.Remove(s.path(caHashFile)))
+	must(t, os.RemoveAll(s.path(guestCADir)))
+	if len(pems) > 0 {
+		must(t, os.MkdirAll(s.path(guestCADir), 0o755))
+	}
+	for i, p := range pems {
+		must(t, os.WriteFile(filepath.Join(s.path(guestCADir), fmt.Sprintf("%016d.crt", i)), []byte(p), 0o644))
+	}
+}
+
+// A CA removed on the host leaves the guest's bundle even when the last
+// update was cut off after the folder swap, to an empty set or not.
+func TestTrustStoreInterruptedUpdateStillDropsTheOldCA(t *testing.T) {
+	ctx := context.Background()
+	for _, next := range []string{"", "b"} {
+		sys := testCA(t, "sys")
+		s, fos := trustStoreServer(t, sys)
+		a := testCA(t, "a")
+		must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{a}}))
+		var set []string
+		want := "sys"
+		if next != "" {
+			set = []string{testCA(t, next)}
+			want += "," + next
+		}
+		interruptAfterSwap(t, s, set...)
+		must(t, s.corpNet(ctx, agent.Setup{CACerts: set}))
+		if got := strings.Join(bundleNames(t, s), ","); got != want {
+			t.Errorf("new set %q after an update cut off: bundle %s, want %s", next, got, want)
+		}
+		if hashLinked(t, s, a) {
+			t.Errorf("new set %q: a's hash link is left", next)
+		}
+		if strings.Contains(fos.ran(), "update-ca-certificates") {
+			t.Errorf("new set %q: the record says what the bundle holds; ran %s", next, fos.ran())
+		}
+	}
+}
+
+// freshScript does what update-ca-certificates --fresh does to a plain
+// store (a bundle of the system's CAs and the local ones, a link per
+// local one, the hash links), and records the command in the fake.
+type freshScript struct {
+	realOpenSSL
+	s      *Server
+	system string
+}
+
+func (f freshScript) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	if name != "update-ca-certificates" {
+		return f.realOpenSSL.Run(ctx, name, args...)
+	}
+	if out, err := f.fakeOS.Run(ctx, name, args...); err != nil {
+		return out, err
+	}
+	links, _ := filepath.Glob(filepath.Join(f.s.path(etcCertsDir), "*.pem"))
+	for _, l := range links {
+		if err := os.Remove(l); err != nil {
+			return nil, err
+		}
+	}
+	bundle := f.system
+	local, _ := f.s.readCADir()
+	for _, n := range sortedKeys(local) {
+		bundle += string(local[n])
+		if err := os.Symlink(filepath.Join(f.s.path(guestCADir), n), f.s.path(certLink(n))); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.WriteFile(f.s.path(caBundle), []byte(bundle), 0o644); err != nil {
+		return nil, err
+	}
+	return f.realOpenSSL.Run(ctx, "openssl", "rehash", f.s.path(etcCertsDir))
+}
+
+// Without the record of what vmdock put in the bundle, or with a staging
+// folder left over, the bundle's state is unknown: the script rebuilds it.
+func TestTrustStoreUnknownStateIsRebuiltFresh(t *testing.T) {
+	ctx := context.Background()
+	for _, cut := range []string{"record", "staging"} {
+		sys := testCA(t, "sys")
+		s, fos := trustStoreServer(t, sys)
+		s.OS = freshScript{realOpenSSL{fos}, s, sys}
+		must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{testCA(t, "a")}}))
+		if strings.Contains(fos.ran(), "update-ca-certificates") {
+			t.Fatalf("a normal update ran the script: %s", fos.ran())
+		}
+		switch cut {
+		case "record":
+			must(t, os.Remove(s.path(caBundleRecord)))
+		case "staging":
+			must(t, os.MkdirAll(s.path(guestCADir+".new"), 0o755))
+		}
+		must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{testCA(t, "b")}}))
+		if !strings.Contains(fos.ran(), "update-ca-certificates --fresh") {
+			t.Errorf("%s missing or left: want update-ca-certificates --fresh, ran %s", cut, fos.ran())
+		}
+		if got := strings.Join(bundleNames(t, s), ","); got != "sys,b" {
+			t.Errorf("%s: bundle after the rebuild: %s, want sys,b", cut, got)
+		}
+		// the record is back: the next update is an edit again
+		before := fos.ran()
+		must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{testCA(t, "c")}}))
+		if strings.Contains(strings.TrimPrefix(fos.ran(), before), "update-ca-certificates") {
+			t.Errorf("%s: the update after a rebuild ran the script again: %s", cut, strings.TrimPrefix(fos.ran(), before))
+		}
+		if got := strings.Join(bundleNames(t, s), ","); got != "sys,c" {
+			t.Errorf("%s: bundle after the edit: %s, want sys,c", cut, got)
+		}
+	}
+}
+
+// An update cut off during the bundle edit itself, to an empty set: no
+// set hash, no folder, no staging folder are left to tell that vmdock CAs
+// may still be in the bundle; the record, marked before the edit, does.
+func TestTrustStoreCutDuringTheBundleEditIsRebuiltFresh(t *testing.T) {
+	ctx := context.Background()
+	sys := testCA(t, "sys")
+	s, fos := trustStoreServer(t, sys)
+	s.OS = freshScript{realOpenSSL{fos}, s, sys}
+	must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{testCA(t, "a")}}))
+	interruptAfterSwap(t, s)
+	must(t, s.markBundleRecordUnknown())
+	must(t, s.corpNet(ctx, agent.Setup{}))
+	if !strings.Contains(fos.ran(), "update-ca-certificates --fresh") {
+		t.Errorf("want update-ca-certificates --fresh, ran %s", fos.ran())
+	}
+	if got := strings.Join(bundleNames(t, s), ","); got != "sys" {
+		t.Errorf("bundle %s, want sys", got)
 	}
 }

@@ -49,7 +49,10 @@ func TestDomainsListsEveryRunningProfile(t *testing.T) {
 	fakeEngine(t, filepath.Join(home, "default", "docker.sock"), `[
 		{"Id":"a","Names":["/web"],"Created":100,"Ports":[{"PrivatePort":8080,"Type":"tcp"}],"NetworkSettings":{"Networks":{"bridge":{"IPAddress":"172.17.0.2"}}}},
 		{"Id":"b","Names":["/shop-api-1"],"Created":100,"Labels":{"com.docker.compose.project":"shop","com.docker.compose.service":"api","dev.vmdock.domains":"app.vmdock.localhost"},
-		 "NetworkSettings":{"Networks":{"shop_default":{"IPAddress":"172.18.0.2"}}}}]`)
+		 "NetworkSettings":{"Networks":{"shop_default":{"IPAddress":"172.18.0.2"}}}},
+		{"Id":"d","Names":["/front"],"Created":200,"Labels":{"dev.vmdock.domains":"app.vmdock.localhost"},
+		 "Ports":[{"PrivatePort":3000,"Type":"tcp"}],"NetworkSettings":{"Networks":{"bridge":{"IPAddress":"172.17.0.3"}}}}]`)
+	// dev's label for a name in the default profile's zone claims nothing
 	fakeEngine(t, filepath.Join(home, "dev", "docker.sock"), `[
 		{"Id":"c","Names":["/web"],"Created":200,"Labels":{"dev.vmdock.domains":"app.vmdock.localhost"},
 		 "Ports":[{"PrivatePort":80,"Type":"tcp"},{"PrivatePort":443,"Type":"tcp"}],"NetworkSettings":{"Networks":{"bridge":{"IPAddress":"172.17.0.2"}}}}]`)
@@ -78,7 +81,8 @@ func TestDomainsListsEveryRunningProfile(t *testing.T) {
 		"shop-api-1.vmdock.localhost": "default/shop-api-1:80",
 		"api.shop.vmdock.localhost":   "default/shop-api-1:80",
 		"web.dev.vmdock.localhost":    "dev/web:0",
-		"app.vmdock.localhost":        "dev/web:0", // the newer container's label wins
+		"front.vmdock.localhost":      "default/front:3000",
+		"app.vmdock.localhost":        "default/front:3000", // the newer container's label wins
 	}
 	if len(got) != len(want) {
 		t.Errorf("names %v, want %v", got, want)
@@ -91,7 +95,7 @@ func TestDomainsListsEveryRunningProfile(t *testing.T) {
 	if !strings.Contains(l.Skipped["ctrd"], "containerd runtime: its names are listed only by a running router") {
 		t.Errorf("skipped %v, want the containerd profile named with why", l.Skipped)
 	}
-	if len(l.Conflicts) != 1 || l.Conflicts[0].Name != "app.vmdock.localhost" || l.Conflicts[0].Losers[0].Profile != "default" {
+	if len(l.Conflicts) != 1 || l.Conflicts[0].Name != "app.vmdock.localhost" || l.Conflicts[0].Losers[0].Container != "shop-api-1" {
 		t.Errorf("conflicts %+v", l.Conflicts)
 	}
 
@@ -100,7 +104,8 @@ func TestDomainsListsEveryRunningProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"web.dev.vmdock.localhost", "several TCP ports (80, 443)",
-		"conflict: app.vmdock.localhost goes to web (label, profile dev), not shop-api-1 (label, profile default)"} {
+		"conflict: app.vmdock.localhost goes to front (label, profile default), not shop-api-1 (label, profile default)",
+		`"app.vmdock.localhost" is not accepted in profile dev`} {
 		if !strings.Contains(out, s) {
 			t.Errorf("domains printed:\n%s\nwant %q", out, s)
 		}
@@ -140,6 +145,9 @@ func TestDomainsCAAndTrust(t *testing.T) {
 	}
 	if _, err := os.Stat(path); err != nil {
 		t.Errorf("the CA was not made on first use: %v", err)
+	}
+	if fi, err := os.Stat(home); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("the vmdock home made by `domains ca`: %v, %v; want mode 0700", fi.Mode(), err)
 	}
 	ca, err := localca.Open(home)
 	if err != nil {

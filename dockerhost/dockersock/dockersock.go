@@ -183,7 +183,9 @@ func (l *Linker) Link(ctx context.Context, socket string) (Status, error) {
 	case filepath.Clean(before.Target) == socket:
 		return before, nil
 	default:
-		err = l.Run.Run(ctx, "ln", "-sf", socket, l.Path)
+		// -n: the old link is replaced even when it points at a directory,
+		// where plain -sf would create docker.sock inside that directory.
+		err = l.Run.Run(ctx, "ln", "-sfn", socket, l.Path)
 	}
 	if err != nil {
 		return before, fmt.Errorf("link %s to %s: %w", l.Path, socket, err)

@@ -347,3 +347,25 @@ func TestDescribe(t *testing.T) {
 		}
 	}
 }
+
+// A vmdock link whose target became a directory must be replaced, not
+// followed: ln -sf would make docker.sock inside that directory, as root.
+func TestRelinkOverALinkToADirectoryReplacesTheLink(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := f.l.Link(ctx, f.socket("dev")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(f.socket("dev"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.l.Link(ctx, f.socket("other")); err != nil {
+		t.Fatalf("relink: %v", err)
+	}
+	if got, _ := os.Readlink(f.l.Path); got != f.socket("other") {
+		t.Errorf("link points at %q, want %s", got, f.socket("other"))
+	}
+	if entries, _ := os.ReadDir(f.socket("dev")); len(entries) != 0 {
+		t.Errorf("ln wrote into the directory the old link pointed at: %v", entries)
+	}
+}

@@ -7,6 +7,7 @@ package domains
 
 import (
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"sort"
@@ -33,6 +34,38 @@ const (
 	LabelComposeProject = "com.docker.compose.project"
 	LabelComposeService = "com.docker.compose.service"
 )
+
+// ownLabels are the labels a container must set itself to count: from
+// its image, any container run from it would claim names or pick ports.
+var ownLabels = []string{LabelDomains, LabelHTTPPort}
+
+// WithoutInherited is labels without the name and port labels whose value
+// is the image's: docker and nerdctl list a container's labels merged
+// with its image's, and only the container's own count. labels is not
+// changed; a copy is returned when something goes.
+func WithoutInherited(labels, image map[string]string) map[string]string {
+	out, copied := labels, false
+	for _, l := range ownLabels {
+		if v, ok := image[l]; ok && labels[l] == v {
+			if !copied {
+				out, copied = maps.Clone(labels), true
+			}
+			delete(out, l)
+		}
+	}
+	return out
+}
+
+// HasOwnLabels reports whether labels has any label WithoutInherited may
+// drop, so an image is looked up only then.
+func HasOwnLabels(labels map[string]string) bool {
+	for _, l := range ownLabels {
+		if _, ok := labels[l]; ok {
+			return true
+		}
+	}
+	return false
+}
 
 // DefaultPort is the target port of a container that exposes none.
 const DefaultPort = 80
@@ -109,6 +142,7 @@ type Conflict struct {
 
 // Table is the names of one or more profiles, resolved.
 type Table struct {
+	profile   string // "" for a merged table
 	routes    map[string]Route
 	claims    []Route // every claim, winners and losers, for Merge
 	conflicts []Conflict
@@ -144,6 +178,10 @@ func Names(profile string, c Container) (names map[string]Source, problems []str
 	}
 	for _, raw := range strings.FieldsFunc(c.Labels[LabelDomains], func(r rune) bool { return r == ',' || r == ' ' }) {
 		n, err := fullName(raw)
+		if err == nil && !strings.HasSuffix(n, "."+zone(profile)) {
+			// Another profile's zone is that profile's to fill.
+			err = fmt.Errorf("name %q is not accepted in profile %s; accepted: full names ending in .%s", raw, profileName(profile), zone(profile))
+		}
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("container %s: label %s: %v", c.Name, LabelDomains, err))
 			continue
@@ -170,9 +208,15 @@ func fullName(raw string) (string, error) {
 	return strings.Join(parts, ".") + "." + Suffix, nil
 }
 
+// webPorts are the ports a container's names go to without a label: the
+// usual ports of web servers and dev servers. A browser must not be led to
+// a port that speaks something else (memcached, a database).
+var webPorts = []int{80, 443, 3000, 3001, 4000, 4200, 5000, 5173, 8000, 8008, 8080, 8081, 8443, 8888, 9000}
+
 // Target is the port a container's names go to: the port label, else the
-// one exposed TCP port, else DefaultPort. Several exposed ports and no
-// label is a problem naming them, not a guess.
+// one exposed TCP port when it is a web port, else DefaultPort. Several
+// exposed ports, or one that is no web port, and no label is a problem
+// naming them, not a guess.
 func Target(c Container) (port int, problem string) {
 	if v, ok := c.Labels[LabelHTTPPort]; ok {
 		p, err := strconv.Atoi(strings.TrimSpace(v))
@@ -188,13 +232,21 @@ func Target(c Container) (port int, problem string) {
 	case 0:
 		return DefaultPort, ""
 	case 1:
+		if !slices.Contains(webPorts, ports[0]) {
+			return 0, fmt.Sprintf("container %s exposes only TCP port %d, which vmdock does not route to unless the label %s=%d says so (ports routed without it: %s)",
+				c.Name, ports[0], LabelHTTPPort, ports[0], portList(webPorts))
+		}
 		return ports[0], ""
 	}
+	return 0, fmt.Sprintf("container %s exposes several TCP ports (%s); choose one with the label %s=<port>", c.Name, portList(ports), LabelHTTPPort)
+}
+
+func portList(ports []int) string {
 	strs := make([]string, len(ports))
 	for i, p := range ports {
 		strs[i] = strconv.Itoa(p)
 	}
-	return 0, fmt.Sprintf("container %s exposes several TCP ports (%s); choose one with the label %s=<port>", c.Name, strings.Join(strs, ", "), LabelHTTPPort)
+	return strings.Join(strs, ", ")
 }
 
 // Build resolves one profile's containers into a Table.
@@ -222,6 +274,7 @@ func Build(profile string, cs []Container) *Table {
 		}
 	}
 	t := resolve(claims)
+	t.profile = profileName(profile)
 	sort.Strings(problems)
 	t.Problems = problems
 	return t
@@ -235,20 +288,47 @@ func profileName(p string) string {
 }
 
 // Merge resolves several profiles' tables as one, so a name two profiles
-// claim (a label's full name, say) is decided by the same rules.
+// claim (a label's full name, say) is decided by the same rules. A name in
+// another merged profile's zone is that profile's: the default profile's
+// zone holds the others', and its labels and compose projects (svc.dev)
+// must not take their names.
 func Merge(ts ...*Table) *Table {
 	var claims []Route
 	var problems []string
+	var zones []string
+	for _, t := range ts {
+		if t != nil && t.profile != "" && t.profile != DefaultProfile {
+			zones = append(zones, zone(t.profile))
+		}
+	}
 	for _, t := range ts {
 		if t == nil {
 			continue
 		}
-		claims = append(claims, t.claims...)
+		for _, c := range t.claims {
+			if z := otherZone(c, zones); z != "" {
+				problems = append(problems, fmt.Sprintf("container %s (profile %s): name %s is not routed: it is in profile zone %s", c.Container, c.Profile, c.Name, z))
+				continue
+			}
+			claims = append(claims, c)
+		}
 		problems = append(problems, t.Problems...)
 	}
 	m := resolve(claims)
 	m.Problems = problems
 	return m
+}
+
+// otherZone is the zone among zones, not c's own profile's, that c's name
+// is in; "" for none.
+func otherZone(c Route, zones []string) string {
+	own := zone(c.Profile)
+	for _, z := range zones {
+		if z != own && strings.HasSuffix(c.Name, "."+z) {
+			return z
+		}
+	}
+	return ""
 }
 
 // wins orders claims on one name: higher source, then newer container,
@@ -357,4 +437,26 @@ func (t *Table) Listing() Listing {
 func Under(name string) bool {
 	name = HostName(name)
 	return name == Suffix || strings.HasSuffix(name, "."+Suffix)
+}
+
+// CheckHostName accepts a DNS host name (lowercase, as HostName makes
+// it): labels of 1-63 letters, digits and hyphens, 253 characters in
+// all. A TLS client's SNI is any bytes it likes; only such names may
+// reach the CA.
+func CheckHostName(name string) error {
+	const accepted = "accepted: DNS names of letters, digits and hyphens, labels of 1-63 characters, 253 in all"
+	if len(name) == 0 || len(name) > 253 {
+		return fmt.Errorf("name of %d characters is not accepted; %s", len(name), accepted)
+	}
+	for label := range strings.SplitSeq(name, ".") {
+		if len(label) == 0 || len(label) > 63 {
+			return fmt.Errorf("name %q is not accepted; %s", name, accepted)
+		}
+		for _, r := range label {
+			if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '-' {
+				return fmt.Errorf("name %q is not accepted; %s", name, accepted)
+			}
+		}
+	}
+	return nil
 }

@@ -33,15 +33,18 @@ func TestNamesFromContainerComposeAndLabel(t *testing.T) {
 			"api.vmdock.localhost":            FromLabel,
 			"admin-panel.vmdock.localhost":    FromLabel,
 		}},
+		// a label claims names only in its own profile's zone
 		{"Dev_2.x", map[string]Source{
 			"my-app-1.dev-2-x.vmdock.localhost":       FromContainerName,
 			"web-front.shop.dev-2-x.vmdock.localhost": FromCompose,
-			"api.vmdock.localhost":                    FromLabel,
-			"admin-panel.vmdock.localhost":            FromLabel,
 		}},
 	} {
 		got, probs := Names(tc.profile, c)
-		if len(probs) != 0 {
+		wantProbs := 0
+		if tc.profile != "default" {
+			wantProbs = 2 // the label's two names, outside the zone
+		}
+		if len(probs) != wantProbs || wantProbs > 0 && !strings.Contains(probs[0], "accepted: full names ending in .dev-2-x.vmdock.localhost") {
 			t.Errorf("%s: problems %v", tc.profile, probs)
 		}
 		if len(got) != len(tc.want) {
@@ -81,6 +84,9 @@ func TestTargetPort(t *testing.T) {
 		{"several exposed", nil, []int{9000, 80}, 0, "several TCP ports (80, 9000)"},
 		{"bad label", map[string]string{LabelHTTPPort: "http"}, nil, 0, `"http" is not accepted`},
 		{"label out of range", map[string]string{LabelHTTPPort: "70000"}, nil, 0, "1-65535"},
+		{"single web port", nil, []int{5173}, 5173, ""},
+		{"single port that is no web port", nil, []int{11211}, 0, "port 11211, which vmdock does not route to unless the label dev.vmdock.http-port=11211 says so"},
+		{"label for a port that is no web port", map[string]string{LabelHTTPPort: "11211"}, []int{11211}, 11211, ""},
 	} {
 		port, problem := Target(Container{Name: "c", Labels: tc.labels, Exposed: tc.exposed})
 		if port != tc.port || (tc.problem == "") != (problem == "") || !strings.Contains(problem, tc.problem) {
@@ -151,9 +157,10 @@ func TestNewestAmongEquals(t *testing.T) {
 
 func TestMergeResolvesAcrossProfiles(t *testing.T) {
 	a := Build("default", []Container{{ID: "a", Name: "web", IP: "10.0.0.1", Created: t0, Labels: map[string]string{LabelDomains: "shared.vmdock.localhost"}}})
+	// dev's label for a name outside dev's zone claims nothing
 	b := Build("dev", []Container{{ID: "b", Name: "web", IP: "10.0.0.1", Created: t0.Add(time.Second), Labels: map[string]string{LabelDomains: "shared.vmdock.localhost"}}})
 	// the compose service web of project x in the default profile and the
-	// newer container web of profile x claim one name: compose wins
+	// container web of profile x claim one name: it is in x's zone, so x's
 	c := Build("default", []Container{{ID: "c", Name: "x-web-1", IP: "10.0.0.3", Created: t0, Labels: map[string]string{LabelComposeProject: "x", LabelComposeService: "web"}}})
 	d := Build("x", []Container{{ID: "d", Name: "web", IP: "10.0.0.4", Created: t0.Add(time.Hour)}})
 	m := Merge(a, b, c, d)
@@ -161,14 +168,20 @@ func TestMergeResolvesAcrossProfiles(t *testing.T) {
 	for _, r := range m.Routes() {
 		got[r.Name] = r.Profile
 	}
-	if got["web.vmdock.localhost"] != "default" || got["web.dev.vmdock.localhost"] != "dev" || got["shared.vmdock.localhost"] != "dev" {
+	if got["web.vmdock.localhost"] != "default" || got["web.dev.vmdock.localhost"] != "dev" || got["shared.vmdock.localhost"] != "default" {
 		t.Errorf("merged %v", got)
 	}
-	if r, _ := m.Lookup("web.x.vmdock.localhost"); r.ContainerID != "c" || r.Source != FromCompose {
-		t.Errorf("web.x → %+v, want the compose container c", r)
+	if r, _ := m.Lookup("web.x.vmdock.localhost"); r.ContainerID != "d" || r.Profile != "x" {
+		t.Errorf("web.x → %+v, want profile x's container d", r)
 	}
-	if cs := m.Conflicts(); len(cs) != 2 || cs[0].Losers[0].Profile != "default" || cs[1].Losers[0].Profile != "x" {
-		t.Errorf("conflicts %+v", m.Conflicts())
+	if cs := m.Conflicts(); len(cs) != 0 {
+		t.Errorf("conflicts %+v, want none: each name is claimed in its own zone only", m.Conflicts())
+	}
+	// two profiles' labels for one name in the default zone: resolved by
+	// the usual rules, the newer wins
+	e := Build("default", []Container{{ID: "e", Name: "old", IP: "10.0.0.5", Created: t0.Add(time.Hour), Labels: map[string]string{LabelDomains: "shared.vmdock.localhost"}}})
+	if r, _ := Merge(a, e).Lookup("shared.vmdock.localhost"); r.ContainerID != "e" {
+		t.Errorf("shared → %+v, want the newer container e", r)
 	}
 }
 
@@ -177,5 +190,46 @@ func TestUnder(t *testing.T) {
 		if Under(n) != want {
 			t.Errorf("Under(%q) = %v", n, !want)
 		}
+	}
+}
+
+// A profile's label may claim names in its zone only; the default
+// profile's zone leaves out the zones of the other profiles running, so
+// neither its labels nor its compose projects take their names.
+func TestNamesStayInTheirProfilesZone(t *testing.T) {
+	dev := Build("dev", []Container{
+		{ID: "d1", Name: "web", IP: "10.0.1.2", Created: t0},
+		{ID: "d2", Name: "api", IP: "10.0.1.3", Created: t0, Labels: map[string]string{LabelDomains: "shop.dev.vmdock.localhost,bank.vmdock.localhost"}},
+	})
+	def := Build("default", []Container{
+		{ID: "x1", Name: "thief", IP: "10.0.0.2", Created: t0.Add(time.Hour), Labels: map[string]string{LabelDomains: "web.dev.vmdock.localhost,mine.vmdock.localhost"}},
+		{ID: "x2", Name: "svc", IP: "10.0.0.3", Created: t0.Add(time.Hour), Labels: map[string]string{LabelComposeProject: "dev", LabelComposeService: "api"}},
+	})
+	got := names(t, Merge(dev, def))
+	want := map[string]string{
+		"web.dev.vmdock.localhost":  "web",
+		"api.dev.vmdock.localhost":  "api",
+		"shop.dev.vmdock.localhost": "api",
+		"mine.vmdock.localhost":     "thief",
+		"thief.vmdock.localhost":    "thief",
+		"svc.vmdock.localhost":      "svc",
+	}
+	for n, c := range want {
+		if got[n] != c {
+			t.Errorf("%s -> %q, want %q", n, got[n], c)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("names %v, want only %v", got, want)
+	}
+	probs := strings.Join(Merge(dev, def).Problems, "\n")
+	for _, p := range []string{"bank.vmdock.localhost", "web.dev.vmdock.localhost", "api.dev.vmdock.localhost"} {
+		if !strings.Contains(probs, p) {
+			t.Errorf("problems %q do not name %s", probs, p)
+		}
+	}
+	// without profile dev running, the default profile may use those names
+	if got := names(t, Merge(def)); got["web.dev.vmdock.localhost"] != "thief" || got["api.dev.vmdock.localhost"] != "svc" {
+		t.Errorf("default alone: %v", got)
 	}
 }

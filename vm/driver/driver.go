@@ -185,6 +185,9 @@ type CostReporter interface {
 type Pauser interface {
 	Pause(ctx context.Context) error
 	Unpause(ctx context.Context) error
+	// Paused asks the VMM whether the guest is paused now: after a Pause
+	// or Unpause that failed part way, its state is the VMM's word.
+	Paused(ctx context.Context) (bool, error)
 }
 
 // MemoryUse is a VM process's resident memory, in bytes.

@@ -418,7 +418,7 @@ func (ha *hostAgent) noteHello(info agent.Info) {
 func (ha *hostAgent) serveGuestStream(req agent.Request, conn net.Conn) {
 	defer conn.Close()
 	if req.Op == agent.OpSSHAgent {
-		relaySSHAgent(conn, ha.sshAgent.sock)
+		ha.relaySSHAgentCapped(conn)
 		return
 	}
 	if req.Op != agent.OpHostDial {

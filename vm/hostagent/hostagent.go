@@ -105,6 +105,8 @@ type hostAgent struct {
 	stop     stopSignal
 	cpu      cpuRing         // the running VM's CPU time samples (cost.go)
 	sshAgent sshAgentForward // the host's SSH agent the guest is offered (sshagent.go)
+	// sshAgentOpen counts the SSH agent streams being relayed.
+	sshAgentOpen atomic.Int32
 	// domains serves http(s)://<name>.vmdock.localhost (domains.go); not
 	// under mu, as the port forwarder's Yield reads it while status holds
 	// mu to read the forwarder.

@@ -38,6 +38,7 @@ func (ha *hostAgent) newIdleMonitor() *idle.Monitor {
 		Prepare: ha.prepareIdlePause,
 		Pause:   ha.pauseIdle,
 		Wake:    ha.wakeFromIdle,
+		Paused:  ha.vmPaused,
 	})
 }
 
@@ -148,6 +149,15 @@ func (ha *hostAgent) pauseIdle(ctx context.Context) error {
 	return nil
 }
 
+// vmPaused asks the VMM whether the VM is paused.
+func (ha *hostAgent) vmPaused(ctx context.Context) (bool, error) {
+	p, ok := ha.currentMachine().(driver.Pauser)
+	if !ok {
+		return false, errors.New("the driver cannot pause this VM")
+	}
+	return p.Paused(ctx)
+}
+
 // wakeFromIdle lets the VM run, pings again and sets the guest's clock,
 // which stood still during the pause; the sync mounts resume behind it.
 func (ha *hostAgent) wakeFromIdle(ctx context.Context) error {
@@ -157,7 +167,12 @@ func (ha *hostAgent) wakeFromIdle(ctx context.Context) error {
 	}
 	start := time.Now()
 	if err := p.Unpause(ctx); err != nil {
-		return fmt.Errorf("wake the VM paused while idle: %w", err)
+		// A lost answer to an unpause that went through: the VM runs, so
+		// the rest of the wake (pings, clock, syncs) must still happen.
+		if paused, qerr := p.Paused(context.WithoutCancel(ctx)); qerr != nil || paused {
+			return fmt.Errorf("wake the VM paused while idle: %w", err)
+		}
+		slog.Warn("the unpause reported a failure, but the VM runs", "err", err)
 	}
 	if c := ha.liveClient(); c != nil {
 		c.Keepalive().Resume()

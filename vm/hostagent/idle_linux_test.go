@@ -2,6 +2,7 @@ package hostagent
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,9 @@ type pausableMachine struct {
 	mu     sync.Mutex
 	paused bool
 	pauses int
+	// unpauseErr, when set, is what Unpause returns after unpausing: the
+	// VMM did it, its answer was lost.
+	unpauseErr error
 }
 
 func (m *pausableMachine) Pause(context.Context) error {
@@ -30,8 +34,10 @@ func (m *pausableMachine) Unpause(context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.paused = false
-	return nil
+	return m.unpauseErr
 }
+
+func (m *pausableMachine) Paused(context.Context) (bool, error) { return m.isPaused(), nil }
 
 func (m *pausableMachine) isPaused() bool {
 	m.mu.Lock()
@@ -93,4 +99,50 @@ func TestIdlePauseAndWakeKeepTheSession(t *testing.T) {
 	if err := ha.idle.monitor.Close(ctx); err != nil || m.isPaused() {
 		t.Fatalf("Close (stop) left the VM paused: %v", err)
 	}
+}
+
+// An unpause that went through but reported a failure (its answer lost)
+// is still a wake: the VM runs, so the pings resume and the use goes on.
+func TestWakeWhoseUnpauseAnswerWasLost(t *testing.T) {
+	m := &pausableMachine{agentMachine: newAgentMachine()}
+	w := newGuestWorld(t)
+	m.start(w.agent(&recordingOS{}))
+	ha := testHostAgent(t, m)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := ha.redial(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ha.adoptClient(c)
+	if err := ha.pauseIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	m.unpauseErr = errors.New("QMP cont: read: i/o timeout")
+	m.mu.Unlock()
+	if err := ha.wakeFromIdle(ctx); err != nil {
+		t.Fatalf("wake of a VM that runs: %v", err)
+	}
+	if c.Keepalive().Suspended() {
+		t.Error("keepalive still suspended after the wake")
+	}
+	// a VM the VMM says is still paused: the wake failed
+	if err := ha.pauseIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stuck := &stuckPauser{pausableMachine: m}
+	ha.mu.Lock()
+	ha.run.machine = stuck
+	ha.mu.Unlock()
+	if err := ha.wakeFromIdle(ctx); err == nil {
+		t.Error("a wake that left the VM paused succeeded")
+	}
+}
+
+// stuckPauser's Unpause fails and leaves the VM paused.
+type stuckPauser struct{ *pausableMachine }
+
+func (m *stuckPauser) Unpause(context.Context) error {
+	return errors.New("QMP cont: VM is gone")
 }

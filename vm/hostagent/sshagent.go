@@ -16,6 +16,11 @@ import (
 	"github.com/vmdock/vmdock/vm/control"
 )
 
+// maxSSHAgentStreams bounds the guest-opened SSH agent streams relayed
+// at once. The guest agent has its own cap, but a guest is not trusted to
+// keep it: each stream holds a connection to the host's agent.
+const maxSSHAgentStreams = 64
+
 // sshAgentForward is the host's SSH agent that the guest's
 // agent.GuestSSHAgentSocket leads to, decided once per start.
 type sshAgentForward struct {
@@ -80,6 +85,17 @@ func (f sshAgentForward) status() *control.SSHAgentStatus {
 		return &control.SSHAgentStatus{Off: f.off}
 	}
 	return &control.SSHAgentStatus{On: true, HostSocket: f.sock, GuestSocket: agent.GuestSSHAgentSocket}
+}
+
+// relaySSHAgentCapped relays conn unless maxSSHAgentStreams are open.
+func (ha *hostAgent) relaySSHAgentCapped(conn net.Conn) {
+	if ha.sshAgentOpen.Add(1) > maxSSHAgentStreams {
+		ha.sshAgentOpen.Add(-1)
+		_ = agent.Reply(conn, fmt.Errorf("SSH agent forwarding: the limit of %d open connections is reached", maxSSHAgentStreams))
+		return
+	}
+	defer ha.sshAgentOpen.Add(-1)
+	relaySSHAgent(conn, ha.sshAgent.sock)
 }
 
 // relaySSHAgent carries one connection the guest opened on its agent

@@ -160,3 +160,50 @@ func TestStartSSHAgentSaysWhyItIsOff(t *testing.T) {
 		t.Fatal("the guest is not asked for its agent socket")
 	}
 }
+
+// The guest caps its SSH agent connections, but the host must not rely on
+// a guest it does not control: past the cap a stream is refused at once,
+// and a slot frees when a relay ends.
+func TestSSHAgentStreamsCappedOnTheHost(t *testing.T) {
+	request, answer := agentMessage(11), agentMessage(12, 0, 0, 0, 0)
+	ha := &hostAgent{sshAgent: sshAgentForward{sock: fakeSSHAgent(t, request, answer)}}
+	open := func() (net.Conn, error) {
+		guest, host := net.Pipe()
+		go ha.serveGuestStream(agent.Request{Op: agent.OpSSHAgent}, host)
+		guest.SetDeadline(time.Now().Add(10 * time.Second))
+		_, err := agent.ReadResponse(guest)
+		return guest, err
+	}
+	var held []net.Conn
+	t.Cleanup(func() {
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	for i := 0; i < maxSSHAgentStreams; i++ {
+		c, err := open()
+		if err != nil {
+			t.Fatalf("stream %d refused: %v", i, err)
+		}
+		held = append(held, c)
+	}
+	c, err := open()
+	c.Close()
+	if err == nil || !strings.Contains(err.Error(), "limit") {
+		t.Fatalf("stream past the cap of %d: %v, want refused at the limit", maxSSHAgentStreams, err)
+	}
+	held[0].Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := open()
+		if err == nil {
+			held = append(held, c)
+			break
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			t.Fatalf("a slot was not freed after a relay ended: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -29,6 +29,10 @@ type Config struct {
 	// Pause freezes the VM; Wake lets it run again, clock set.
 	Pause func(ctx context.Context) error
 	Wake  func(ctx context.Context) error
+	// Paused asks the VMM whether the VM is paused, to learn the truth
+	// after a Pause or Wake that failed part way (a lost reply); nil
+	// trusts the error.
+	Paused func(ctx context.Context) (bool, error)
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 	Log *slog.Logger
@@ -186,6 +190,13 @@ func (m *Monitor) ensureAwake(ctx context.Context) error {
 	}
 	start := m.cfg.Now()
 	if err := m.cfg.Wake(ctx); err != nil {
+		if !m.vmmPaused(ctx, true) {
+			// The VM runs (the answer to the unpause was lost): the next
+			// use must not try to wake it again.
+			m.mu.Lock()
+			m.paused, m.pausedSince = false, time.Time{}
+			m.mu.Unlock()
+		}
 		return err
 	}
 	woke := m.cfg.Now()
@@ -297,9 +308,26 @@ func (m *Monitor) maybePause(ctx context.Context) {
 	if used {
 		return
 	}
+	m.pauseNow(ctx)
+}
+
+// pauseTimeout bounds a pause once decided; a use that arrives meanwhile
+// does not cut it short.
+const pauseTimeout = 30 * time.Second
+
+// pauseNow pauses the VM; opMu is held. Once sent, the VMM pauses whether
+// or not its answer is read, so the pause runs to the end and a use that
+// arrives meanwhile waits on opMu and wakes the VM after. A failure is
+// checked against the VMM's own state.
+func (m *Monitor) pauseNow(ctx context.Context) {
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pauseTimeout)
+	defer cancel()
 	if err := m.cfg.Pause(pctx); err != nil {
-		m.cfg.Log.Warn("idle pause failed; the VM stays running", "err", err)
-		return
+		if !m.vmmPaused(pctx, false) {
+			m.cfg.Log.Warn("idle pause failed; the VM stays running", "err", err)
+			return
+		}
+		m.cfg.Log.Warn("idle pause reported a failure, but the VM is paused", "err", err)
 	}
 	m.mu.Lock()
 	m.paused, m.pausedSince = true, m.cfg.Now()
@@ -307,6 +335,22 @@ func (m *Monitor) maybePause(ctx context.Context) {
 	after := m.after
 	m.mu.Unlock()
 	m.cfg.Log.Info("paused the VM while idle", "unusedFor", after)
+}
+
+// vmmPaused asks the VMM whether the VM is paused after a Pause or Wake
+// failed; without an answer it returns guess, what the failure implies.
+func (m *Monitor) vmmPaused(ctx context.Context, guess bool) bool {
+	if m.cfg.Paused == nil {
+		return guess
+	}
+	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	paused, err := m.cfg.Paused(qctx)
+	if err != nil {
+		m.cfg.Log.Warn("idle pause: the VMM did not say whether the VM is paused", "err", err)
+		return guess
+	}
+	return paused
 }
 
 // guestIdle asks the guest, at most every busyPoll, whether containers

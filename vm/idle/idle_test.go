@@ -14,15 +14,18 @@ import (
 // fakeVM records what the monitor did to it; its clock moves only when
 // the test says.
 type fakeVM struct {
-	mu        sync.Mutex
-	now       time.Time
-	busy      bool
-	busyErr   error
-	calls     []string
-	paused    bool
-	wakeErr   error
-	prepare   func(ctx context.Context) error
-	pauseHook func()
+	mu      sync.Mutex
+	now     time.Time
+	busy    bool
+	busyErr error
+	calls   []string
+	paused  bool
+	wakeErr error
+	prepare func(ctx context.Context) error
+	// pauseHook runs inside Pause; like QMP stop, the VM ends paused even
+	// when the hook fails (the command was sent, its reply was lost).
+	pauseHook func(ctx context.Context) error
+	statusErr error
 }
 
 func newFakeVM() *fakeVM { return &fakeVM{now: time.Unix(1_700_000_000, 0)} }
@@ -66,15 +69,22 @@ func (f *fakeVM) config(after time.Duration) Config {
 			}
 			return nil
 		},
-		Pause: func(context.Context) error {
+		Pause: func(ctx context.Context) error {
+			var err error
 			if f.pauseHook != nil {
-				f.pauseHook()
+				err = f.pauseHook(ctx)
 			}
 			f.record("pause")
 			f.mu.Lock()
 			f.paused = true
 			f.mu.Unlock()
-			return nil
+			return err
+		},
+		Paused: func(context.Context) (bool, error) {
+			f.record("status?")
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			return f.paused, f.statusErr
 		},
 		Wake: func(context.Context) error {
 			f.record("wake")
@@ -203,7 +213,7 @@ func TestUseDuringPauseWaitsAndWakes(t *testing.T) {
 	f := newFakeVM()
 	m := New(f.config(10 * time.Second))
 	inPause, letPause := make(chan struct{}), make(chan struct{})
-	f.pauseHook = func() { close(inPause); <-letPause }
+	f.pauseHook = func(context.Context) error { close(inPause); <-letPause; return nil }
 	f.advance(11 * time.Second)
 	done := make(chan struct{})
 	go func() { m.maybePause(context.Background()); close(done) }()
@@ -308,5 +318,98 @@ func TestNilMonitor(t *testing.T) {
 	m.Run(context.Background())
 	if m.Paused() || m.State() != (State{}) || m.Wake(context.Background()) != nil || m.Close(context.Background()) != nil {
 		t.Error("a nil Monitor did something")
+	}
+}
+
+// A use that arrives once the pause is decided must not cut it short: the
+// VMM pauses whatever happens to the reply, so a cut Pause would leave the
+// monitor believing in a running VM that is frozen. The use waits for the
+// pause, then wakes the VM.
+func TestUseDuringPauseDoesNotCutIt(t *testing.T) {
+	f := newFakeVM()
+	m := New(f.config(10 * time.Second))
+	inPause, letPause := make(chan struct{}), make(chan struct{})
+	f.pauseHook = func(ctx context.Context) error {
+		close(inPause)
+		select {
+		case <-letPause:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	f.advance(11 * time.Second)
+	done := make(chan struct{})
+	go func() { m.maybePause(context.Background()); close(done) }()
+	<-inPause
+	held := make(chan error, 1)
+	go func() {
+		release, err := m.Hold(context.Background())
+		if err == nil {
+			release()
+		}
+		held <- err
+	}()
+	select {
+	case err := <-held:
+		t.Fatalf("Hold returned (%v) while the pause was under way", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(letPause)
+	<-done
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	if got := f.ran(); got != "busy? prepare pause wake" || f.paused || m.State().Paused {
+		t.Fatalf("use during pause: %q, vm paused %v, monitor paused %v", got, f.paused, m.State().Paused)
+	}
+}
+
+// A Pause that fails after the VMM paused (a lost reply) is taken for
+// what the VMM says: the monitor knows the VM is paused and the next use
+// wakes it.
+func TestFailedPauseAsksTheVMM(t *testing.T) {
+	f := newFakeVM()
+	m := New(f.config(10 * time.Second))
+	f.pauseHook = func(context.Context) error { return errors.New("QMP stop: read: i/o timeout") }
+	f.advance(11 * time.Second)
+	m.maybePause(context.Background())
+	if !m.State().Paused {
+		t.Fatalf("the VMM paused but the monitor says running (%q)", f.ran())
+	}
+	release, err := m.Hold(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if got := f.ran(); got != "busy? prepare pause status? wake" || f.paused {
+		t.Fatalf("after a failed pause: %q, vm paused %v", got, f.paused)
+	}
+}
+
+// A failed wake of a VM the VMM says runs (the reply to cont was lost)
+// leaves the monitor knowing it runs: the next use does not wake it again.
+func TestFailedWakeOfARunningVM(t *testing.T) {
+	f := newFakeVM()
+	m := New(f.config(10 * time.Second))
+	f.advance(11 * time.Second)
+	m.maybePause(context.Background())
+	f.mu.Lock()
+	f.paused = false // cont went through
+	f.wakeErr = errors.New("QMP cont: read: i/o timeout")
+	f.mu.Unlock()
+	if _, err := m.Hold(context.Background()); err == nil {
+		t.Fatal("Hold with a failing wake succeeded")
+	}
+	if m.State().Paused {
+		t.Fatalf("the VMM runs but the monitor says paused (%q)", f.ran())
+	}
+	release, err := m.Hold(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	if got := f.ran(); got != "busy? prepare pause wake status?" {
+		t.Fatalf("calls %q, want one wake and one status query", got)
 	}
 }

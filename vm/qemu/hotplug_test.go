@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -212,13 +213,21 @@ func TestScratchPortArgs(t *testing.T) {
 	}
 }
 
-// fakeQMP answers each command with the next scripted reply for it and
-// records the order of the commands. A reply of hangUp closes the
-// connection instead, as QEMU does after quit; onCommand, when set
-// (startFakeQMPWith), is called with each command before its reply.
+// fakeQMP behaves like QEMU's monitor: one client at a time (a new one
+// once the last hung up), replies carrying the command's id, and a run
+// state that stop and cont change as soon as they arrive, whether or not
+// the client reads the reply (query-status reports it). Each command is
+// answered with the next scripted reply for it, if any, and records the
+// order of the commands. A reply of hangUp closes the connection instead,
+// as QEMU does after quit; onCommand, when set (startFakeQMPWith), is
+// called with each command before its reply, and may hold the reply back.
 type fakeQMP struct {
+	mu        sync.Mutex
 	replies   map[string][]string // command -> raw replies, last one repeats
-	seen      chan string         // each command with its JSON arguments
+	paused    bool
+	conns     int         // connections accepted
+	noID      bool        // a command came without an id
+	seen      chan string // each command with its JSON arguments
 	onCommand func(string)
 }
 
@@ -251,10 +260,19 @@ func startFakeQMPWith(t *testing.T, replies map[string][]string, onCommand func(
 }
 
 func (f *fakeQMP) serve(ln net.Listener) {
-	c, err := ln.Accept()
-	if err != nil {
-		return
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		f.mu.Lock()
+		f.conns++
+		f.mu.Unlock()
+		f.session(c)
 	}
+}
+
+func (f *fakeQMP) session(c net.Conn) {
 	defer c.Close()
 	fmt.Fprintln(c, `{"QMP": {"version": {}, "capabilities": []}}`)
 	sc := bufio.NewScanner(c)
@@ -262,25 +280,62 @@ func (f *fakeQMP) serve(ln net.Listener) {
 		var req struct {
 			Execute   string          `json:"execute"`
 			Arguments json.RawMessage `json:"arguments"`
+			ID        json.RawMessage `json:"id"`
 		}
 		_ = json.Unmarshal(sc.Bytes(), &req)
 		f.seen <- strings.TrimSpace(req.Execute + " " + string(req.Arguments))
+		reply := f.answer(req.Execute, req.ID == nil)
 		if f.onCommand != nil {
 			f.onCommand(req.Execute)
-		}
-		rs := f.replies[req.Execute]
-		reply := `{"return": {}}`
-		if len(rs) > 0 {
-			reply = rs[0]
-			if len(rs) > 1 {
-				f.replies[req.Execute] = rs[1:]
-			}
 		}
 		if reply == hangUp {
 			return
 		}
-		fmt.Fprintln(c, reply)
+		fmt.Fprintln(c, withID(reply, req.ID))
 	}
+}
+
+// answer is the reply to cmd; stop and cont take effect here, before the
+// reply is sent, as in QEMU.
+func (f *fakeQMP) answer(cmd string, noID bool) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.noID = f.noID || (noID && cmd != "qmp_capabilities")
+	reply := `{"return": {}}`
+	if cmd == "query-status" {
+		reply = fmt.Sprintf(`{"return": {"status": %q, "running": %v}}`, map[bool]string{true: "paused", false: "running"}[f.paused], !f.paused)
+	}
+	if rs := f.replies[cmd]; len(rs) > 0 {
+		reply = rs[0]
+		if len(rs) > 1 {
+			f.replies[cmd] = rs[1:]
+		}
+	}
+	if strings.Contains(reply, `"return"`) {
+		switch cmd {
+		case "stop":
+			f.paused = true
+		case "cont":
+			f.paused = false
+		}
+	}
+	return reply
+}
+
+// withID puts the command's id into its reply (the last line of a
+// scripted reply; lines before it are sent as they are), as QEMU does.
+func withID(reply string, id json.RawMessage) string {
+	before, last := "", reply
+	if i := strings.LastIndex(reply, "\n"); i >= 0 {
+		before, last = reply[:i+1], reply[i+1:]
+	}
+	var m map[string]json.RawMessage
+	if id == nil || json.Unmarshal([]byte(last), &m) != nil {
+		return reply
+	}
+	m["id"] = id
+	b, _ := json.Marshal(m)
+	return before + string(b)
 }
 
 // commands drains the names of the commands seen so far.

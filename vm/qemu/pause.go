@@ -23,6 +23,15 @@ func (m *Machine) Pause(ctx context.Context) error {
 	return nil
 }
 
+// Paused reports whether QEMU's run state is paused (query-status).
+func (m *Machine) Paused(ctx context.Context) (bool, error) {
+	st, err := m.QueryStatus(ctx)
+	if err != nil {
+		return false, fmt.Errorf("paused: %w", err)
+	}
+	return st == "paused", nil
+}
+
 // Unpause lets a paused guest run again (QMP cont).
 func (m *Machine) Unpause(ctx context.Context) error {
 	if m.exited() {

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/vmdock/vmdock/network/domains"
 )
 
 // HomeEnv overrides the vmdock home folder (default ~/.vmdock).
@@ -57,10 +59,16 @@ func (i *Instance) Exists() bool {
 }
 
 // Create makes the instance folder (and home) with mode 0700: sockets and
-// disks in it are nobody else's business.
+// disks in it are nobody else's business. A new profile whose container
+// domains zone another profile has is refused.
 func (i *Instance) Create() error {
 	if err := os.MkdirAll(filepath.Dir(i.Dir), 0o700); err != nil {
 		return fmt.Errorf("create vmdock home %s: %w", filepath.Dir(i.Dir), err)
+	}
+	if !i.Exists() {
+		if err := zoneFree(filepath.Dir(i.Dir), i.Name); err != nil {
+			return err
+		}
 	}
 	if err := os.Mkdir(i.Dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("create instance folder %s: %w", i.Dir, err)
@@ -74,6 +82,23 @@ func (i *Instance) Create() error {
 	}
 	if err := os.Chmod(i.Dir, 0o700); err != nil {
 		return fmt.Errorf("create instance folder %s: %w", i.Dir, err)
+	}
+	return nil
+}
+
+// zoneFree refuses profile when another profile under home has the same
+// container domains zone (<profile>.vmdock.localhost with "." and "_"
+// made "-"): each would answer the other's names.
+func zoneFree(home, profile string) error {
+	insts, err := List(home)
+	if err != nil {
+		return err
+	}
+	for _, o := range insts {
+		if o.Name != profile && domains.Label(o.Name) == domains.Label(profile) {
+			return fmt.Errorf("profile %q is not accepted: its domain zone %s.%s is profile %q's; accepted: a name that differs from it in more than . _ -",
+				profile, domains.Label(profile), domains.Suffix, o.Name)
+		}
 	}
 	return nil
 }

@@ -293,3 +293,40 @@ func TestCreateRefusesAFileInTheWay(t *testing.T) {
 		t.Errorf("the file changed: %q, mode %v", b, fi.Mode())
 	}
 }
+
+// Container domains name a profile's zone after the profile with "." and
+// "_" made "-": two profiles that give one zone would answer each other's
+// names, so the second is refused when it is made.
+func TestCreateRefusesAProfileWhoseDomainZoneIsTaken(t *testing.T) {
+	home := t.TempDir()
+	first, err := Open(home, "shop.dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Create(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(first.ConfigPath(), []byte("arch: amd64\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"shop-dev", "shop_dev"} {
+		inst, err := Open(home, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = inst.Create()
+		if err == nil || !strings.Contains(err.Error(), `"shop.dev"`) || !strings.Contains(err.Error(), "shop-dev.vmdock.localhost") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("create %s beside shop.dev: %v, want a one-line refusal naming shop.dev and the zone", name, err)
+		}
+		if _, statErr := os.Stat(inst.Dir); !os.IsNotExist(statErr) {
+			t.Errorf("a refused profile left its folder %s", inst.Dir)
+		}
+	}
+	if err := first.Create(); err != nil {
+		t.Errorf("creating the existing profile again: %v", err)
+	}
+	other, _ := Open(home, "shopdev")
+	if err := other.Create(); err != nil {
+		t.Errorf("a profile with its own zone: %v", err)
+	}
+}

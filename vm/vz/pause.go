@@ -26,6 +26,15 @@ func (m *machine) Pause(context.Context) error {
 	return nil
 }
 
+// Paused reports whether the VM is paused or being paused.
+func (m *machine) Paused(context.Context) (bool, error) {
+	if m.exited() {
+		return false, errors.New("vz: paused: the VM is not running")
+	}
+	s := m.vm.State()
+	return s == statePaused || s == statePausing, nil
+}
+
 // Unpause lets a paused guest run again (VZVirtualMachine resume).
 func (m *machine) Unpause(context.Context) error {
 	if m.exited() {

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/vmdock/vmdock/network/domains"
@@ -21,7 +22,15 @@ import (
 // Client talks to one docker engine.
 type Client struct {
 	hc *http.Client
+
+	mu sync.Mutex
+	// imageLabels caches the labels of images by ID (an image's config
+	// never changes); nil for an image that is gone.
+	imageLabels map[string]map[string]string
 }
+
+// maxCachedImages bounds imageLabels; past it the cache starts over.
+const maxCachedImages = 256
 
 // New is a Client whose connections come from dial (the docker socket's
 // host-side forward, or the agent channel).
@@ -30,7 +39,7 @@ func New(dial func(ctx context.Context) (net.Conn, error)) *Client {
 		DialContext:     func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
 		MaxIdleConns:    2,
 		IdleConnTimeout: 30 * time.Second,
-	}}}
+	}}, imageLabels: map[string]map[string]string{}}
 }
 
 // Unix is a Client for the docker socket at path.
@@ -43,6 +52,7 @@ func Unix(path string) *Client {
 // container is the part of GET /containers/json read here.
 type container struct {
 	ID      string            `json:"Id"`
+	ImageID string            `json:"ImageID"`
 	Names   []string          `json:"Names"`
 	Labels  map[string]string `json:"Labels"`
 	Created int64             `json:"Created"`
@@ -81,9 +91,67 @@ func (c *Client) Containers(ctx context.Context) ([]domains.Container, error) {
 	}
 	out := make([]domains.Container, 0, len(raw))
 	for _, r := range raw {
+		if err := c.dropInherited(ctx, &r); err != nil {
+			return nil, err
+		}
 		out = append(out, convert(r))
 	}
 	return out, nil
+}
+
+// dropInherited removes from r the name and port labels it only has from
+// its image: docker lists a container's labels merged with its image's.
+func (c *Client) dropInherited(ctx context.Context, r *container) error {
+	if !domains.HasOwnLabels(r.Labels) || r.ImageID == "" {
+		return nil
+	}
+	img, err := c.imageLabelsOf(ctx, r.ImageID)
+	if err != nil {
+		return err
+	}
+	r.Labels = domains.WithoutInherited(r.Labels, img)
+	return nil
+}
+
+// imageLabelsOf is the labels of image id; nil for an image that is gone.
+func (c *Client) imageLabelsOf(ctx context.Context, id string) (map[string]string, error) {
+	c.mu.Lock()
+	l, ok := c.imageLabels[id]
+	c.mu.Unlock()
+	if ok {
+		return l, nil
+	}
+	req, err := http.NewRequestWithContext(ctx, "GET", "http://docker/images/"+url.PathEscape(id)+"/json", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("docker: inspect image %s: %w", id, err)
+	}
+	defer resp.Body.Close()
+	var img struct {
+		Config struct {
+			Labels map[string]string `json:"Labels"`
+		} `json:"Config"`
+	}
+	switch resp.StatusCode {
+	case http.StatusOK:
+		if err := json.NewDecoder(resp.Body).Decode(&img); err != nil {
+			return nil, fmt.Errorf("docker: inspect image %s: %w", id, err)
+		}
+	case http.StatusNotFound:
+	default:
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return nil, fmt.Errorf("docker: inspect image %s: %s: %s", id, resp.Status, b)
+	}
+	c.mu.Lock()
+	if len(c.imageLabels) >= maxCachedImages {
+		c.imageLabels = map[string]map[string]string{}
+	}
+	c.imageLabels[id] = img.Config.Labels
+	c.mu.Unlock()
+	return img.Config.Labels, nil
 }
 
 func convert(r container) domains.Container {

@@ -16,6 +16,13 @@ import (
 // and an event stream the test feeds.
 func engine(t *testing.T, list string, events chan string) string {
 	t.Helper()
+	return engineWithImages(t, list, nil, events)
+}
+
+// engineWithImages is engine with images to inspect (ID to the JSON of
+// GET /images/{id}/json); other images are not found.
+func engineWithImages(t *testing.T, list string, images map[string]string, events chan string) string {
+	t.Helper()
 	sock := filepath.Join(t.TempDir(), "docker.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
@@ -45,6 +52,10 @@ func engine(t *testing.T, list string, events chan string) string {
 				}
 			}
 		default:
+			if id, ok := strings.CutPrefix(r.URL.Path, "/images/"); ok && images[strings.TrimSuffix(id, "/json")] != "" {
+				fmt.Fprint(w, images[strings.TrimSuffix(id, "/json")])
+				return
+			}
 			http.NotFound(w, r)
 		}
 	}))
@@ -118,5 +129,30 @@ func TestErrorsNameWhatFailed(t *testing.T) {
 	}
 	if err := c.Watch(context.Background(), func() {}); err == nil || !strings.Contains(err.Error(), "events") {
 		t.Errorf("Watch: %v", err)
+	}
+}
+
+// Labels a container only inherits from its image are not its own: an
+// image must not claim names (or pick ports) for every container run
+// from it. The same label set on the container counts.
+func TestImageLabelsAreNotTheContainers(t *testing.T) {
+	const list = `[
+ {"Id":"a1","Names":["/pulled"],"ImageID":"sha256:img","Labels":{"dev.vmdock.domains":"bank.vmdock.localhost","dev.vmdock.http-port":"8080","maintainer":"x"}},
+ {"Id":"b2","Names":["/own"],"ImageID":"sha256:img","Labels":{"dev.vmdock.domains":"own.vmdock.localhost","dev.vmdock.http-port":"8080","maintainer":"x"}},
+ {"Id":"c3","Names":["/gone"],"ImageID":"sha256:deleted","Labels":{"dev.vmdock.domains":"gone.vmdock.localhost"}}
+]`
+	images := map[string]string{"sha256:img": `{"Id":"sha256:img","Config":{"Labels":{"dev.vmdock.domains":"bank.vmdock.localhost","dev.vmdock.http-port":"8080","maintainer":"x"}}}`}
+	cs, err := Unix(engineWithImages(t, list, images, nil)).Containers(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := cs[0].Labels; l["dev.vmdock.domains"] != "" || l["dev.vmdock.http-port"] != "" || l["maintainer"] != "x" {
+		t.Errorf("a container with its image's labels only: %v, want the vmdock ones dropped", l)
+	}
+	if l := cs[1].Labels; l["dev.vmdock.domains"] != "own.vmdock.localhost" || l["dev.vmdock.http-port"] != "" {
+		t.Errorf("a container that sets its own domains label: %v, want it kept and the inherited port dropped", l)
+	}
+	if l := cs[2].Labels; l["dev.vmdock.domains"] != "gone.vmdock.localhost" {
+		t.Errorf("a container whose image is gone: %v, want its labels as listed", l)
 	}
 }

@@ -7,6 +7,7 @@
 package localca
 
 import (
+	"container/list"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -38,7 +39,8 @@ const (
 	// before they run out, so nothing on disk needs renewing.
 	leafLifetime = 90 * 24 * time.Hour
 	leafRenew    = 7 * 24 * time.Hour
-	// maxCached bounds the in-memory leaves; past it the cache starts over.
+	// maxCached bounds the in-memory leaves; past it the least recently
+	// used one goes.
 	maxCached = 1024
 )
 
@@ -48,9 +50,30 @@ type CA struct {
 	cert *x509.Certificate
 	key  crypto.Signer
 
-	mu     sync.Mutex
-	leaves map[string]*tls.Certificate
-	now    func() time.Time
+	mu sync.Mutex
+	// leaves is the cache: name -> element of lru, whose values are
+	// *cachedLeaf, the most recently used first.
+	leaves map[string]*list.Element
+	lru    *list.List
+	// signing holds the signatures under way, so callers for one name
+	// share one and the lock is not held while signing.
+	signing map[string]*signCall
+	now     func() time.Time
+	// signHook, when set (tests), runs at the start of each signature.
+	signHook func(name string)
+}
+
+type cachedLeaf struct {
+	name string
+	cert *tls.Certificate
+}
+
+// signCall is one signature under way; done closes when cert and err
+// are set.
+type signCall struct {
+	done chan struct{}
+	cert *tls.Certificate
+	err  error
 }
 
 // Path is the CA certificate's PEM file under home ($VMDOCK_HOME).
@@ -65,7 +88,9 @@ func Open(home string) (*CA, error) {
 	if err == nil || !errors.Is(err, os.ErrNotExist) {
 		return ca, err
 	}
-	if err := os.MkdirAll(home, 0o755); err != nil {
+	// The CA may be the first thing in a new home, which later holds
+	// instance sockets and keys: owner only, as vm/store makes it.
+	if err := os.MkdirAll(home, 0o700); err != nil {
 		return nil, fmt.Errorf("local CA: %w", err)
 	}
 	tmp, err := os.MkdirTemp(home, "."+DirName+"-")
@@ -101,7 +126,8 @@ func load(dir string) (*CA, error) {
 	if !ok {
 		return nil, fmt.Errorf("local CA in %s: the key cannot sign", dir)
 	}
-	return &CA{dir: dir, cert: pair.Leaf, key: signer, leaves: map[string]*tls.Certificate{}, now: time.Now}, nil
+	return &CA{dir: dir, cert: pair.Leaf, key: signer, leaves: map[string]*list.Element{}, lru: list.New(),
+		signing: map[string]*signCall{}, now: time.Now}, nil
 }
 
 func serial() (*big.Int, error) {
@@ -162,30 +188,77 @@ func (ca *CA) CertPath() string { return filepath.Join(ca.dir, certFile) }
 func (ca *CA) Certificate() *x509.Certificate { return ca.cert }
 
 // Leaf is a certificate for name, made on first use and kept while it has
-// more than leafRenew to run.
+// more than leafRenew to run. Only DNS host names under the suffix are
+// signed.
 func (ca *CA) Leaf(name string) (*tls.Certificate, error) {
 	name = domains.HostName(name)
 	if !domains.Under(name) {
 		return nil, fmt.Errorf("local CA: name %q is not accepted; accepted: names under %s", name, domains.Suffix)
 	}
+	if err := domains.CheckHostName(name); err != nil {
+		return nil, fmt.Errorf("local CA: %w", err)
+	}
 	ca.mu.Lock()
-	defer ca.mu.Unlock()
 	now := ca.now()
-	if c := ca.leaves[name]; c != nil && c.Leaf.NotAfter.Sub(now) > leafRenew {
+	if c := ca.cached(name, now); c != nil {
+		ca.mu.Unlock()
 		return c, nil
 	}
-	c, err := ca.sign(name, now)
-	if err != nil {
-		return nil, err
+	if call := ca.signing[name]; call != nil {
+		ca.mu.Unlock()
+		<-call.done
+		return call.cert, call.err
 	}
-	if len(ca.leaves) >= maxCached {
-		ca.leaves = map[string]*tls.Certificate{}
+	call := &signCall{done: make(chan struct{})}
+	ca.signing[name] = call
+	ca.mu.Unlock()
+
+	call.cert, call.err = ca.sign(name, now)
+	ca.mu.Lock()
+	delete(ca.signing, name)
+	if call.err == nil {
+		ca.store(name, call.cert)
 	}
-	ca.leaves[name] = c
-	return c, nil
+	ca.mu.Unlock()
+	close(call.done)
+	return call.cert, call.err
+}
+
+// cached is name's leaf if it has more than leafRenew to run, marked as
+// just used; ca.mu is held.
+func (ca *CA) cached(name string, now time.Time) *tls.Certificate {
+	e := ca.leaves[name]
+	if e == nil {
+		return nil
+	}
+	c := e.Value.(*cachedLeaf).cert
+	if c.Leaf.NotAfter.Sub(now) <= leafRenew {
+		return nil
+	}
+	ca.lru.MoveToFront(e)
+	return c
+}
+
+// store caches name's leaf, dropping the least recently used past
+// maxCached; ca.mu is held.
+func (ca *CA) store(name string, c *tls.Certificate) {
+	if e := ca.leaves[name]; e != nil {
+		e.Value.(*cachedLeaf).cert = c
+		ca.lru.MoveToFront(e)
+		return
+	}
+	ca.leaves[name] = ca.lru.PushFront(&cachedLeaf{name: name, cert: c})
+	for ca.lru.Len() > maxCached {
+		oldest := ca.lru.Back()
+		ca.lru.Remove(oldest)
+		delete(ca.leaves, oldest.Value.(*cachedLeaf).name)
+	}
 }
 
 func (ca *CA) sign(name string, now time.Time) (*tls.Certificate, error) {
+	if ca.signHook != nil {
+		ca.signHook(name)
+	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("local CA: leaf key for %s: %w", name, err)

@@ -8,12 +8,15 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -160,5 +163,128 @@ func TestTLSHandshakeWithTheCA(t *testing.T) {
 	}
 	if _, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{ServerName: "example.com", RootCAs: pool(ca)}); err == nil {
 		t.Error("a handshake for example.com succeeded")
+	}
+}
+
+// The CA may be the first thing made in $VMDOCK_HOME; the home holds
+// instance sockets and keys, so only its owner may enter it.
+func TestOpenMakesTheHomePrivate(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "home")
+	if _, err := Open(home); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o700 {
+		t.Errorf("home made with mode %v, want 0700", fi.Mode().Perm())
+	}
+}
+
+// Only DNS host names are signed: an SNI is whatever a client sends.
+func TestLeafRefusesWhatIsNoHostName(t *testing.T) {
+	ca, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{
+		strings.Repeat("a", 57<<10) + ".vmdock.localhost",
+		"we\x00b.vmdock.localhost",
+		"we b.vmdock.localhost",
+		"*.vmdock.localhost",
+		"web_1.vmdock.localhost",
+		"a..vmdock.localhost",
+		strings.Repeat("a", 64) + ".vmdock.localhost",
+		strings.Repeat(strings.Repeat("a", 60)+".", 4) + "vmdock.localhost", // 261 characters
+	} {
+		if _, err := ca.Leaf(bad); err == nil {
+			t.Errorf("Leaf(%.40q) succeeded", bad)
+		}
+	}
+	for _, good := range []string{"web-1.vmdock.localhost", "API.shop2.vmdock.localhost", strings.Repeat("a", 63) + ".vmdock.localhost"} {
+		if _, err := ca.Leaf(good); err != nil {
+			t.Errorf("Leaf(%q): %v", good, err)
+		}
+	}
+}
+
+// The cache drops the least recently used leaf, not all of them.
+func TestLeafCacheDropsTheLeastRecentlyUsed(t *testing.T) {
+	ca, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := func(i int) string { return fmt.Sprintf("n%d.vmdock.localhost", i) }
+	first, err := ca.Leaf(name(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, _ := ca.Leaf(name(1))
+	for i := 2; i < maxCached; i++ {
+		if _, err := ca.Leaf(name(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if again, _ := ca.Leaf(name(0)); again != first { // name(0) is the most recent use now
+		t.Fatal("a cached leaf was made again before the cache was full")
+	}
+	if _, err := ca.Leaf(name(maxCached)); err != nil { // one past the cap
+		t.Fatal(err)
+	}
+	if again, _ := ca.Leaf(name(0)); again != first {
+		t.Error("the most recently used leaf was dropped")
+	}
+	if again, _ := ca.Leaf(name(1)); again == second {
+		t.Error("the least recently used leaf was kept past the cap")
+	}
+}
+
+// Signing runs outside the lock and once per name: callers for the same
+// new name share one signature, and other names are served meanwhile.
+func TestLeafSignsOncePerNameOutsideTheLock(t *testing.T) {
+	ca, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached, err := ca.Leaf("cached.vmdock.localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var signs atomic.Int32
+	inSign, letSign := make(chan struct{}), make(chan struct{})
+	ca.signHook = func(name string) {
+		signs.Add(1)
+		if name == "slow.vmdock.localhost" {
+			close(inSign)
+			<-letSign
+		}
+	}
+	const callers = 8
+	got := make(chan *tls.Certificate, callers)
+	go func() { c, _ := ca.Leaf("slow.vmdock.localhost"); got <- c }()
+	<-inSign
+	for i := 1; i < callers; i++ {
+		go func() { c, _ := ca.Leaf("slow.vmdock.localhost"); got <- c }()
+	}
+	done := make(chan *tls.Certificate)
+	go func() { c, _ := ca.Leaf("cached.vmdock.localhost"); done <- c }()
+	select {
+	case c := <-done:
+		if c != cached {
+			t.Error("the cached leaf was made again")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a cached leaf waited for another name's signing")
+	}
+	close(letSign)
+	first := <-got
+	for i := 1; i < callers; i++ {
+		if c := <-got; c != first || c == nil {
+			t.Errorf("caller %d got another leaf", i)
+		}
+	}
+	if n := signs.Load(); n != 1 {
+		t.Errorf("%d signatures for one name asked for at once, want 1", n)
 	}
 }

@@ -85,7 +85,14 @@ type container struct {
 type image struct {
 	Config *struct {
 		ExposedPorts map[string]json.RawMessage `json:"ExposedPorts"`
+		Labels       map[string]string          `json:"Labels"`
 	} `json:"Config"`
+}
+
+// imageConfig is what a container takes from its image here.
+type imageConfig struct {
+	ports  []int
+	labels map[string]string
 }
 
 // run runs argv and returns its output; a non-zero exit is an error with
@@ -128,17 +135,20 @@ func (c *Client) Containers(ctx context.Context) ([]domains.Container, error) {
 			images = append(images, r.Image)
 		}
 	}
-	// the images' EXPOSE lines, which docker lists with the ports; a
-	// removed image (rmi -f under a running container) fails the whole
-	// inspect, and its containers keep their published ports only
-	exposed, err := c.imagePorts(ctx, images)
+	// the images' EXPOSE lines, which docker lists with the ports, and
+	// their labels, which the containers' labels include; a removed image
+	// (rmi -f under a running container) fails the whole inspect, and its
+	// containers keep their published ports and labels as listed
+	configs, err := c.imageConfigs(ctx, images)
 	if err != nil {
-		exposed = nil
+		configs = nil
 	}
 	cs := make([]domains.Container, 0, len(running))
 	for _, r := range running {
 		ct := convert(r)
-		ct.Exposed = mergePorts(ct.Exposed, exposed[r.Image])
+		img := configs[r.Image]
+		ct.Exposed = mergePorts(ct.Exposed, img.ports)
+		ct.Labels = domains.WithoutInherited(ct.Labels, img.labels)
 		cs = append(cs, ct)
 	}
 	return cs, nil
@@ -151,9 +161,9 @@ func (c *Client) namespace() string {
 	return c.Namespace
 }
 
-// imagePorts is each image's exposed TCP ports, by the name containers
-// carry; one nerdctl call answers for all, in the order asked.
-func (c *Client) imagePorts(ctx context.Context, images []string) (map[string][]int, error) {
+// imageConfigs is each image's exposed TCP ports and labels, by the name
+// containers carry; one nerdctl call answers for all, in the order asked.
+func (c *Client) imageConfigs(ctx context.Context, images []string) (map[string]imageConfig, error) {
 	if len(images) == 0 {
 		return nil, nil
 	}
@@ -169,10 +179,10 @@ func (c *Client) imagePorts(ctx context.Context, images []string) (map[string][]
 	if len(raw) != len(images) {
 		return nil, fmt.Errorf("nerdctl: inspect images: %d answers for %d images", len(raw), len(images))
 	}
-	m := make(map[string][]int, len(images))
+	m := make(map[string]imageConfig, len(images))
 	for i, im := range raw {
 		if im.Config != nil {
-			m[images[i]] = tcpPorts(im.Config.ExposedPorts)
+			m[images[i]] = imageConfig{ports: tcpPorts(im.Config.ExposedPorts), labels: im.Config.Labels}
 		}
 	}
 	return m, nil

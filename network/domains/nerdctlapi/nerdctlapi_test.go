@@ -257,3 +257,21 @@ esac
 		}
 	}
 }
+
+// nerdctl, like docker, gives a container its image's labels: the name
+// and port labels count only when the container sets its own value.
+func TestImageLabelsAreNotTheContainers(t *testing.T) {
+	imgs := `[{"Config":{"ExposedPorts":{"80/tcp":{}},"Labels":{"dev.vmdock.http-port":"3000"}}},` +
+		`{"Config":{"Labels":{"dev.vmdock.domains":"image.vmdock.localhost"}}}]`
+	cs, err := New((&fakeGuest{list: inspectOut, imgs: imgs}).exec).Containers(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosted, second := cs[1], cs[2]
+	if _, ok := hosted.Labels["dev.vmdock.http-port"]; ok || hosted.Labels["nerdctl/networks"] == "" {
+		t.Errorf("a container with its image's port label only: %v, want that label dropped and the rest kept", hosted.Labels)
+	}
+	if second.Labels["dev.vmdock.domains"] != "x.vmdock.localhost" {
+		t.Errorf("a container that sets its own domains label: %v, want it kept", second.Labels)
+	}
+}

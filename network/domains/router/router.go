@@ -49,11 +49,18 @@ type Router struct {
 	mu       sync.RWMutex
 	profiles map[string]*profile
 	merged   *domains.Table
+	// dropped are names the router held and no longer does, with when
+	// they went: a restarting container keeps its certificate.
+	dropped map[string]time.Time
+	now     func() time.Time
 }
+
+// recentlyHeld is how long a name that went keeps its certificate.
+const recentlyHeld = 5 * time.Minute
 
 // New returns a Router with no profiles: every name is unknown.
 func New() *Router {
-	return &Router{profiles: map[string]*profile{}}
+	return &Router{profiles: map[string]*profile{}, dropped: map[string]time.Time{}, now: time.Now}
 }
 
 type routeKey struct{}
@@ -135,13 +142,39 @@ func (r *Router) Unregister(name string) {
 	}
 }
 
-// remerge resolves all profiles' names as one; r.mu is held.
+// remerge resolves all profiles' names as one and notes the names that
+// went; r.mu is held.
 func (r *Router) remerge() {
 	ts := make([]*domains.Table, 0, len(r.profiles))
 	for _, p := range r.profiles {
 		ts = append(ts, p.table)
 	}
-	r.merged = domains.Merge(ts...)
+	merged := domains.Merge(ts...)
+	now := r.now()
+	for _, rt := range r.merged.Routes() {
+		if _, ok := merged.Lookup(rt.Name); !ok {
+			r.dropped[rt.Name] = now
+		}
+	}
+	for name, at := range r.dropped {
+		if _, ok := merged.Lookup(name); ok || now.Sub(at) >= recentlyHeld {
+			delete(r.dropped, name)
+		}
+	}
+	r.merged = merged
+}
+
+// Known reports whether the router holds name now or held it within
+// recentlyHeld: the names the local CA may sign a leaf for.
+func (r *Router) Known(name string) bool {
+	name = domains.HostName(name)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if _, ok := r.merged.Lookup(name); ok {
+		return true
+	}
+	at, ok := r.dropped[name]
+	return ok && r.now().Sub(at) < recentlyHeld
 }
 
 // Table is every registered profile's names, resolved together.
@@ -188,13 +221,26 @@ func page(w http.ResponseWriter, code int, title, text string) {
 		html.EscapeString(title), html.EscapeString(title), html.EscapeString(text))
 }
 
+// idleTimeout closes keep-alive connections no request uses, so idle
+// browser tabs do not hold connections for ever. There is deliberately
+// no Read/WriteTimeout: event streams may go quiet for long, uploads may
+// be large, and neither is idle while its request runs.
+var idleTimeout = 5 * time.Minute
+
+// maxHeaderBytes bounds a request's header block; browsers send a few
+// KiB even with many cookies.
+const maxHeaderBytes = 64 << 10
+
 // Server is an http.Server for the router. With getCert it is the HTTPS
 // server (call ServeTLS(ln, "", "")): HTTP/2 and HTTP/1.1 by ALPN, the
-// certificate chosen by SNI.
+// certificate chosen by SNI, and asked of getCert only for names the
+// router knows (Known), so a client cannot have the CA sign names at will.
 func (r *Router) Server(getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error)) *http.Server {
 	srv := &http.Server{
 		Handler:           r,
 		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slogErrorLog(),
 	}
 	if getCert == nil {
@@ -207,11 +253,25 @@ func (r *Router) Server(getCert func(*tls.ClientHelloInfo) (*tls.Certificate, er
 	if getCert != nil {
 		srv.TLSConfig = &tls.Config{
 			MinVersion:     tls.VersionTLS12,
-			GetCertificate: getCert,
+			GetCertificate: r.knownOnly(getCert),
 			NextProtos:     []string{"h2", "http/1.1"},
 		}
 	}
 	return srv
+}
+
+// knownOnly is getCert for the names the router knows. For another name
+// it returns no certificate and no error, which crypto/tls answers with
+// the unrecognized_name alert. No name at all goes on to getCert, which
+// says what to use instead.
+func (r *Router) knownOnly(getCert func(*tls.ClientHelloInfo) (*tls.Certificate, error)) func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	return func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+		if hello.ServerName != "" && !r.Known(hello.ServerName) {
+			slog.Debug("domains: TLS for a name the router does not hold", "name", fmt.Sprintf("%.80q", hello.ServerName))
+			return nil, nil
+		}
+		return getCert(hello)
+	}
 }
 
 // Serve runs srv on ln until ln closes, TLS when srv has a TLSConfig.

@@ -357,3 +357,17 @@ func TestRouterBehindRouterKeepsForwarded(t *testing.T) {
 		t.Errorf("through two routers the container saw %q, want %q", b, want)
 	}
 }
+
+// A container whose only port is not a web port is not routed to on its
+// own: the page says which label routes it.
+func TestNoWebPortPageNamesTheLabel(t *testing.T) {
+	g := &guest{addrs: map[string]string{}}
+	backend(t, g, "172.17.0.2:11211", echo("memcached"))
+	r := New()
+	r.Register("default", g.dial)
+	r.SetTable("default", domains.Build("default", []domains.Container{{ID: "1", Name: "cache", IP: "172.17.0.2", Exposed: []int{11211}}})) //nolint:errcheck
+	resp, body := get(t, &http.Client{}, frontURL(t, r), "cache.vmdock.localhost")
+	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, domains.LabelHTTPPort+"=11211") || g.dials.Load() != 0 {
+		t.Errorf("only port 11211: %d %q (dials %d), want the page naming the label and no dial", resp.StatusCode, body, g.dials.Load())
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vmdock/vmdock/network/domains"
 	"github.com/vmdock/vmdock/network/domains/localca"
@@ -71,5 +72,63 @@ func TestHTTPSWithHTTP2AndSNI(t *testing.T) {
 	}
 	if resp.StatusCode != http.StatusMisdirectedRequest {
 		t.Errorf("Host api over web's connection: %s, want 421", resp.Status)
+	}
+}
+
+// Only names the router holds, or held a moment ago, get a certificate:
+// a handshake for any other name ends with unrecognized_name and signs
+// nothing; plain HTTP for such a name still gets the 404 page.
+func TestHTTPSOnlyForNamesTheRouterHolds(t *testing.T) {
+	ca, err := localca.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &guest{addrs: map[string]string{}}
+	backend(t, g, "172.17.0.2:80", echo("web"))
+	r := New()
+	now := time.Now()
+	r.now = func() time.Time { return now }
+	r.Register("default", g.dial)
+	web := []domains.Container{{ID: "1", Name: "web", IP: "172.17.0.2"}}
+	r.SetTable("default", domains.Build("default", web)) //nolint:errcheck
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := r.Server(ca.GetCertificate)
+	go Serve(srv, ln) //nolint:errcheck
+	t.Cleanup(func() { srv.Close() })
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Certificate())
+	handshake := func(name string) error {
+		c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{ServerName: name, RootCAs: roots})
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}
+	if err := handshake("web.vmdock.localhost"); err != nil {
+		t.Fatalf("a held name: %v", err)
+	}
+	for _, name := range []string{"nothere.vmdock.localhost", "x" + strings.Repeat("a", 60) + ".vmdock.localhost"} {
+		if err := handshake(name); err == nil || !strings.Contains(err.Error(), "unrecognized name") {
+			t.Errorf("a name nobody holds (%s): %v, want the unrecognized_name alert", name, err)
+		}
+	}
+	resp, body := get(t, &http.Client{}, frontURL(t, r), "nothere.vmdock.localhost")
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(body, "No such container name") {
+		t.Errorf("plain HTTP for an unknown name: %d %q, want the 404 page", resp.StatusCode, body)
+	}
+
+	// the container goes: its name keeps its certificate for a while (a
+	// restart), then loses it
+	r.SetTable("default", domains.Build("default", nil)) //nolint:errcheck
+	now = now.Add(recentlyHeld - time.Second)
+	if err := handshake("web.vmdock.localhost"); err != nil {
+		t.Errorf("a name held a moment ago: %v", err)
+	}
+	now = now.Add(2 * time.Second)
+	if err := handshake("web.vmdock.localhost"); err == nil || !strings.Contains(err.Error(), "unrecognized name") {
+		t.Errorf("a name dropped long ago: %v, want the unrecognized_name alert", err)
 	}
 }
