@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/vmdock/vmdock/vm/hostagent"
@@ -68,4 +69,30 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// firstRunLine is a step's first line in `vmdock start`'s output.
+var firstRunLine = regexp.MustCompile(`(?m)^\s*\[(\d+)\] ([a-z0-9-]+) \.\.\.$`)
+
+// checkFirstRun holds the sample `vmdock start` output on page (README.md)
+// to the host agent's steps: each "[n] name ..." line shown names step n,
+// and the last one shown is the last step.
+func checkFirstRun(page, name string) []string {
+	steps := hostagent.StepNames("docker")
+	lines := firstRunLine.FindAllStringSubmatch(page, -1)
+	if len(lines) == 0 {
+		return []string{fmt.Sprintf("%s shows no `vmdock start` output (lines like \"[1] %s ...\")", name, steps[0])}
+	}
+	fix := fmt.Sprintf("make the sample `vmdock start` output in %s follow vm/hostagent's bootSteps (%s)", name, strings.Join(steps, ", "))
+	var problems []string
+	for _, l := range lines {
+		n, _ := strconv.Atoi(l[1])
+		if n < 1 || n > len(steps) || steps[n-1] != l[2] {
+			problems = append(problems, fmt.Sprintf("%s: %q: %s", name, strings.TrimSpace(l[0]), fix))
+		}
+	}
+	if last := lines[len(lines)-1]; last[1] != strconv.Itoa(len(steps)) {
+		problems = append(problems, fmt.Sprintf("%s: the sample ends at step %s, the host agent runs %d: %s", name, last[1], len(steps), fix))
+	}
+	return problems
 }

@@ -43,6 +43,27 @@ func TestBootStepsMatchTheHostAgent(t *testing.T) {
 	report(t, checkBootSteps(readPage(t, ArchitecturePage)))
 }
 
+func TestFirstRunSampleMatchesTheHostAgent(t *testing.T) {
+	report(t, checkFirstRun(readPage(t, "README.md"), "README.md"))
+}
+
+func TestCheckFirstRunCatchesAStaleSample(t *testing.T) {
+	steps := hostagent.StepNames("docker")
+	last := strconv.Itoa(len(steps))
+	good := "    $ vmdock start\n    [1] " + steps[0] + " ...\n    ...\n    [" + last + "] " + steps[len(steps)-1] + " ...\n"
+	if p := checkFirstRun(good, "R"); len(p) != 0 {
+		t.Fatalf("a sample of the code's steps: %v", p)
+	}
+	renamed := strings.Replace(good, "] "+steps[0]+" ", "] config ", 1)
+	if p := checkFirstRun(renamed, "R"); len(p) != 1 || !strings.Contains(p[0], "[1] config") {
+		t.Errorf("renamed step: %v", p)
+	}
+	short := strings.Replace(good, "["+last+"] ", "["+strconv.Itoa(len(steps)-1)+"] ", 1)
+	if p := checkFirstRun(short, "R"); len(p) != 2 {
+		t.Errorf("a sample ending a step early: %v", p)
+	}
+}
+
 func TestConfigurationKeysMatchTheConfig(t *testing.T) {
 	report(t, checkConfigKeys(readPage(t, ConfigurationPage)))
 }

@@ -67,7 +67,7 @@ func prose(page string) string {
 func anchors(page string) map[string]bool {
 	ids := map[string]bool{}
 	count := map[string]int{}
-	for _, m := range heading.FindAllStringSubmatch(prose(page), -1) {
+	for _, m := range heading.FindAllStringSubmatch(proseWithCode(page), -1) {
 		slug := slugify(m[1])
 		id := slug
 		if n := count[slug]; n > 0 {
