@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -35,8 +36,20 @@ func TestPackageTableIsFresh(t *testing.T) {
 		t.Fatal(err)
 	}
 	if current != fresh {
-		t.Errorf("%s: the package table is stale (a package, its doc comment's first sentence or its imports changed): run `go run ./hack/docs pkgtable` from the module root and commit the result", ArchitecturePage)
+		t.Errorf("%s: the layers drawing or the package table is stale (a package, its layer, its doc comment's first sentence or its imports changed): run `go run ./hack/docs pkgtable` from the module root and commit the result; first line that differs:\n%s", ArchitecturePage, firstDifference(current, fresh))
 	}
+}
+
+// firstDifference is the first line where want differs from got, both
+// versions, for a failure message.
+func firstDifference(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := range min(len(g), len(w)) {
+		if g[i] != w[i] {
+			return fmt.Sprintf("line %d now:      %s\nline %d generated: %s", i+1, g[i], i+1, w[i])
+		}
+	}
+	return fmt.Sprintf("the page has %d lines, the generated one %d", len(g), len(w))
 }
 
 func TestBootStepsMatchTheHostAgent(t *testing.T) {
