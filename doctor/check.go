@@ -20,7 +20,7 @@ const (
 )
 
 // Result is one check, as printed and as `doctor --json` emits it; the
-// field names are documented in README.md.
+// field names are documented in docs/commands.md.
 type Result struct {
 	Name    string `json:"name"`
 	Status  Status `json:"status"`

@@ -11,7 +11,7 @@ import (
 
 // imageStatusJSON is `status --json`'s "image": the image the instance's
 // root disk was made from (it boots that one), and a newer default when
-// there is one (documented in README.md).
+// there is one (documented in docs/json.md).
 type imageStatusJSON struct {
 	Pinned string `json:"pinned"`
 	// Newer is what a new instance would get instead, known without the

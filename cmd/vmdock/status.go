@@ -19,7 +19,7 @@ import (
 )
 
 // statusJSON is `vmdock status --json`; the field names are documented in
-// README.md, so renaming one breaks users' scripts.
+// docs/json.md, so renaming one breaks users' scripts.
 type statusJSON struct {
 	Profile string `json:"profile"`
 	Status  string `json:"status"` // Running, Stopped, Broken
@@ -41,7 +41,7 @@ type statusJSON struct {
 	Resumable *resumableJSON `json:"resumable,omitempty"`
 }
 
-// resumableJSON describes a saved VM state (documented in README.md).
+// resumableJSON describes a saved VM state (documented in docs/json.md).
 type resumableJSON struct {
 	SavedAt     time.Time `json:"savedAt"`
 	Bytes       int64     `json:"bytes"`
@@ -60,7 +60,7 @@ func resumable(inst *store.Instance, state string) *resumableJSON {
 	return &resumableJSON{SavedAt: s.At, Bytes: s.State.Size, SaveSeconds: s.Took.Seconds()}
 }
 
-// listJSON is one element of `vmdock list --json` (documented in README.md).
+// listJSON is one element of `vmdock list --json` (documented in docs/json.md).
 type listJSON struct {
 	Profile string  `json:"profile"`
 	Status  string  `json:"status"`

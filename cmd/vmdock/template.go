@@ -14,7 +14,7 @@ import (
 )
 
 const templateHeader = `# vmdock default config for new instances (vmdock template --edit).
-# Every field is documented in README.md; flags of 'vmdock start' override it.
+# Every field is documented in docs/configuration.md; flags of 'vmdock start' override it.
 `
 
 func newTemplateCmd(g *globals) *cobra.Command {
