@@ -240,45 +240,71 @@ func probeAccel(ctx context.Context, bin, arch, accel string, boot probeBoot) er
 		"-chardev", "socket,id=qmp,path="+esc(sock)+",server=on,wait=off",
 		"-mon", "chardev=qmp,mode=control",
 	)
-	args = append(args, boot.args()...)
-	tail := newTail(4 << 10)
-	cmd := exec.Command(bin, args...)
-	cmd.Stderr = tail
+	p := &probeRun{boot: boot, tail: newTail(4 << 10), exited: make(chan error, 1)}
+	cmd := exec.Command(bin, append(args, boot.args()...)...)
+	cmd.Stderr = p.tail
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", bin, err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	go func() { p.exited <- cmd.Wait() }()
 	defer func() {
 		_ = cmd.Process.Kill()
-		<-exited
+		<-p.exited
 	}()
-	fail := func(what string) error {
-		if msg := complaint(tail.lines(40)); msg != "" {
-			return fmt.Errorf("%s: %s", what, msg)
-		}
-		return errors.New(what)
-	}
-
 	ctx, cancel := context.WithTimeout(ctx, probeStartTimeout)
 	defer cancel()
-	var q *qmp
-	for q == nil {
-		select {
-		case err := <-exited:
-			exited <- err
-			if err == nil && boot.Kernel != "" {
-				return nil
-			}
-			return fail(fmt.Sprintf("QEMU exited (%v)", err))
-		case <-ctx.Done():
-			return fmt.Errorf("%w: QEMU did not answer within %s", errAccelInconclusive, probeStartTimeout)
-		case <-time.After(50 * time.Millisecond):
-		}
-		q, _ = dialQMP(ctx, sock)
+	q, err := p.dial(ctx, sock)
+	if q == nil {
+		return err
 	}
 	defer q.Close()
+	return p.watch(ctx, q)
+}
+
+// probeRun is one probe QEMU as it runs.
+type probeRun struct {
+	boot   probeBoot
+	tail   *tailBuffer
+	exited chan error
+}
+
+// ended is the verdict on a QEMU that exited with err: a kernel probe
+// ends well by itself (the kernel panics for want of a root, and
+// -no-reboot turns its reboot into a clean exit); anything else failed.
+func (p *probeRun) ended(err error) error {
+	p.exited <- err
+	if err == nil && p.boot.Kernel != "" {
+		return nil
+	}
+	return p.fail(fmt.Sprintf("QEMU exited (%v)", err))
+}
+
+func (p *probeRun) fail(what string) error {
+	if msg := complaint(p.tail.lines(40)); msg != "" {
+		return fmt.Errorf("%s: %s", what, msg)
+	}
+	return errors.New(what)
+}
+
+// dial waits for QMP; a nil qmp comes with the verdict (nil: passed).
+func (p *probeRun) dial(ctx context.Context, sock string) (*qmp, error) {
+	for {
+		select {
+		case err := <-p.exited:
+			return nil, p.ended(err)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: QEMU did not answer within %s", errAccelInconclusive, probeStartTimeout)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if q, _ := dialQMP(ctx, sock); q != nil {
+			return q, nil
+		}
+	}
+}
+
+// watch asks QEMU for the guest's state until probeRunFor has passed.
+func (p *probeRun) watch(ctx context.Context, q *qmp) error {
 	deadline := time.Now().Add(probeRunFor)
 	for {
 		var st struct {
@@ -286,19 +312,15 @@ func probeAccel(ctx context.Context, bin, arch, accel string, boot probeBoot) er
 		}
 		err := q.execute(ctx, "query-status", nil, &st)
 		select {
-		case werr := <-exited:
-			exited <- werr
-			if werr == nil && boot.Kernel != "" {
-				return nil // the kernel ran to its panic for want of a root
-			}
-			return fail(fmt.Sprintf("QEMU exited (%v)", werr))
+		case werr := <-p.exited:
+			return p.ended(werr)
 		default:
 		}
 		if err != nil {
 			return fmt.Errorf("%w: %v", errAccelInconclusive, err)
 		}
 		if st.Status != "running" {
-			return fail("QEMU stopped the guest with status " + st.Status)
+			return p.fail("QEMU stopped the guest with status " + st.Status)
 		}
 		if time.Now().After(deadline) {
 			return nil
