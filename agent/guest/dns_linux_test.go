@@ -28,12 +28,28 @@ type fakeUpstream struct {
 	count atomic.Int32
 }
 
+// udpAndTCPOnOnePort listens on one loopback port for both, as a DNS
+// server does. The OS picks a free UDP port; its TCP twin can be some
+// other test's connection, so a taken one means another try.
+func udpAndTCPOnOnePort(t *testing.T) (net.PacketConn, net.Listener) {
+	t.Helper()
+	for try := 0; ; try++ {
+		pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+		must(t, err)
+		l, err := net.Listen("tcp4", pc.LocalAddr().String())
+		if err == nil {
+			return pc, l
+		}
+		pc.Close()
+		if try == 20 {
+			t.Fatalf("no loopback port free for both UDP and TCP: %v", err)
+		}
+	}
+}
+
 func startFakeUpstream(t *testing.T) *fakeUpstream {
 	t.Helper()
-	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
-	must(t, err)
-	l, err := net.Listen("tcp4", pc.LocalAddr().String())
-	must(t, err)
+	pc, l := udpAndTCPOnOnePort(t)
 	t.Cleanup(func() { pc.Close(); l.Close() })
 	u := &fakeUpstream{addr: pc.LocalAddr().String()}
 	go func() {
