@@ -156,7 +156,7 @@ type accelVerdict struct {
 // probeKind names what the probe boots, so verdicts of an older, weaker
 // probe (firmware only, which a nested kvm_pvm passed before failing the
 // guest kernel's first instructions) are not trusted.
-const probeKind = "probe2"
+const probeKind = "probe3"
 
 func verdictKey(bin string, v Version, arch, accel string, boot probeBoot) string {
 	return strings.Join([]string{kernelRelease(), bin, "qemu " + v.String(), arch, accel, probeKind, boot.Kernel, boot.Firmware}, "|")
@@ -235,8 +235,10 @@ func probeAccel(ctx context.Context, bin, arch, accel string, boot probeBoot) er
 	defer os.RemoveAll(dir)
 	sock := filepath.Join(dir, "qmp.sock")
 	args := append([]string{"-machine", baseMachine(qarch)}, accelArgs(accel, qarch)...)
+	// 256 MiB: with less, a kernel gives up before the instructions a
+	// nested kvm_pvm fails on (64 MiB passed a kernel whose real boot died).
 	args = append(args,
-		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot", "-m", "64",
+		"-nodefaults", "-no-user-config", "-display", "none", "-no-reboot", "-m", "256",
 		"-chardev", "socket,id=qmp,path="+esc(sock)+",server=on,wait=off",
 		"-mon", "chardev=qmp,mode=control",
 	)
