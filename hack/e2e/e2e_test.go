@@ -23,6 +23,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -48,6 +49,42 @@ type env struct {
 	// extraEnv goes after the inherited environment (the last value of a
 	// name wins).
 	extraEnv []string
+	// boots counts the VM boots the test ran, for .ci/run's table.
+	boots bootCount
+}
+
+// bootCount is how many times a test booted a VM: cold, or resumed from a
+// saved state. Starts may run at once (one lock, two contenders).
+type bootCount struct {
+	mu            sync.Mutex
+	cold, resumed int
+}
+
+func (b *bootCount) add(resumed bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if resumed {
+		b.resumed++
+	} else {
+		b.cold++
+	}
+}
+
+// line is what .ci/run reads for its table's boots column; keep its form.
+func (b *bootCount) line() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return fmt.Sprintf("e2e boots: cold=%d resumed=%d", b.cold, b.resumed)
+}
+
+// countBoot counts a start or restart that succeeded: each booted the VM
+// (a start of a running instance is refused, not a boot). The start's
+// progress says when it resumed.
+func (e *env) countBoot(name string, args []string, out string, err error) {
+	if err != nil || name != e.vmdock || len(args) == 0 || (args[0] != "start" && args[0] != "restart") {
+		return
+	}
+	e.boots.add(strings.Contains(out, "resuming the VM saved"))
 }
 
 func (e *env) environ() []string {
@@ -100,6 +137,7 @@ func (e *env) try(timeout time.Duration, name string, args ...string) (string, s
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
+	e.countBoot(name, args, out.String(), err)
 	return out.String(), errOut.String(), err
 }
 
@@ -127,6 +165,7 @@ func (e *env) printTimings() {
 		total += tm.d
 	}
 	fmt.Fprintf(&b, "%-80s %8.1f\n", "total", total.Seconds())
+	fmt.Fprintf(&b, "\n%s\n", e.boots.line())
 	fmt.Print(b.String())
 }
 
