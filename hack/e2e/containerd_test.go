@@ -163,20 +163,20 @@ func TestE2EContainerd(t *testing.T) {
 // listening socket); the guest agent finds the rule and the host forwards
 // the port like docker's.
 func checkNerdctlPorts(t *testing.T, e *env, nerdctl func(time.Duration, ...string) string) {
-	nerdctl(3*time.Minute, "run", "-d", "--name", "web", "-p", "18090:80", "vmdock-test:latest")
+	nerdctl(3*time.Minute, "run", "-d", "--name", "web", "-p", fmt.Sprintf("%d:80", nerdctlWebPort), "vmdock-test:latest")
 	runReturned := time.Now()
 	var visible time.Duration
 	e.timed("port visible on host after nerdctl run -p", func(t *testing.T) {
-		waitForTestServer(t, 18090, 30*time.Second)
+		waitForTestServer(t, nerdctlWebPort, 30*time.Second)
 		visible = time.Since(runReturned)
-		t.Logf("GET 127.0.0.1:18090 answered %.2fs after nerdctl run returned", visible.Seconds())
+		t.Logf("GET 127.0.0.1:%d answered %.2fs after nerdctl run returned", nerdctlWebPort, visible.Seconds())
 	})
 	e.timings[len(e.timings)-1].d = visible
 	if out, _, err := e.try(time.Minute, e.vmdock, "ssh", "--", "iptables-save", "-t", "nat"); err == nil {
 		t.Logf("guest nat table with a published port:\n%s", out)
 	}
 	nerdctl(3*time.Minute, "rm", "-f", "web")
-	e.checkPortClosed("127.0.0.1:18090", "nerdctl rm -f")
+	e.checkPortClosed(fmt.Sprintf("127.0.0.1:%d", nerdctlWebPort), "nerdctl rm -f")
 }
 
 // checkNerdctlDomains: container domains under the containerd runtime.
