@@ -20,7 +20,8 @@ import (
 
 // TestE2EContainerd boots one containerd instance (`make e2e-containerd`)
 // and runs nerdctl through vmdock: load, run, bind mounts, published ports,
-// host access, the installed script, build, and images across a restart.
+// host access, the installed script, build, and images across a `vmdock
+// restart` (the one restart of the e2e tests: its stop and its start).
 func TestE2EContainerd(t *testing.T) {
 	if os.Getenv("VMDOCK_E2E_CONTAINERD") != "1" {
 		t.Skip("set VMDOCK_E2E_CONTAINERD=1 to boot a containerd instance")
@@ -142,18 +143,14 @@ func TestE2EContainerd(t *testing.T) {
 			t.Fatalf("built image: %q", out)
 		}
 	})
-	e.timed("vmdock stop", func(t *testing.T) {
-		e.run(5*time.Minute, e.vmdock, "stop")
-		checkNothingLeft(t, e)
-	})
-	e.timed("images survive stop/start", func(t *testing.T) {
-		e.run(15*time.Minute, e.vmdock, startArgs...)
+	checkRestart(t, e)
+	e.timed("images survive the restart", func(t *testing.T) {
 		out := nerdctl(2*time.Minute, "images", "--format", "{{.Repository}}:{{.Tag}}")
 		if !strings.Contains(out, "vmdock-test:latest") {
 			t.Fatalf("images after restart: %q", out)
 		}
 	})
-	e.timed("vmdock stop (again)", func(t *testing.T) {
+	e.timed("vmdock stop", func(t *testing.T) {
 		e.run(5*time.Minute, e.vmdock, "stop")
 		checkNothingLeft(t, e)
 	})

@@ -322,6 +322,9 @@ mounts:
 	checkAgentReconnect(t, e)
 	checkSSHAgentAfterAgentRestart(e, sshAgent)
 	growth := prepareDiskGrowth(t, e)
+	// A dead virtiofsd before the stop: the second boot, cold, must bring
+	// the share back (checkVirtiofsBack).
+	checkVirtiofsdKill(t, e)
 	writeBeforeStop(t, e, syncDir)
 	e.timed("vmdock stop", func(t *testing.T) {
 		e.run(5*time.Minute, e.vmdock, "stop")
@@ -339,7 +342,8 @@ mounts:
 	checkWrittenBeforeStop(t, e, syncDir)
 	// Every later start runs offline, from the cache.
 	release.close()
-	// The second boot also grows the data disk: one boot for both.
+	// The second boot also grows the data disk and brings the share of the
+	// virtiofsd killed before the stop back: one boot for all three.
 	e.timed("vmdock start --disk +2 (second boot, image server gone, data disk kept)", func(t *testing.T) {
 		e.run(15*time.Minute, e.vmdock, growth.startArgs(startArgs)...)
 		out := e.docker(2*time.Minute, "image", "ls", "--format", "{{.Repository}}:{{.Tag}}")
@@ -347,6 +351,7 @@ mounts:
 			t.Fatalf("image lost across restart; images: %q", out)
 		}
 	})
+	checkVirtiofsBack(t, e, shareVFS)
 	checkExcludeKept(t, e, share9p, "node_modules")
 	checkDiskGrowth(t, e, growth)
 	checkGuestPowerOff(t, e)
@@ -370,7 +375,6 @@ mounts:
 		e.docker(2*time.Minute, "version")
 	})
 	checkDiskFullThenQEMUKill(t, e, startArgs)
-	checkVirtiofsdKill(t, e, shareVFS)
 	// The final stop is the one without a guest agent.
 	checkStopWithoutAgent(t, e)
 	e.timed("vmdock delete keeps the data disk", func(t *testing.T) {
