@@ -173,7 +173,7 @@ func TestE2EResume(t *testing.T) {
 		}
 		e.docker(2*time.Minute, "run", "--rm", "vmdock-test:latest", "/bin/busybox", "true")
 	})
-	e.timed("idle pause: pauses after idle 10s, a 2-minute pause keeps the session, docker, a forwarded port and sync wake it", func(t *testing.T) {
+	e.timed("idle pause: pauses after idle 10s, a pause past the keepalive window keeps the session, docker, a forwarded port and sync wake it", func(t *testing.T) {
 		checkIdlePause(t, e, syncDir)
 	})
 	e.timed("stop --no-save of a VM paused while idle powers off; the data disk checks clean", func(t *testing.T) {
