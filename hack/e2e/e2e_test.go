@@ -79,12 +79,13 @@ func (b *bootCount) line() string {
 
 // countBoot counts a start or restart that succeeded: each booted the VM
 // (a start of a running instance is refused, not a boot). The start's
-// progress says when it resumed.
+// progress says when it resumed; a resume the VMM refused goes on
+// "booting cold" after it.
 func (e *env) countBoot(name string, args []string, out string, err error) {
 	if err != nil || name != e.vmdock || len(args) == 0 || (args[0] != "start" && args[0] != "restart") {
 		return
 	}
-	e.boots.add(strings.Contains(out, "resuming the VM saved"))
+	e.boots.add(strings.Contains(out, "resuming the VM saved") && !strings.Contains(out, "booting cold"))
 }
 
 func (e *env) environ() []string {
