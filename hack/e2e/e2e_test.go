@@ -77,12 +77,15 @@ func (b *bootCount) line() string {
 	return fmt.Sprintf("e2e boots: cold=%d resumed=%d", b.cold, b.resumed)
 }
 
-// countBoot counts a start or restart that succeeded: each booted the VM
-// (a start of a running instance is refused, not a boot). The start's
-// progress says when it resumed; a resume the VMM refused goes on
-// "booting cold" after it.
+// countBoot counts a start or restart that succeeded and booted the VM
+// (a start of a running or starting instance only says so, or follows the
+// boot another start counts). The start's progress says when it resumed;
+// a resume the VMM refused goes on "booting cold" after it.
 func (e *env) countBoot(name string, args []string, out string, err error) {
 	if err != nil || name != e.vmdock || len(args) == 0 || (args[0] != "start" && args[0] != "restart") {
+		return
+	}
+	if strings.Contains(out, "is already running") || strings.Contains(out, "is already starting") {
 		return
 	}
 	e.boots.add(strings.Contains(out, "resuming the VM saved") && !strings.Contains(out, "booting cold"))
