@@ -1,8 +1,8 @@
 // Package ci holds what the GitHub workflows run (.github/workflows), as
 // scripts so no logic lives only in YAML, and the tests that check them on
 // Linux: the Homebrew formula against a stub Formula class (Ruby), the
-// formula rewrite a release does, the image base URL a source build at a
-// tag derives, and .ci/run's phase bookkeeping (phases.sh: each phase's
-// time and boots). The workflows themselves are checked by actionlint in
-// `make lint`.
+// formula rewrite a release does, and the image base URL a source build at
+// a tag derives. It also holds .ci/run's phase bookkeeping (phases.sh: each
+// phase's time, log and boots) and its test. The workflows themselves are
+// checked by actionlint in `make lint`.
 package ci
