@@ -29,7 +29,7 @@ linux_only = if [ "$$(uname -s)" = Darwin ]; then \
 	echo "guest images are built on Linux; on a Mac, vmdock start downloads a published one (from the build's IMAGE_BASE_URL or VMDOCK_IMAGE_BASE_URL), or vmdock image import FILE takes a vmdock-<arch>.tar.zst built on a Linux machine" >&2; \
 	exit 1; fi
 
-.PHONY: all build agents test lint darwin-check print-image-base-url install image image-arm64 release e2e e2e-containerd e2e-resume e2e-arm64 bench demo clean
+.PHONY: all build agents test lint darwin-check print-image-base-url install image image-arm64 release e2e e2e-containerd e2e-resume deps-arm64 e2e-arm64 bench demo clean
 
 all: build
 
@@ -139,11 +139,18 @@ e2e-containerd: $(E2E_PREREQS)
 e2e-resume: $(E2E_PREREQS)
 	VMDOCK_E2E_RESUME=1 $(GO) test -tags e2e -v -timeout 45m -run 'TestE2EResume$$' ./hack/e2e/
 
+# What e2e-arm64 makes first: qemu-system-aarch64 (deps-arm64), the binary
+# and the arm64 image. E2E_PREREQS= empties it too (.ci/run installed,
+# built and made all three before).
+E2E_ARM64_PREREQS ?= $(if $(E2E_PREREQS),deps-arm64 build image-arm64)
+
+deps-arm64:
+	bash hack/deps.sh arm64
+
 # The Apple Silicon guest (arm64 image, arm64 agent) booted under
 # qemu-system-aarch64: about 3 minutes to docker-ready under TCG on an x86
 # machine, so it has its own test with one boot.
-e2e-arm64: build image-arm64
-	bash hack/deps.sh arm64
+e2e-arm64: $(E2E_ARM64_PREREQS)
 	VMDOCK_E2E_ARM64=1 $(GO) test -tags e2e -v -timeout 90m -run 'TestE2EArm64$$' ./hack/e2e/
 
 # Boots a throwaway isolated instance, runs `vmdock bench`, stops it.

@@ -310,6 +310,39 @@ func TestConcurrentCommands(t *testing.T) {
 	}
 }
 
+// TestRestartStopsThenStartsWithTheSavedConfig: restart is a graceful
+// stop (one that may save the VM, as a plain stop does) and then a start
+// with the config the last start saved, flags and all. The e2e runs it
+// once, on a running containerd instance.
+func TestRestartStopsThenStartsWithTheSavedConfig(t *testing.T) {
+	env(t)
+	fake := installFake(t)
+	if _, err := run("start", "--cpus", "1", "--memory", "3"); err != nil {
+		t.Fatal(err)
+	}
+	start := startVM
+	stopsAtStart := -1
+	startVM = func(ctx context.Context, inst *store.Instance, cfg config.Config, opts instance.StartOptions) error {
+		stopsAtStart = len(fake.stops)
+		return start(ctx, inst, cfg, opts)
+	}
+	if _, err := run("restart"); err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	if len(fake.stops) != 1 || fake.stops[0] || fake.noSave[0] {
+		t.Errorf("restart's stops (force) %v, no-save %v: want one graceful stop that may save", fake.stops, fake.noSave)
+	}
+	if stopsAtStart != 1 {
+		t.Errorf("restart started with %d stops done, want its stop first", stopsAtStart)
+	}
+	if len(fake.starts) != 2 || fake.starts[1].CPUs != 1 || fake.starts[1].MemoryGiB != 3 {
+		t.Errorf("restart's start: %d starts, last %+v; want the saved cpus 1, memory 3", len(fake.starts), fake.starts[len(fake.starts)-1])
+	}
+	if _, err := run("restart", "--cpus", "2"); err == nil {
+		t.Error("restart --cpus 2 succeeded: restart takes no flags, the saved config is what it starts")
+	}
+}
+
 func TestStatusAndList(t *testing.T) {
 	home, _ := env(t)
 	installFake(t)

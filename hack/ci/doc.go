@@ -2,6 +2,7 @@
 // scripts so no logic lives only in YAML, and the tests that check them on
 // Linux: the Homebrew formula against a stub Formula class (Ruby), the
 // formula rewrite a release does, and the image base URL a source build at
-// a tag derives. The workflows themselves are checked by actionlint in
-// `make lint`.
+// a tag derives. It also holds .ci/run's phase bookkeeping (phases.sh: each
+// phase's time, log and boots) and its test. The workflows themselves are
+// checked by actionlint in `make lint`.
 package ci

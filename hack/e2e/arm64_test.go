@@ -56,8 +56,8 @@ func TestE2EArm64(t *testing.T) {
 		checkBindMount(t, e, e.work)
 	})
 	e.timed("published port answers on the host", func(t *testing.T) {
-		e.docker(5*time.Minute, "run", "-d", "--name", "web", "-p", "18080:80", "vmdock-test:latest")
-		waitForTestServer(t, 18080, time.Minute)
+		e.docker(5*time.Minute, "run", "-d", "--name", "web", "-p", fmt.Sprintf("%d:80", arm64WebPort), "vmdock-test:latest")
+		waitForTestServer(t, arm64WebPort, time.Minute)
 		e.docker(5*time.Minute, "rm", "-f", "web")
 	})
 	e.timed("vmdock stop", func(t *testing.T) {

@@ -20,7 +20,8 @@ import (
 
 // TestE2EContainerd boots one containerd instance (`make e2e-containerd`)
 // and runs nerdctl through vmdock: load, run, bind mounts, published ports,
-// host access, the installed script, build, and images across a restart.
+// host access, the installed script, build, and images across a `vmdock
+// restart` (the one restart of the e2e tests: its stop and its start).
 func TestE2EContainerd(t *testing.T) {
 	if os.Getenv("VMDOCK_E2E_CONTAINERD") != "1" {
 		t.Skip("set VMDOCK_E2E_CONTAINERD=1 to boot a containerd instance")
@@ -142,18 +143,14 @@ func TestE2EContainerd(t *testing.T) {
 			t.Fatalf("built image: %q", out)
 		}
 	})
-	e.timed("vmdock stop", func(t *testing.T) {
-		e.run(5*time.Minute, e.vmdock, "stop")
-		checkNothingLeft(t, e)
-	})
-	e.timed("images survive stop/start", func(t *testing.T) {
-		e.run(15*time.Minute, e.vmdock, startArgs...)
+	checkRestart(t, e)
+	e.timed("images survive the restart", func(t *testing.T) {
 		out := nerdctl(2*time.Minute, "images", "--format", "{{.Repository}}:{{.Tag}}")
 		if !strings.Contains(out, "vmdock-test:latest") {
 			t.Fatalf("images after restart: %q", out)
 		}
 	})
-	e.timed("vmdock stop (again)", func(t *testing.T) {
+	e.timed("vmdock stop", func(t *testing.T) {
 		e.run(5*time.Minute, e.vmdock, "stop")
 		checkNothingLeft(t, e)
 	})
@@ -163,20 +160,20 @@ func TestE2EContainerd(t *testing.T) {
 // listening socket); the guest agent finds the rule and the host forwards
 // the port like docker's.
 func checkNerdctlPorts(t *testing.T, e *env, nerdctl func(time.Duration, ...string) string) {
-	nerdctl(3*time.Minute, "run", "-d", "--name", "web", "-p", "18090:80", "vmdock-test:latest")
+	nerdctl(3*time.Minute, "run", "-d", "--name", "web", "-p", fmt.Sprintf("%d:80", nerdctlWebPort), "vmdock-test:latest")
 	runReturned := time.Now()
 	var visible time.Duration
 	e.timed("port visible on host after nerdctl run -p", func(t *testing.T) {
-		waitForTestServer(t, 18090, 30*time.Second)
+		waitForTestServer(t, nerdctlWebPort, 30*time.Second)
 		visible = time.Since(runReturned)
-		t.Logf("GET 127.0.0.1:18090 answered %.2fs after nerdctl run returned", visible.Seconds())
+		t.Logf("GET 127.0.0.1:%d answered %.2fs after nerdctl run returned", nerdctlWebPort, visible.Seconds())
 	})
 	e.timings[len(e.timings)-1].d = visible
 	if out, _, err := e.try(time.Minute, e.vmdock, "ssh", "--", "iptables-save", "-t", "nat"); err == nil {
 		t.Logf("guest nat table with a published port:\n%s", out)
 	}
 	nerdctl(3*time.Minute, "rm", "-f", "web")
-	e.checkPortClosed("127.0.0.1:18090", "nerdctl rm -f")
+	e.checkPortClosed(fmt.Sprintf("127.0.0.1:%d", nerdctlWebPort), "nerdctl rm -f")
 }
 
 // checkNerdctlDomains: container domains under the containerd runtime.

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -19,6 +20,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -189,31 +192,16 @@ func checkDomains(t *testing.T, e *env, ports domainPorts) {
 		if _, err := os.Stat(filepath.Join(home, ".pki", "nssdb", "cert9.db")); err != nil {
 			t.Fatalf("no NSS database in the redirected home: %v", err)
 		}
-		// chromium runs headless Chromium; what it printed counts even
-		// when it had to be killed: it can hang on exit after the page
-		// loaded (seen here after a finished --dump-dom).
-		chromium := func(args ...string) (string, error) {
-			ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, "chromium", append([]string{"--headless", "--no-sandbox", "--disable-gpu",
-				"--no-first-run", "--user-data-dir=" + filepath.Join(home, "chromium")}, args...)...)
-			cmd.Env = append(e.environ(), "HOME="+home)
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			start := time.Now()
-			b, err := cmd.Output()
-			t.Logf("chromium %v: %v after %v", args, err, time.Since(start).Round(time.Millisecond))
-			if err != nil {
-				err = fmt.Errorf("%w: %s", err, trimTo(stderr.String(), 1500))
-			}
-			return string(b), err
+		chromium := func(done func(stdout string) bool, args ...string) (string, error) {
+			return runChromium(t, e, home, done, args...)
 		}
+		domDumped := func(stdout string) bool { return strings.Contains(stdout, "</html>") }
 		const pageText = "vmdock container domains work"
 		for _, url := range []string{httpBase("web") + "/page", httpsBase("web") + "/page"} {
 			var dom string
 			var err error
 			for try := 0; try < 3 && !strings.Contains(dom, pageText); try++ {
-				dom, err = chromium("--dump-dom", url)
+				dom, err = chromium(domDumped, "--dump-dom", url)
 			}
 			if !strings.Contains(dom, pageText) {
 				t.Errorf("Chromium shows no %q at %s (%v):\n%s", pageText, url, err, trimTo(dom, 1000))
@@ -223,7 +211,8 @@ func checkDomains(t *testing.T, e *env, ports domainPorts) {
 		os.MkdirAll(filepath.Dir(shot), 0o755)
 		os.Remove(shot)
 		for try := 0; try < 3; try++ {
-			if _, err := chromium("--screenshot="+shot, "--window-size=900,400", httpsBase("web")+"/page"); err == nil {
+			shotWritten := func(string) bool { return wholePNG(shot) }
+			if _, err := chromium(shotWritten, "--screenshot="+shot, "--window-size=900,400", httpsBase("web")+"/page"); err == nil {
 				break
 			}
 		}
@@ -362,6 +351,83 @@ func checkDomains(t *testing.T, e *env, ports domainPorts) {
 		}
 		t.Logf("gone %v after docker rm returned", time.Since(start))
 	})
+}
+
+// runChromium runs headless Chromium with a throwaway profile in home and
+// ends it as soon as done says what it was asked for is written (done
+// sees its output so far): it can hang on exit after the page loaded (seen
+// here after a finished --dump-dom), so the 45 s limit is only for a page
+// that never comes. What it printed counts even when it had to be killed.
+func runChromium(t *testing.T, e *env, home string, done func(stdout string) bool, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "chromium", append([]string{"--headless", "--no-sandbox", "--disable-gpu",
+		"--no-first-run", "--user-data-dir=" + filepath.Join(home, "chromium")}, args...)...)
+	cmd.Env = append(e.environ(), "HOME="+home)
+	// Its own process group, ended whole: the renderer and the other
+	// helpers would otherwise outlive the browser and hold its output open.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	var stdout lockedBuffer
+	var stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	ended := false // by us, once done said so
+	var err error
+	for waiting := true; waiting; {
+		select {
+		case err = <-exited:
+			waiting = false
+		case <-tick.C:
+			if !ended && done(stdout.String()) {
+				ended = true
+				cancel()
+			}
+		}
+	}
+	if ended {
+		err = nil
+	}
+	t.Logf("chromium %v: %v after %v (ended once written: %v)", args, err, time.Since(start).Round(time.Millisecond), ended)
+	if err != nil {
+		err = fmt.Errorf("%w: %s", err, trimTo(stderr.String(), 1500))
+	}
+	return stdout.String(), err
+}
+
+// lockedBuffer is a process's output, read while the process writes it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// wholePNG reports whether path holds a complete PNG: its signature and,
+// last, the IEND chunk (its CRC included), so a file still being written
+// does not count.
+func wholePNG(path string) bool {
+	b, err := os.ReadFile(path)
+	return err == nil && bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) &&
+		bytes.HasSuffix(b, []byte("\x00\x00\x00\x00IEND\xaeB`\x82"))
 }
 
 // composeCommand is docker compose v2 if the CLI has it, else Debian 12's

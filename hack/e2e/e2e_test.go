@@ -23,6 +23,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -48,6 +49,46 @@ type env struct {
 	// extraEnv goes after the inherited environment (the last value of a
 	// name wins).
 	extraEnv []string
+	// boots counts the VM boots the test ran, for .ci/run's table.
+	boots bootCount
+}
+
+// bootCount is how many times a test booted a VM: cold, or resumed from a
+// saved state. Starts may run at once (one lock, two contenders).
+type bootCount struct {
+	mu            sync.Mutex
+	cold, resumed int
+}
+
+func (b *bootCount) add(resumed bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if resumed {
+		b.resumed++
+	} else {
+		b.cold++
+	}
+}
+
+// line is what .ci/run reads for its table's boots column; keep its form.
+func (b *bootCount) line() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return fmt.Sprintf("e2e boots: cold=%d resumed=%d", b.cold, b.resumed)
+}
+
+// countBoot counts a start or restart that succeeded and booted the VM
+// (a start of a running or starting instance only says so, or follows the
+// boot another start counts). The start's progress says when it resumed;
+// a resume the VMM refused goes on "booting cold" after it.
+func (e *env) countBoot(name string, args []string, out string, err error) {
+	if err != nil || name != e.vmdock || len(args) == 0 || (args[0] != "start" && args[0] != "restart") {
+		return
+	}
+	if strings.Contains(out, "is already running") || strings.Contains(out, "is already starting") {
+		return
+	}
+	e.boots.add(strings.Contains(out, "resuming the VM saved") && !strings.Contains(out, "booting cold"))
 }
 
 func (e *env) environ() []string {
@@ -100,6 +141,7 @@ func (e *env) try(timeout time.Duration, name string, args ...string) (string, s
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
+	e.countBoot(name, args, out.String(), err)
 	return out.String(), errOut.String(), err
 }
 
@@ -127,6 +169,7 @@ func (e *env) printTimings() {
 		total += tm.d
 	}
 	fmt.Fprintf(&b, "%-80s %8.1f\n", "total", total.Seconds())
+	fmt.Fprintf(&b, "\n%s\n", e.boots.line())
 	fmt.Print(b.String())
 }
 
@@ -283,6 +326,9 @@ mounts:
 	checkAgentReconnect(t, e)
 	checkSSHAgentAfterAgentRestart(e, sshAgent)
 	growth := prepareDiskGrowth(t, e)
+	// A dead virtiofsd before the stop: the second boot, cold, must bring
+	// the share back (checkVirtiofsBack).
+	checkVirtiofsdKill(t, e)
 	writeBeforeStop(t, e, syncDir)
 	e.timed("vmdock stop", func(t *testing.T) {
 		e.run(5*time.Minute, e.vmdock, "stop")
@@ -300,7 +346,8 @@ mounts:
 	checkWrittenBeforeStop(t, e, syncDir)
 	// Every later start runs offline, from the cache.
 	release.close()
-	// The second boot also grows the data disk: one boot for both.
+	// The second boot also grows the data disk and brings the share of the
+	// virtiofsd killed before the stop back: one boot for all three.
 	e.timed("vmdock start --disk +2 (second boot, image server gone, data disk kept)", func(t *testing.T) {
 		e.run(15*time.Minute, e.vmdock, growth.startArgs(startArgs)...)
 		out := e.docker(2*time.Minute, "image", "ls", "--format", "{{.Repository}}:{{.Tag}}")
@@ -308,6 +355,7 @@ mounts:
 			t.Fatalf("image lost across restart; images: %q", out)
 		}
 	})
+	checkVirtiofsBack(t, e, shareVFS)
 	checkExcludeKept(t, e, share9p, "node_modules")
 	checkDiskGrowth(t, e, growth)
 	checkGuestPowerOff(t, e)
@@ -331,7 +379,6 @@ mounts:
 		e.docker(2*time.Minute, "version")
 	})
 	checkDiskFullThenQEMUKill(t, e, startArgs)
-	checkVirtiofsdKill(t, e, shareVFS)
 	// The final stop is the one without a guest agent.
 	checkStopWithoutAgent(t, e)
 	e.timed("vmdock delete keeps the data disk", func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -130,4 +131,42 @@ func tailLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// checkRestart runs `vmdock restart` on a Running instance: its stop ends
+// the host agent and the VM (none of their processes is left), its start
+// boots a new pair with the saved config, runtime included. What a plain
+// stop leaves (nothing) is checked by the test's last stop.
+func checkRestart(t *testing.T, e *env) {
+	e.timed("vmdock restart: the old host agent and VM gone, new ones Running with the saved config", func(t *testing.T) {
+		var before struct {
+			HostAgent struct {
+				Runtime string `json:"runtime"`
+			} `json:"hostAgent"`
+		}
+		if err := json.Unmarshal([]byte(e.run(time.Minute, e.vmdock, "status", "--json")), &before); err != nil || before.HostAgent.Runtime == "" {
+			t.Fatalf("status --json before the restart: %v, runtime %q", err, before.HostAgent.Runtime)
+		}
+		oldPIDs := []int{readPID(t, filepath.Join(e.instDir(), "ha.pid")), readPID(t, filepath.Join(e.instDir(), "qemu.pid"))}
+		e.run(15*time.Minute, e.vmdock, "restart")
+		// ps, not kill(pid, 0): an exited host agent may stay a zombie
+		// where nothing reaps orphans, but its command line is gone.
+		for _, line := range processesMatching(e.home) {
+			for _, pid := range oldPIDs {
+				if f := strings.Fields(line); len(f) > 0 && f[0] == strconv.Itoa(pid) {
+					t.Errorf("process %d of the instance before the restart still runs: %s", pid, line)
+				}
+			}
+		}
+		var after struct {
+			Status    string `json:"status"`
+			HostAgent struct {
+				Runtime string `json:"runtime"`
+			} `json:"hostAgent"`
+		}
+		out := e.run(time.Minute, e.vmdock, "status", "--json")
+		if err := json.Unmarshal([]byte(out), &after); err != nil || after.Status != "Running" || after.HostAgent.Runtime != before.HostAgent.Runtime {
+			t.Fatalf("status --json after the restart (runtime before %q): %v\n%s", before.HostAgent.Runtime, err, out)
+		}
+	})
 }

@@ -89,12 +89,13 @@ func TestE2EMac(t *testing.T) {
 // host's IPv4 and IPv6 loopback.
 func checkMacPublishedPort(t *testing.T, e *env) {
 	e.timed("published port answers on 127.0.0.1 and [::1]", func(t *testing.T) {
-		e.docker(3*time.Minute, "run", "-d", "--name", "web", "-p", "18080:80", "vmdock-test:latest")
+		e.docker(3*time.Minute, "run", "-d", "--name", "web", "-p", fmt.Sprintf("%d:80", macWebPort), "vmdock-test:latest")
 		defer e.docker(3*time.Minute, "rm", "-f", "web")
-		waitForTestServer(t, 18080, time.Minute)
-		body, err := fetchURL("http://[::1]:18080/", "")
+		waitForTestServer(t, macWebPort, time.Minute)
+		url := fmt.Sprintf("http://[::1]:%d/", macWebPort)
+		body, err := fetchURL(url, "")
 		if err != nil || body != "vmdock-test-ok\n" {
-			t.Errorf("GET http://[::1]:18080/: %q, %v", body, err)
+			t.Errorf("GET %s: %q, %v", url, body, err)
 		}
 	})
 }

@@ -13,9 +13,6 @@ import (
 	"time"
 )
 
-// reconnectPort is the published port checkAgentReconnect watches.
-const reconnectPort = 18090
-
 // checkAgentReconnect kills the guest agent (kill -9, then a `systemctl
 // restart` of its unit) under a running instance while a `docker ps` loop
 // runs: systemd brings the agent back, and the host agent must redial by

@@ -51,8 +51,8 @@ func TestE2EResume(t *testing.T) {
 			// Renamed into place: a reader between the shell's truncate and
 			// its write would read an empty count.
 			"/bin/busybox", "sh", "-c", "i=0; while true; do i=$((i+1)); echo $i > /c/count.new; /bin/busybox mv /c/count.new /c/count; sleep 1; done")
-		e.docker(3*time.Minute, "run", "-d", "--name", "web", "-p", "18095:80", "vmdock-test:latest")
-		waitForTestServer(t, 18095, time.Minute)
+		e.docker(3*time.Minute, "run", "-d", "--name", "web", "-p", fmt.Sprintf("%d:80", resumeWebPort), "vmdock-test:latest")
+		waitForTestServer(t, resumeWebPort, time.Minute)
 	})
 	e.timed("idle cost: a container's memory and a removed volume's disk space go back to the host", func(t *testing.T) {
 		checkIdleCost(t, e)
@@ -119,7 +119,7 @@ func TestE2EResume(t *testing.T) {
 		if c1 < countBefore || c2 <= c1 {
 			t.Errorf("count before stop %d, after resume %d, 3 s later %d: want it to go on from where it was", countBefore, c1, c2)
 		}
-		waitForTestServer(t, 18095, 30*time.Second) // no new docker run
+		waitForTestServer(t, resumeWebPort, 30*time.Second) // no new docker run
 		if out := e.run(time.Minute, e.vmdock, "ssh", "--", "cat", dataMount+"/before-stop"); strings.TrimSpace(out) != marker {
 			t.Errorf("file written before stop reads %q, want %q", out, marker)
 		}
@@ -173,7 +173,7 @@ func TestE2EResume(t *testing.T) {
 		}
 		e.docker(2*time.Minute, "run", "--rm", "vmdock-test:latest", "/bin/busybox", "true")
 	})
-	e.timed("idle pause: pauses after idle 10s, a 2-minute pause keeps the session, docker, a forwarded port and sync wake it", func(t *testing.T) {
+	e.timed("idle pause: pauses after idle 10s, a pause past the keepalive window keeps the session, docker, a forwarded port and sync wake it", func(t *testing.T) {
 		checkIdlePause(t, e, syncDir)
 	})
 	e.timed("stop --no-save of a VM paused while idle powers off; the data disk checks clean", func(t *testing.T) {

@@ -1,0 +1,100 @@
+# The phase bookkeeping .ci/run sources: each phase's time, its log in
+# $logs/NAME.log, the boots an e2e phase ran, and the table printed at the
+# end (also when a phase fails). Kept apart from .ci/run so a test
+# (hack/ci) can run it on phases that take a moment.
+#
+# Needs $logs (an existing folder) and $ci_start (the run's start, epoch
+# seconds) set before a phase runs.
+
+# Phase rows in order: "NAME SECONDS" once done, "NAME running" before.
+timings=()
+declare -A started
+row_done() { # row_done NAME [END]: the row of NAME gets its time, up to END (default now)
+  local i end=${2:-$(date +%s)}
+  for i in "${!timings[@]}"; do
+    if [ "${timings[$i]}" = "$1 running" ]; then timings[$i]="$1 $(( end - started[$1] ))"; fi
+  done
+}
+# A phase's output also goes to its log: the boots column is read from
+# there, and CI keeps bin/ci-logs when a run fails.
+phase() { # phase NAME CMD...: run CMD and print how long it took
+  local name=$1; shift
+  started[$name]=$(date +%s)
+  echo "==> $name"
+  timings+=("$name running")
+  "$@" 2>&1 | tee "$logs/$name.log"
+  row_done "$name"
+  echo "<== $name: $(( $(date +%s) - started[$name] ))s"
+}
+# A background phase runs beside the ones that follow, its output in
+# $logs/NAME.log; await prints that log and fails when the phase did. The
+# VM phases use one core each (QEMU's TCG runs single-threaded), so a
+# second job fills the other one.
+declare -A bg_pid
+# lowest CMD...: CMD at the lowest CPU and disk priority. A background
+# phase is its own session, so its own scheduler autogroup, and nice
+# counts only inside a group: the group itself gets nice 19 (without it
+# the arm64 build took half the boot's core and doubled its docker runs).
+lowest() {
+  echo 19 >/proc/self/autogroup 2>/dev/null || true
+  nice -n 19 ionice -c 3 "$@"
+}
+background() { # background NAME CMD...
+  local name=$1; shift
+  started[$name]=$(date +%s)
+  echo "==> $name (in the background; log $logs/$name.log)"
+  timings+=("$name running")
+  # Its own session (so its own process group, which a failed run ends
+  # with its children, and its own autogroup).
+  # It notes when it ended: awaited after another, its row still says
+  # how long it ran.
+  rm -f "$logs/$name.end"
+  CI_END_FILE="$logs/$name.end" setsid bash -c "$(declare -f lowest)"'
+    rc=0; "$@" || rc=$?; date +%s >"$CI_END_FILE"; exit $rc' bash "$@" >"$logs/$name.log" 2>&1 &
+  bg_pid[$name]=$!
+}
+await() { # await NAME...: wait for background phases, print their logs
+  local name rc failed=()
+  for name in "$@"; do
+    rc=0
+    wait "${bg_pid[$name]}" || rc=$?
+    echo "---- $name (log $logs/$name.log)"
+    cat "$logs/$name.log"
+    local end
+    end=$(cat "$logs/$name.end" 2>/dev/null || date +%s)
+    if [ "$rc" = 0 ]; then row_done "$name" "$end"; echo "<== $name: $(( end - started[$name] ))s"
+    else failed+=("$name"); echo "<== $name FAILED (exit $rc)"; fi
+  done
+  # A failure's log is printed again last: CI keeps the end of the output.
+  for name in "${failed[@]}"; do
+    echo "---- $name failed; the end of its log:"
+    tail -n 150 "$logs/$name.log"
+  done
+  [ "${#failed[@]}" = 0 ]
+}
+# boots NAME: "COLD/RESUMED" from the last "e2e boots: cold=N resumed=M"
+# line an e2e test printed in the phase's log (hack/e2e prints it at its
+# end, also when it fails), "-" for a phase that printed none.
+boots() {
+  local line
+  line=$(grep -Eo 'e2e boots: cold=[0-9]+ resumed=[0-9]+' "$logs/$1.log" 2>/dev/null | tail -n 1) || true
+  if [ -z "$line" ]; then echo -; return; fi
+  line=${line#e2e boots: cold=}
+  echo "${line% resumed=*}/${line#* resumed=}"
+}
+# The timing table, also when a phase fails (its row says so).
+print_timings() {
+  local rc=$? pid
+  for pid in "${bg_pid[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
+  echo
+  printf '%-16s %8s %s\n' "phase" "seconds" "boots (cold/resumed)"
+  local row secs
+  for row in "${timings[@]}"; do
+    set -- $row
+    secs=$2
+    if [ "$2" = running ]; then secs="FAILED after $(( $(date +%s) - started[$1] ))"; fi
+    printf '%-16s %8s %s\n' "$1" "$secs" "$(boots "$1")"
+  done
+  printf '%-16s %8s\n' "total" "$(( $(date +%s) - ci_start ))"
+  return $rc
+}

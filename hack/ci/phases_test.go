@@ -1,0 +1,69 @@
+package ci
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestPhaseTable runs .ci/run's phase bookkeeping (hack/ci/phases.sh) on
+// phases that take a moment: a foreground and a background phase that
+// print an e2e test's boots line, one that prints none, and one that
+// fails. The table ends the run, fails it, and gives each row its seconds
+// and boots.
+func TestPhaseTable(t *testing.T) {
+	need(t, "setsid")
+	logs := t.TempDir()
+	script := `set -euo pipefail
+logs=` + logs + `
+ci_start=$(date +%s)
+source ` + filepath.Join(repoRoot(t), "hack", "ci", "phases.sh") + `
+trap print_timings EXIT
+phase quiet true
+phase e2e bash -c 'echo "=== RUN   TestE2E"; printf "\ne2e boots: cold=1 resumed=9\n"; printf "\ne2e boots: cold=6 resumed=0\n"'
+background bg bash -c 'echo "e2e boots: cold=1 resumed=2"'
+await bg
+phase broken bash -c 'echo "e2e boots: cold=3 resumed=0"; exit 3'
+phase never true
+`
+	cmd := exec.Command("bash", "-c", script)
+	out, err := cmd.CombinedOutput()
+	if exitCode(err) != 3 {
+		t.Fatalf("a run whose phase exits 3: %v, want exit status 3\n%s", err, out)
+	}
+	table := string(out)
+	if i := strings.LastIndex(table, "\nphase "); i >= 0 {
+		table = table[i+1:]
+	}
+	for _, row := range []string{
+		`phase +seconds boots \(cold/resumed\)`,
+		`quiet +\d+ -`,
+		`e2e +\d+ 6/0`,
+		`bg +\d+ 1/2`,
+		`broken +FAILED after \d+ 3/0`,
+		`total +\d+`,
+	} {
+		if !regexp.MustCompile(`(?m)^` + row + `$`).MatchString(table) {
+			t.Errorf("the table has no row %q:\n%s", row, table)
+		}
+	}
+	if strings.Contains(table, "never") {
+		t.Errorf("a phase after the failed one ran:\n%s", table)
+	}
+	if b, err := os.ReadFile(filepath.Join(logs, "e2e.log")); err != nil || !strings.Contains(string(b), "=== RUN   TestE2E") {
+		t.Errorf("a foreground phase's log: %q, %v; want its output", b, err)
+	}
+}
+
+func exitCode(err error) int {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	if err == nil {
+		return 0
+	}
+	return -1
+}
