@@ -204,7 +204,9 @@ func (r *run) createContainer(ctx context.Context, src containerInspect, spec Co
 	if first != "" {
 		body["NetworkingConfig"] = map[string]any{"EndpointsConfig": map[string]any{first: endpointConfig(src, first)}}
 	}
-	var created struct{ ID string `json:"Id"` }
+	var created struct {
+		ID string `json:"Id"`
+	}
 	if err := r.opts.Target.call(ctx, http.MethodPost, "/containers/create", url.Values{"name": {spec.Name}}, body, &created); err != nil {
 		return fmt.Errorf("create on the target: %w", err)
 	}

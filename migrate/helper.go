@@ -121,7 +121,9 @@ func (h *helpers) create(ctx context.Context, volume string, readOnly bool) (str
 		"Labels":     map[string]string{"vmdock.migrate.helper": "1"},
 		"HostConfig": map[string]any{"Mounts": []map[string]any{{"Type": "volume", "Source": volume, "Target": volumeMountPath, "ReadOnly": readOnly}}, "NetworkMode": "none"},
 	}
-	var created struct{ ID string `json:"Id"` }
+	var created struct {
+		ID string `json:"Id"`
+	}
 	if err := h.engine.call(ctx, http.MethodPost, "/containers/create", url.Values{"name": {name}}, body, &created); err != nil {
 		return "", fmt.Errorf("create helper container for volume %s: %w", volume, err)
 	}

@@ -51,7 +51,7 @@ func fillSource(t *testing.T, src *Engine) {
 	}, nil)
 	mustCall(t, src, http.MethodPost, "/containers/create", url.Values{"name": {"proj-app-1"}}, map[string]any{
 		"Image": "mig/tool:2", "Entrypoint": []string{"/bin/busybox"}, "Cmd": []string{"true"},
-		"Labels": map[string]string{"com.docker.compose.project": "proj", "com.docker.compose.service": "app", "com.docker.compose.container-number": "1"},
+		"Labels":     map[string]string{"com.docker.compose.project": "proj", "com.docker.compose.service": "app", "com.docker.compose.container-number": "1"},
 		"HostConfig": map[string]any{"NetworkMode": "none"},
 	}, nil)
 }
