@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 )
@@ -217,6 +218,95 @@ func TestRunBetweenRealEngines(t *testing.T) {
 	rep, err = Run(context.Background(), opts)
 	if err != nil || rep.Count(Copied) != 0 || rep.Count(Failed) != 0 || rep.Count(Present) != len(rep.Items) {
 		t.Errorf("third run should find everything present: %v %+v", err, rep.Items)
+	}
+	t.Run("refusals", func(t *testing.T) { checkRefusals(t, src, dst, opts) })
+	t.Run("volume in use", func(t *testing.T) { checkVolumeInUse(t, src, dst, opts) })
+}
+
+// checkRefusals: a name clash, a container on an untagged image and a
+// bind outside the shares each fail alone, naming the item; a dry run
+// changes nothing.
+func checkRefusals(t *testing.T, src, dst *Engine, opts Options) {
+	create := func(e *Engine, name string, body map[string]any) {
+		t.Helper()
+		mustCall(t, e, http.MethodPost, "/containers/create", url.Values{"name": {name}}, body, nil)
+	}
+	create(src, "clash", map[string]any{"Image": "mig/busybox:1", "Cmd": []string{"echo", "source"}})
+	create(dst, "clash", map[string]any{"Image": "mig/busybox:1", "Cmd": []string{"echo", "target"}})
+	busybox, _ := os.ReadFile("/bin/busybox")
+	importImage(t, src, "mig/moving", "1", map[string][]byte{"bin/busybox": busybox})
+	create(src, "orphan", map[string]any{"Image": "mig/moving:1", "Cmd": []string{"true"}})
+	// The tag moves on to a new image: orphan's image has no tag left.
+	importImage(t, src, "mig/moving", "1", map[string][]byte{"bin/busybox": busybox, "new": []byte("x")})
+	create(src, "binder", map[string]any{"Image": "mig/busybox:1", "Cmd": []string{"true"}, "HostConfig": map[string]any{"Binds": []string{"/srv/outside:/x"}}})
+	mustCall(t, src, http.MethodPost, "/volumes/create", nil, map[string]any{"Name": "fresh"}, nil)
+
+	opts.DryRun = true
+	opts.BindAllowed = func(p string) bool { return p == "/home/shared" || strings.HasPrefix(p, "/home/shared/") }
+	before := engineLists(t, dst)
+	rep, err := Run(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := engineLists(t, dst); !reflect.DeepEqual(before, after) {
+		t.Errorf("a dry run changed the target:\nbefore %v\nafter  %v", before, after)
+	}
+	if it := findItem(rep, "volume", "fresh"); it.Result != Planned {
+		t.Errorf("dry run: volume fresh %+v, want planned", it)
+	}
+	if it := findItem(rep, "image", "mig/moving:1"); it.Result != Planned {
+		t.Errorf("dry run: image mig/moving:1 %+v, want planned", it)
+	}
+	for name, want := range map[string]string{
+		"clash":  "already has a container named clash",
+		"orphan": "runs on the untagged image",
+		"binder": "binds /srv/outside, which is outside vmdock's shares",
+	} {
+		it := findItem(rep, "container", name)
+		if it.Result != Failed || !strings.Contains(it.Detail, want) || !strings.Contains(it.Detail, name) || strings.Contains(it.Detail, "\n") {
+			t.Errorf("container %s: %+v; want one failed line naming it with %q", name, it, want)
+		}
+	}
+	if n := rep.Count(Failed); n != 3 {
+		t.Errorf("%d failures, want the 3 refusals: %+v", n, rep.Items)
+	}
+	for _, name := range []string{"clash", "orphan", "binder"} {
+		mustCall(t, src, http.MethodDelete, "/containers/"+name, nil, nil, nil)
+	}
+	mustCall(t, dst, http.MethodDelete, "/containers/clash", nil, nil, nil)
+}
+
+// checkVolumeInUse: a volume a running source container mounts is
+// skipped naming the container, and with StopSource copied while the
+// container is stopped, which runs again afterwards.
+func checkVolumeInUse(t *testing.T, src, dst *Engine, opts Options) {
+	mustCall(t, src, http.MethodPost, "/volumes/create", nil, map[string]any{"Name": "busy"}, nil)
+	mustCall(t, src, http.MethodPost, "/containers/create", url.Values{"name": {"runner"}}, map[string]any{
+		"Image": "mig/busybox:1", "Cmd": []string{"/bin/busybox", "sleep", "600"}, "StopTimeout": 1,
+		"HostConfig": map[string]any{"Binds": []string{"busy:/busy"}, "NetworkMode": "none"},
+	}, nil)
+	if err := src.call(context.Background(), http.MethodPost, "/containers/runner/start", nil, nil, nil); err != nil {
+		t.Skipf("containers cannot run on this host's test engine: %v", err)
+	}
+	defer mustCall(t, src, http.MethodDelete, "/containers/runner", url.Values{"force": {"1"}}, nil, nil)
+	opts.Images, opts.Volumes = false, true
+	rep, err := Run(context.Background(), opts)
+	if it := findItem(rep, "volume", "busy"); err != nil || it.Result != Skipped || !strings.Contains(it.Detail, "runner") || !strings.Contains(it.Detail, "--stop-source") {
+		t.Errorf("in-use volume: %v %+v", err, it)
+	}
+	opts.StopSource = true
+	rep, err = Run(context.Background(), opts)
+	if it := findItem(rep, "volume", "busy"); err != nil || it.Result != Copied {
+		t.Errorf("in-use volume with StopSource: %v %+v", err, it)
+	}
+	c, err := inspectContainer(context.Background(), src, "runner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var state struct{ State struct{ Running bool } }
+	mustCall(t, src, http.MethodGet, "/containers/"+c.ID+"/json", nil, nil, &state)
+	if !state.State.Running {
+		t.Error("runner was not started again after the copy")
 	}
 }
 
