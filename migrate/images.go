@@ -116,7 +116,7 @@ func usesContainerdStore(ctx context.Context, e *Engine) (bool, error) {
 
 // missingTags are img's tags the target lacks; a tag the target holds for
 // another image is a clash, unless overwrite.
-func missingTags(ctx context.Context, target *Engine, img taggedImage, src imageIdentity, overwrite bool) ([]string, error) {
+func missingTags(ctx context.Context, target *Engine, img taggedImage, src imageIdentity, targetCtrd, overwrite bool) ([]string, error) {
 	var missing, clashes []string
 	for _, tag := range img.Tags {
 		in, err := inspectImage(ctx, target, tag)
@@ -125,7 +125,7 @@ func missingTags(ctx context.Context, target *Engine, img taggedImage, src image
 			missing = append(missing, tag)
 		case err != nil:
 			return nil, fmt.Errorf("look up %s on the target: %w", tag, err)
-		case !sameImage(src, identityOf(in, false, "")):
+		case !sameImage(src, identityOf(in, targetCtrd, "")):
 			clashes = append(clashes, tag)
 			missing = append(missing, tag)
 		}

@@ -41,7 +41,7 @@ func (r *run) image(ctx context.Context, img taggedImage) (imageResult, error) {
 		return imageResult{}, fmt.Errorf("inspect on the source: %w", err)
 	}
 	srcID := identityOf(src, r.srcCtrd, "")
-	tags, err := missingTags(ctx, r.opts.Target, img, srcID, r.opts.Overwrite)
+	tags, err := missingTags(ctx, r.opts.Target, img, srcID, r.dstCtrd, r.opts.Overwrite)
 	if err != nil {
 		return imageResult{}, err
 	}
@@ -60,7 +60,7 @@ func (r *run) image(ctx context.Context, img taggedImage) (imageResult, error) {
 	if err != nil {
 		return imageResult{bytes: n}, fmt.Errorf("inspect on the target after the load: %w", err)
 	}
-	if !sameImage(srcID, identityOf(got, false, "")) {
+	if !sameImage(srcID, identityOf(got, r.dstCtrd, "")) {
 		return imageResult{bytes: n}, fmt.Errorf("the target's copy differs from the source: config %s, %d layers; want config %s, %d layers", got.ID, len(got.RootFS.Layers), srcID.ConfigDigest, len(srcID.DiffIDs))
 	}
 	return imageResult{result: Copied, bytes: n}, nil

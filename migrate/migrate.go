@@ -91,7 +91,8 @@ type run struct {
 	record  *record
 	source  *helpers
 	target  *helpers
-	srcCtrd bool
+	srcCtrd bool              // the source keeps images in containerd
+	dstCtrd bool              // the target keeps images in containerd
 	nets    map[string]string // network name → result on the target
 }
 
@@ -112,6 +113,9 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 	defer r.target.removeAll(ctx)
 	if r.srcCtrd, err = usesContainerdStore(ctx, opts.Source); err != nil {
 		return r.report, fmt.Errorf("source: %w", err)
+	}
+	if r.dstCtrd, err = usesContainerdStore(ctx, opts.Target); err != nil {
+		return r.report, fmt.Errorf("target: %w", err)
 	}
 	steps := []struct {
 		on   bool

@@ -221,6 +221,78 @@ func TestRunBetweenRealEngines(t *testing.T) {
 	}
 	t.Run("refusals", func(t *testing.T) { checkRefusals(t, src, dst, opts) })
 	t.Run("volume in use", func(t *testing.T) { checkVolumeInUse(t, src, dst, opts) })
+	t.Run("occupied", func(t *testing.T) { checkOccupied(t, src, dst, opts) })
+}
+
+// putFile writes one file into a volume through a throwaway container.
+func putFile(t *testing.T, e *Engine, vol, name, data string) {
+	t.Helper()
+	mustCall(t, e, http.MethodPost, "/volumes/create", nil, map[string]any{"Name": vol}, nil)
+	h := &helpers{engine: e}
+	defer h.removeAll(context.Background())
+	id, err := h.create(context.Background(), vol, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		tw := tar.NewWriter(pw)
+		_ = tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(data)), ModTime: time.Unix(1690000000, 0)})
+		_, _ = tw.Write([]byte(data))
+		pw.CloseWithError(tw.Close())
+	}()
+	resp, err := e.do(context.Background(), http.MethodPut, "/containers/"+id+"/archive", url.Values{"path": {volumeMountPath}}, pr, "application/x-tar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+}
+
+// checkOccupied: a target volume or tag holding something else is kept
+// and reported unless Overwrite; an empty target volume is filled.
+func checkOccupied(t *testing.T, src, dst *Engine, opts Options) {
+	putFile(t, src, "taken", "from-source", "s")
+	putFile(t, dst, "taken", "from-target", "t")
+	putFile(t, src, "waiting", "data", "d")
+	mustCall(t, dst, http.MethodPost, "/volumes/create", nil, map[string]any{"Name": "waiting"}, nil)
+	busybox, _ := os.ReadFile("/bin/busybox")
+	importImage(t, src, "mig/clash", "1", map[string][]byte{"bin/busybox": busybox, "side": []byte("source")})
+	importImage(t, dst, "mig/clash", "1", map[string][]byte{"bin/busybox": busybox, "side": []byte("target")})
+
+	opts.Images, opts.Volumes = true, true
+	rep, err := Run(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if it := findItem(rep, "volume", "taken"); it.Result != Failed || !strings.Contains(it.Detail, "volume taken with other contents") {
+		t.Errorf("occupied volume: %+v", it)
+	}
+	if it := findItem(rep, "image", "mig/clash:1"); it.Result != Failed || !strings.Contains(it.Detail, "mig/clash:1 already names another image") {
+		t.Errorf("tag clash: %+v", it)
+	}
+	if it := findItem(rep, "volume", "waiting"); it.Result != Copied {
+		t.Errorf("empty target volume: %+v", it)
+	}
+	if a, b := volumeFiles(t, src, "waiting"), volumeFiles(t, dst, "waiting"); !reflect.DeepEqual(a, b) {
+		t.Errorf("waiting: source %+v, target %+v", a, b)
+	}
+	if _, ok := volumeFiles(t, dst, "taken")["vmdock-volume/from-target"]; !ok {
+		t.Error("the occupied target volume was changed without Overwrite")
+	}
+
+	opts.Overwrite = true
+	rep, err = Run(context.Background(), opts)
+	if err != nil || rep.Count(Failed) != 0 {
+		t.Fatalf("with Overwrite: %v %+v", err, rep.Items)
+	}
+	if a, b := volumeFiles(t, src, "taken"), volumeFiles(t, dst, "taken"); !reflect.DeepEqual(a, b) {
+		t.Errorf("taken after Overwrite: source %+v, target %+v", a, b)
+	}
+	s, _ := inspectImage(context.Background(), src, "mig/clash:1")
+	d, _ := inspectImage(context.Background(), dst, "mig/clash:1")
+	if s.ID != d.ID {
+		t.Errorf("mig/clash:1 after Overwrite: target %s, source %s", d.ID, s.ID)
+	}
 }
 
 // checkRefusals: a name clash, a container on an untagged image and a

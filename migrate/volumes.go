@@ -129,8 +129,8 @@ func containerNames(cs []containerSummary) string {
 
 // volume copies one volume: its result, the bytes moved.
 func (r *run) volume(ctx context.Context, v volume, running []containerSummary, index, total int) (string, int64, error) {
-	fresh, replace, err := r.targetVolumeState(ctx, v)
-	if err != nil || !fresh {
+	plan, err := r.targetVolumePlan(ctx, v)
+	if err != nil || plan == volumeThere {
 		return Present, 0, err
 	}
 	if len(running) > 0 && !r.opts.StopSource {
@@ -148,13 +148,15 @@ func (r *run) volume(ctx context.Context, v volume, running []containerSummary, 
 	if err := r.record.start(v.Name); err != nil {
 		return "", 0, err
 	}
-	if replace {
+	if plan == volumeReplace {
 		if err := r.opts.Target.call(ctx, http.MethodDelete, "/volumes/"+url.PathEscape(v.Name), nil, nil, nil); err != nil && !isNotFound(err) {
-			return "", 0, fmt.Errorf("remove the target's copy to start again: %w", err)
+			return "", 0, fmt.Errorf("remove the target's volume to copy it again: %w", err)
 		}
 	}
-	if err := r.createTargetVolume(ctx, v); err != nil {
-		return "", 0, err
+	if plan != volumeFill {
+		if err := r.createTargetVolume(ctx, v); err != nil {
+			return "", 0, err
+		}
 	}
 	n, err := r.copyVolume(ctx, v.Name, index, total)
 	if err != nil {
@@ -163,30 +165,42 @@ func (r *run) volume(ctx context.Context, v volume, running []containerSummary, 
 	return Copied, n, r.record.finish(v.Name)
 }
 
-// targetVolumeState says whether v needs copying (fresh) and whether the
-// target's volume must go first (replace): an unfinished copy of ours is
-// replaced, a volume with other contents is kept unless Overwrite.
-func (r *run) targetVolumeState(ctx context.Context, v volume) (bool, bool, error) {
+// volumePlan is what a volume's copy does with the target's volume.
+type volumePlan int
+
+const (
+	volumeThere   volumePlan = iota // copied by an earlier run: nothing to do
+	volumeCreate                    // absent: create it, then copy
+	volumeFill                      // present and empty (a container made it): copy into it
+	volumeReplace                   // our unfinished copy, or other contents under Overwrite: remove, create, copy
+)
+
+// targetVolumePlan decides what v's copy does on the target: an
+// unfinished copy of ours is replaced whole, a volume with other contents
+// is kept (an error) unless Overwrite.
+func (r *run) targetVolumePlan(ctx context.Context, v volume) (volumePlan, error) {
 	var existing volume
 	err := r.opts.Target.call(ctx, http.MethodGet, "/volumes/"+url.PathEscape(v.Name), nil, nil, &existing)
 	switch {
 	case isNotFound(err):
-		return true, false, nil
+		return volumeCreate, nil
 	case err != nil:
-		return false, false, fmt.Errorf("look up the volume on the target: %w", err)
+		return 0, fmt.Errorf("look up the volume on the target: %w", err)
 	case r.record.unfinished(v.Name):
-		return true, true, nil
+		return volumeReplace, nil
 	case r.record.copied(v.Name):
-		return false, false, nil
+		return volumeThere, nil
 	}
 	empty, err := r.targetVolumeEmpty(ctx, v.Name)
-	if err != nil {
-		return false, false, err
+	switch {
+	case err != nil:
+		return 0, err
+	case empty:
+		return volumeFill, nil
+	case !r.opts.Overwrite:
+		return 0, fmt.Errorf("the target already has a volume %s with other contents: remove it there or pass --overwrite", v.Name)
 	}
-	if !empty && !r.opts.Overwrite {
-		return false, false, fmt.Errorf("the target already has a volume %s with other contents: remove it there or pass --overwrite", v.Name)
-	}
-	return true, true, nil
+	return volumeReplace, nil
 }
 
 // createTargetVolume makes v on the target with its driver, options and
