@@ -218,7 +218,9 @@ func (m manifestResult) configFor(tag string) string { return m.configs[tag] }
 // config digest of each tag its manifest.json names: the config file is
 // "<hex>.json" (classic export) or "blobs/sha256/<hex>" (OCI layout).
 func readManifest(r io.Reader) manifestResult {
-	defer io.Copy(io.Discard, r) //nolint:errcheck // drained so the writer never blocks
+	// Drained to the end whatever happens, so the tee feeding it never
+	// blocks the load.
+	defer func() { _, _ = io.Copy(io.Discard, r) }()
 	res := manifestResult{configs: map[string]string{}}
 	tr := tar.NewReader(r)
 	for {

@@ -208,6 +208,12 @@ func TestRunBetweenRealEngines(t *testing.T) {
 		t.Errorf("volume files differ (%d entries at the source):\nsource %+v\ntarget %+v", len(a), a, b)
 	}
 	assertVolumeMeta(t, src, dst, "appdata")
+	var srcNet, dstNet network
+	mustCall(t, src, http.MethodGet, "/networks/appnet", nil, nil, &srcNet)
+	mustCall(t, dst, http.MethodGet, "/networks/appnet", nil, nil, &dstNet)
+	if !reflect.DeepEqual(srcNet, dstNet) || len(dstNet.IPAM.Config) != 1 || dstNet.IPAM.Config[0]["Subnet"] != "10.213.47.0/24" {
+		t.Errorf("network appnet: source %+v, target %+v", srcNet, dstNet)
+	}
 	for _, name := range []string{"web", "proj-app-1"} {
 		assertContainerEqual(t, src, dst, name)
 	}

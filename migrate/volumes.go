@@ -57,10 +57,10 @@ func listContainers(ctx context.Context, e *Engine) ([]containerSummary, error) 
 	if err := e.call(ctx, http.MethodGet, "/containers/json", url.Values{"all": {"1"}}, nil, &list); err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
-	return slicesDeleteHelpers(list), nil
+	return withoutHelpers(list), nil
 }
 
-func slicesDeleteHelpers(list []containerSummary) []containerSummary {
+func withoutHelpers(list []containerSummary) []containerSummary {
 	out := list[:0]
 	for _, c := range list {
 		if len(c.Names) == 0 || !isHelperName(c.Names[0]) {
