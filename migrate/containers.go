@@ -74,7 +74,7 @@ func (r *run) containers(ctx context.Context) error {
 		r.progress(Event{Kind: it.Kind, Name: it.Name, Index: i + 1, Total: len(list)})
 		res, err := r.container(ctx, c.ID)
 		if err != nil {
-			if err := r.failure(ctx, it, fmt.Errorf("container %s: %w", it.Name, err), i+1, len(list)); err != nil {
+			if err := r.failure(ctx, it, err, i+1, len(list)); err != nil {
 				return err
 			}
 			continue

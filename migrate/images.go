@@ -140,7 +140,7 @@ func missingTags(ctx context.Context, target *Engine, img taggedImage, src image
 // is piped straight into the target's load, no temporary file. It returns
 // the config digest the export's manifest names for the first tag, and
 // the bytes moved.
-func streamImage(ctx context.Context, source, target *Engine, tags []string) (string, int64, error) {
+func streamImage(ctx context.Context, source, target *Engine, tags []string, report func(int64)) (string, int64, error) {
 	q := url.Values{"names": tags}
 	resp, err := source.do(ctx, http.MethodGet, "/images/get", q, nil, "")
 	if err != nil {
@@ -150,7 +150,7 @@ func streamImage(ctx context.Context, source, target *Engine, tags []string) (st
 	pr, pw := io.Pipe()
 	manifest := make(chan manifestResult, 1)
 	go func() { manifest <- readManifest(pr) }()
-	counter := &countingReader{r: io.TeeReader(resp.Body, pw)}
+	counter := &progressReader{r: io.TeeReader(resp.Body, pw), every: progressEvery, report: report}
 	load, err := target.do(ctx, http.MethodPost, "/images/load", url.Values{"quiet": {"1"}}, counter, "application/x-tar")
 	if err != nil {
 		pw.CloseWithError(err)
@@ -171,17 +171,6 @@ func streamImage(ctx context.Context, source, target *Engine, tags []string) (st
 		return "", counter.n, fmt.Errorf("read the export of %s: %w", tags[0], m.err)
 	}
 	return m.configFor(tags[0]), counter.n, nil
-}
-
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
 }
 
 // loadStreamError finds an error in a load's JSON message stream.

@@ -15,7 +15,7 @@ func (r *run) images(ctx context.Context) error {
 	for i, img := range list {
 		it := Item{Kind: "image", Name: strings.Join(img.Tags, ", ")}
 		r.progress(Event{Kind: it.Kind, Name: it.Name, Index: i + 1, Total: len(list)})
-		res, err := r.image(ctx, img)
+		res, err := r.image(ctx, img, i+1, len(list))
 		if err != nil {
 			if err := r.failure(ctx, it, err, i+1, len(list)); err != nil {
 				return err
@@ -35,7 +35,7 @@ type imageResult struct {
 
 // image moves one image's missing tags and checks the target's copy
 // against the source's identity.
-func (r *run) image(ctx context.Context, img taggedImage) (imageResult, error) {
+func (r *run) image(ctx context.Context, img taggedImage, index, total int) (imageResult, error) {
 	src, err := inspectImage(ctx, r.opts.Source, img.ID)
 	if err != nil {
 		return imageResult{}, fmt.Errorf("inspect on the source: %w", err)
@@ -51,7 +51,10 @@ func (r *run) image(ctx context.Context, img taggedImage) (imageResult, error) {
 	case r.opts.DryRun:
 		return imageResult{result: Planned, bytes: img.Size}, nil
 	}
-	configDigest, n, err := streamImage(ctx, r.opts.Source, r.opts.Target, tags)
+	report := func(n int64) {
+		r.progress(Event{Kind: "image", Name: strings.Join(img.Tags, ", "), Index: index, Total: total, Bytes: n})
+	}
+	configDigest, n, err := streamImage(ctx, r.opts.Source, r.opts.Target, tags, report)
 	if err != nil {
 		return imageResult{bytes: n}, err
 	}

@@ -259,7 +259,7 @@ func (r *run) copyVolume(ctx context.Context, name string, index, total int) (in
 		return 0, fmt.Errorf("read from the source: %w", err)
 	}
 	defer resp.Body.Close()
-	body := &progressReader{r: resp.Body, every: 4 << 20, report: func(n int64) {
+	body := &progressReader{r: resp.Body, every: progressEvery, report: func(n int64) {
 		r.progress(Event{Kind: "volume", Name: name, Index: index, Total: total, Bytes: n})
 	}}
 	// The archive's root is the mount point's own folder, so it lands on
@@ -272,6 +272,10 @@ func (r *run) copyVolume(ctx context.Context, name string, index, total int) (in
 	put.Body.Close()
 	return body.n, nil
 }
+
+// progressEvery is how many bytes of a stream pass between two progress
+// events.
+const progressEvery = 4 << 20
 
 // progressReader counts bytes and reports every `every` of them.
 type progressReader struct {

@@ -149,9 +149,11 @@ func bindAllowed(cfg config.Config) func(string) bool {
 	}
 }
 
-// printProgress prints each item as it starts and ends, and a volume's
-// bytes as they move.
+// printProgress prints each item as it ends, and the bytes of a long one
+// every 256 MiB as they move.
 func printProgress(w io.Writer) func(migrate.Event) {
+	const every = 256 << 20
+	var shown int64
 	return func(ev migrate.Event) {
 		pos := ""
 		if ev.Total > 0 {
@@ -162,7 +164,10 @@ func printProgress(w io.Writer) func(migrate.Event) {
 			fmt.Fprintf(w, "%s%s %s: %s (%s)\n", pos, ev.Kind, ev.Name, ev.Result, ev.Detail)
 		case ev.Result != "":
 			fmt.Fprintf(w, "%s%s %s: %s%s\n", pos, ev.Kind, ev.Name, ev.Result, sizeNote(ev.Bytes))
-		case ev.Bytes > 0:
+		case ev.Bytes == 0:
+			shown = 0
+		case ev.Bytes >= shown+every:
+			shown = ev.Bytes
 			fmt.Fprintf(w, "%s%s %s: %s so far\n", pos, ev.Kind, ev.Name, humanBytes(ev.Bytes))
 		}
 	}

@@ -63,3 +63,19 @@ func TestMigrateSummary(t *testing.T) {
 		t.Errorf("summary: %q", got)
 	}
 }
+
+func TestMigrateProgress(t *testing.T) {
+	var buf bytes.Buffer
+	p := printProgress(&buf)
+	p(migrate.Event{Kind: "volume", Name: "db", Index: 2, Total: 3})
+	p(migrate.Event{Kind: "volume", Name: "db", Index: 2, Total: 3, Bytes: 4 << 20})
+	p(migrate.Event{Kind: "volume", Name: "db", Index: 2, Total: 3, Bytes: 300 << 20})
+	p(migrate.Event{Kind: "volume", Name: "db", Index: 2, Total: 3, Bytes: 310 << 20, Result: migrate.Copied})
+	p(migrate.Event{Kind: "container", Name: "web", Index: 1, Total: 1, Result: migrate.Failed, Detail: "it binds /srv"})
+	want := "[2/3] volume db: 300.0 MiB so far\n" +
+		"[2/3] volume db: copied (310.0 MiB)\n" +
+		"[1/1] container web: failed (it binds /srv)\n"
+	if got := buf.String(); got != want {
+		t.Errorf("progress:\n%s\nwant:\n%s", got, want)
+	}
+}
