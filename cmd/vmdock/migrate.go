@@ -129,7 +129,7 @@ func migrateJSONOf(r migrate.Report) migrateJSON {
 
 // bindAllowed says whether a container's bind of path can work in the
 // guest: the folder must be under a share or sync mount, which the guest
-// sees at its guest path.
+// sees at its guest path, or be the docker socket.
 func bindAllowed(cfg config.Config) func(string) bool {
 	var roots []string
 	for _, sh := range mounts.Shares(cfg.Mounts, cfg.MountType) {
@@ -139,6 +139,11 @@ func bindAllowed(cfg config.Config) func(string) bool {
 		roots = append(roots, sy.GuestPath)
 	}
 	return func(path string) bool {
+		// The guest's own engine socket is where a container that drives
+		// docker expects it.
+		if path == "/var/run/docker.sock" || path == "/run/docker.sock" {
+			return true
+		}
 		for _, r := range roots {
 			rel, err := filepath.Rel(r, path)
 			if err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {

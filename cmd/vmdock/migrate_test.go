@@ -41,6 +41,7 @@ func TestMigrateBindsOnlyInsideShares(t *testing.T) {
 	allowed := bindAllowed(cfg)
 	for path, want := range map[string]bool{
 		home: true, filepath.Join(home, "src"): true, home + "x": false, "/etc": false, filepath.Dir(home): false,
+		"/var/run/docker.sock": true,
 	} {
 		if got := allowed(path); got != want {
 			t.Errorf("bindAllowed(%s) = %v, want %v", path, got, want)

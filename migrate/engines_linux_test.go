@@ -40,8 +40,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// requireEngines starts the two engines once per package run: skips when
-// dockerd is missing (fails under CI=true) or this is not root.
+// requireEngines starts the two engines once per package run; without
+// dockerd or root it skips, or fails under CI=true, where hack/deps.sh
+// installed dockerd and the suite runs as root.
 func requireEngines(t *testing.T) (*Engine, *Engine) {
 	t.Helper()
 	enginesOnce.Do(func() { enginesErr = startEngines() })
