@@ -136,11 +136,7 @@ func volumeFiles(t *testing.T, e *Engine, name string) map[string]fileFacts {
 		if _, err := io.Copy(sum, tr); err != nil {
 			t.Fatal(err)
 		}
-		f := fileFacts{Mode: hd.Mode, UID: hd.Uid, GID: hd.Gid, Link: hd.Linkname, SHA256: hex.EncodeToString(sum.Sum(nil))}
-		if hd.Name != "vmdock-volume/" {
-			f.ModTime = hd.ModTime
-		}
-		out[hd.Name] = f
+		out[hd.Name] = fileFacts{Mode: hd.Mode, UID: hd.Uid, GID: hd.Gid, Link: hd.Linkname, SHA256: hex.EncodeToString(sum.Sum(nil)), ModTime: hd.ModTime}
 	}
 }
 
@@ -204,8 +200,18 @@ func TestRunBetweenRealEngines(t *testing.T) {
 		t.Errorf("second run should copy appdata again whole: %+v", it)
 	}
 	assertImagesEqual(t, src, dst)
-	if a, b := volumeFiles(t, src, "appdata"), volumeFiles(t, dst, "appdata"); !reflect.DeepEqual(a, b) || len(a) != 15 {
+	a, b := volumeFiles(t, src, "appdata"), volumeFiles(t, dst, "appdata")
+	if !reflect.DeepEqual(a, b) || len(a) != 15 {
 		t.Errorf("volume files differ (%d entries at the source):\nsource %+v\ntarget %+v", len(a), a, b)
+	}
+	if f := b["vmdock-volume/secret"]; f.Mode&0o7777 != 0o600 || f.UID != 1234 || f.GID != 1234 {
+		t.Errorf("secret on the target: %+v", f)
+	}
+	if f, ok := b["vmdock-volume/latest"]; !ok || f.Link != "blobs/b9" {
+		t.Errorf("symlink on the target: %+v", f)
+	}
+	if _, ok := b["vmdock-volume/empty/"]; !ok {
+		t.Error("the empty folder is missing on the target")
 	}
 	assertVolumeMeta(t, src, dst, "appdata")
 	var srcNet, dstNet network
