@@ -62,8 +62,8 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# The docker CLI talks to dockerd inside the VM; dockerd must never run on
-# this host. Debian 13 and later ship the CLI alone as docker-cli. Debian 12
+# The docker CLI talks to dockerd inside the VM; no dockerd may run on this
+# host as a service (the migrate tests run their own, see below). Debian 13 and later ship the CLI alone as docker-cli. Debian 12
 # has it only inside docker.io, whose maintainer scripts enable and start
 # dockerd (and which pulls in containerd and runc): there only the CLI
 # binary is taken out of Debian's docker.io package (downloaded and checked
@@ -91,4 +91,30 @@ if ! command -v docker >/dev/null; then
   apt_update
   install_docker_cli
   docker --version
+fi
+
+# The migrate package's tests run two real docker engines of their own
+# (each with its own folders and socket, in its own network namespace,
+# started and stopped by the test). Their binaries come out of Debian's
+# docker.io, containerd and runc packages the same way, into a folder off
+# PATH, so nothing on this host finds or starts a dockerd by itself and no
+# maintainer script runs.
+TEST_ENGINE_DIR=/usr/local/lib/vmdock-test-engine
+install_test_engine() {
+  echo "installing: dockerd, containerd, runc from Debian's packages into $TEST_ENGINE_DIR (for the migrate tests)"
+  local tmp
+  tmp=$(mktemp -d)
+  if [ "$(id -u)" -eq 0 ] && id _apt >/dev/null 2>&1; then chown _apt "$tmp"; fi
+  (cd "$tmp" && apt-get download -qq docker.io containerd runc)
+  local deb
+  for deb in "$tmp"/*.deb; do dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp"; done
+  $SUDO install -d "$TEST_ENGINE_DIR"
+  $SUDO install -m 0755 "$tmp/usr/sbin/dockerd" "$tmp/usr/sbin/docker-proxy" "$tmp/usr/bin/containerd" \
+    "$tmp/usr/bin/containerd-shim-runc-v2" "$tmp/usr/sbin/runc" "$TEST_ENGINE_DIR/"
+  rm -rf "$tmp"
+}
+if ! [ -x "$TEST_ENGINE_DIR/dockerd" ]; then
+  apt_update
+  install_test_engine
+  "$TEST_ENGINE_DIR/dockerd" --version
 fi

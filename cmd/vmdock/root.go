@@ -123,6 +123,7 @@ func newRootCmd(h config.Host) *cobra.Command {
 		newSetCmd(g),
 		newDockerSockCmd(g),
 		newDomainsCmd(g),
+		newMigrateCmd(g),
 	)
 	return root
 }

@@ -265,3 +265,33 @@ func (s Store) Restore(previous, ours string) error {
 	}
 	return s.Use(previous)
 }
+
+// Endpoint is the docker host of context name as its meta.json says
+// (unix://..., tcp://..., ssh://...); for "default", $DOCKER_HOST or the
+// docker CLI's default socket.
+func (s Store) Endpoint(name string) (string, error) {
+	if name == DefaultName {
+		if h := os.Getenv("DOCKER_HOST"); h != "" {
+			return h, nil
+		}
+		return "unix:///var/run/docker.sock", nil
+	}
+	b, err := os.ReadFile(filepath.Join(s.metaDir(name), "meta.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("docker context %q does not exist: pick one of `docker context ls`", name)
+	}
+	if err != nil {
+		return "", fmt.Errorf("read docker context %s: %w", name, err)
+	}
+	var meta struct {
+		Endpoints map[string]struct{ Host string }
+	}
+	if err := json.Unmarshal(b, &meta); err != nil {
+		return "", fmt.Errorf("read docker context %s: %w", name, err)
+	}
+	host := meta.Endpoints["docker"].Host
+	if host == "" {
+		return "", fmt.Errorf("docker context %q has no docker endpoint", name)
+	}
+	return host, nil
+}

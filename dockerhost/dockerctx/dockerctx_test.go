@@ -405,3 +405,20 @@ func cleanEnv() []string {
 	}
 	return env
 }
+
+func TestEndpoint(t *testing.T) {
+	s := Store{Dir: t.TempDir()}
+	if err := s.Ensure("colima", "unix:///home/u/.colima/default/docker.sock", ""); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Endpoint("colima"); err != nil || got != "unix:///home/u/.colima/default/docker.sock" {
+		t.Errorf("Endpoint(colima) = %q, %v", got, err)
+	}
+	if _, err := s.Endpoint("nope"); err == nil || !strings.Contains(err.Error(), `"nope" does not exist`) {
+		t.Errorf("unknown context: %v", err)
+	}
+	t.Setenv("DOCKER_HOST", "")
+	if got, err := s.Endpoint(DefaultName); err != nil || got != "unix:///var/run/docker.sock" {
+		t.Errorf("Endpoint(default) = %q, %v", got, err)
+	}
+}

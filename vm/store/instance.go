@@ -63,6 +63,10 @@ func IsInstanceDir(name string) bool { return name == syncDataDir || name == sav
 // ran, for debugging and for the bench's raw-boot baseline.
 func (i *Instance) SpecPath() string { return i.path("spec.json") }
 
+// MigrateRecordPath is `vmdock migrate`'s record of the volume copies it
+// began and finished, so a run after a cut copies an unfinished one again.
+func (i *Instance) MigrateRecordPath() string { return i.path("migrate.json") }
+
 // DataRuntimePath names the container runtime whose state the data disk
 // holds; it stays with the data disk (see DataRuntime).
 func (i *Instance) DataRuntimePath() string { return i.path("data.runtime") }

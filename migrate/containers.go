@@ -1,0 +1,236 @@
+package migrate
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"reflect"
+	"sort"
+	"strings"
+)
+
+// containerInspect is GET /containers/{id}/json; Config and HostConfig
+// stay maps so every field travels, known to this code or not.
+type containerInspect struct {
+	ID              string `json:"Id"`
+	Name            string
+	Image           string
+	Config          map[string]any
+	HostConfig      map[string]any
+	NetworkSettings struct{ Networks map[string]endpoint }
+}
+
+type endpoint struct {
+	Aliases    []string       `json:",omitempty"`
+	IPAMConfig map[string]any `json:",omitempty"`
+}
+
+func inspectContainer(ctx context.Context, e *Engine, name string) (containerInspect, error) {
+	var c containerInspect
+	err := e.call(ctx, http.MethodGet, "/containers/"+url.PathEscape(name)+"/json", nil, nil, &c)
+	return c, err
+}
+
+// builtinNetworks come with every engine; they are never created.
+var builtinNetworks = map[string]bool{"bridge": true, "host": true, "none": true, "default": true}
+
+// ContainerSpec is what makes a recreated container the same one: what
+// was asked of the engine, not the ID, creation time, default hostname,
+// network IDs or mount points it chose.
+type ContainerSpec struct {
+	Name       string
+	Config     map[string]any
+	HostConfig map[string]any
+	Networks   []string
+}
+
+// SpecOf is c's ContainerSpec.
+func SpecOf(c containerInspect) ContainerSpec {
+	cfg := map[string]any{}
+	for k, v := range c.Config {
+		cfg[k] = v
+	}
+	if h, _ := cfg["Hostname"].(string); h != "" && strings.HasPrefix(c.ID, h) {
+		delete(cfg, "Hostname")
+	}
+	var nets []string
+	for n := range c.NetworkSettings.Networks {
+		nets = append(nets, n)
+	}
+	sort.Strings(nets)
+	return ContainerSpec{Name: strings.TrimPrefix(c.Name, "/"), Config: cfg, HostConfig: c.HostConfig, Networks: nets}
+}
+
+// containers recreates every source container, stopped.
+func (r *run) containers(ctx context.Context) error {
+	list, err := listContainers(ctx, r.opts.Source)
+	if err != nil {
+		return fmt.Errorf("source: %w", err)
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Names[0] < list[j].Names[0] })
+	for i, c := range list {
+		it := Item{Kind: "container", Name: strings.TrimPrefix(c.Names[0], "/")}
+		r.progress(Event{Kind: it.Kind, Name: it.Name, Index: i + 1, Total: len(list)})
+		res, err := r.container(ctx, c.ID)
+		if err != nil {
+			if err := r.failure(ctx, it, err, i+1, len(list)); err != nil {
+				return err
+			}
+			continue
+		}
+		it.Result = res
+		r.done(it, i+1, len(list))
+	}
+	return nil
+}
+
+// container recreates one source container on the target.
+func (r *run) container(ctx context.Context, id string) (string, error) {
+	src, err := inspectContainer(ctx, r.opts.Source, id)
+	if err != nil {
+		return "", fmt.Errorf("inspect on the source: %w", err)
+	}
+	spec := SpecOf(src)
+	existing, err := inspectContainer(ctx, r.opts.Target, spec.Name)
+	switch {
+	case err == nil && reflect.DeepEqual(comparable(SpecOf(existing)), comparable(spec)):
+		return Present, nil
+	case err == nil:
+		return "", fmt.Errorf("the target already has a container named %s with another configuration: rename or remove one of them", spec.Name)
+	case !isNotFound(err):
+		return "", fmt.Errorf("look up the name on the target: %w", err)
+	}
+	if err := r.checkContainer(ctx, src, spec); err != nil {
+		return "", err
+	}
+	if r.opts.DryRun {
+		return Planned, nil
+	}
+	for _, n := range spec.Networks {
+		if err := r.ensureNetwork(ctx, n); err != nil {
+			return "", err
+		}
+	}
+	if err := r.createContainer(ctx, src, spec); err != nil {
+		return "", err
+	}
+	return Copied, nil
+}
+
+// comparable is spec with what an engine fills in by itself left out, for
+// telling whether a target container is the one a previous run made.
+func comparable(s ContainerSpec) ContainerSpec {
+	keep := func(m map[string]any, keys ...string) map[string]any {
+		out := map[string]any{}
+		for _, k := range keys {
+			out[k] = m[k]
+		}
+		return out
+	}
+	s.Config = keep(s.Config, "Image", "Cmd", "Entrypoint", "Env", "Labels", "ExposedPorts", "User", "WorkingDir")
+	s.HostConfig = keep(s.HostConfig, "PortBindings", "RestartPolicy", "Binds", "Mounts", "NetworkMode")
+	return s
+}
+
+// checkContainer refuses what cannot be recreated faithfully: an image
+// without a tag, an image not on the target, a bind outside the shares.
+func (r *run) checkContainer(ctx context.Context, src containerInspect, spec ContainerSpec) error {
+	image, _ := spec.Config["Image"].(string)
+	img, err := inspectImage(ctx, r.opts.Source, image)
+	if err != nil || img.ID != src.Image || strings.HasPrefix(image, "sha256:") || len(img.RepoTags) == 0 {
+		return fmt.Errorf("it runs on the untagged image %s: tag it on the source (docker tag) and migrate again", shortID(src.Image))
+	}
+	if _, err := inspectImage(ctx, r.opts.Target, image); err != nil {
+		if isNotFound(err) && !r.opts.DryRun {
+			return fmt.Errorf("its image %s is not on the target: migrate it with --images", image)
+		}
+		if !isNotFound(err) {
+			return fmt.Errorf("look up its image on the target: %w", err)
+		}
+	}
+	for _, p := range bindSources(spec.HostConfig) {
+		if r.opts.BindAllowed != nil && !r.opts.BindAllowed(p) {
+			return fmt.Errorf("it binds %s, which is outside vmdock's shares: add the folder to mounts in the profile's config, or drop the bind", p)
+		}
+	}
+	return nil
+}
+
+func shortID(id string) string {
+	id = strings.TrimPrefix(id, "sha256:")
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// bindSources are the host folders hostConfig binds, from Binds
+// ("/src:/dst[:opts]") and from Mounts of type bind.
+func bindSources(hostConfig map[string]any) []string {
+	var out []string
+	binds, _ := hostConfig["Binds"].([]any)
+	for _, b := range binds {
+		s, _ := b.(string)
+		if src, _, ok := strings.Cut(s, ":"); ok && strings.HasPrefix(src, "/") {
+			out = append(out, src)
+		}
+	}
+	mounts, _ := hostConfig["Mounts"].([]any)
+	for _, m := range mounts {
+		mm, _ := m.(map[string]any)
+		if mm["Type"] == "bind" {
+			if src, _ := mm["Source"].(string); src != "" {
+				out = append(out, src)
+			}
+		}
+	}
+	return out
+}
+
+// createContainer creates the container on the target, stopped, on its
+// first network, then connects it to the others.
+func (r *run) createContainer(ctx context.Context, src containerInspect, spec ContainerSpec) error {
+	body := map[string]any{}
+	for k, v := range spec.Config {
+		body[k] = v
+	}
+	body["HostConfig"] = spec.HostConfig
+	mode, _ := spec.HostConfig["NetworkMode"].(string)
+	first := ""
+	if _, ok := src.NetworkSettings.Networks[mode]; ok && !builtinNetworks[mode] {
+		first = mode
+	}
+	if first != "" {
+		body["NetworkingConfig"] = map[string]any{"EndpointsConfig": map[string]any{first: endpointConfig(src, first)}}
+	}
+	var created struct {
+		ID string `json:"Id"`
+	}
+	if err := r.opts.Target.call(ctx, http.MethodPost, "/containers/create", url.Values{"name": {spec.Name}}, body, &created); err != nil {
+		return fmt.Errorf("create on the target: %w", err)
+	}
+	for _, n := range spec.Networks {
+		if n == first || n == mode || builtinNetworks[n] {
+			continue
+		}
+		conn := map[string]any{"Container": created.ID, "EndpointConfig": endpointConfig(src, n)}
+		if err := r.opts.Target.call(ctx, http.MethodPost, "/networks/"+url.PathEscape(n)+"/connect", nil, conn, nil); err != nil {
+			return fmt.Errorf("connect to network %s on the target: %w", n, err)
+		}
+	}
+	return nil
+}
+
+// endpointConfig is what the container asked of network n: its aliases
+// (without the one docker adds, the short ID) and fixed addresses.
+func endpointConfig(src containerInspect, n string) endpoint {
+	ep := src.NetworkSettings.Networks[n]
+	var aliases []string
+	for _, a := range ep.Aliases {
+		if !strings.HasPrefix(src.ID, a) {
+			aliases = append(aliases, a)
+		}
+	}
+	return endpoint{Aliases: aliases, IPAMConfig: ep.IPAMConfig}
+}

@@ -1,0 +1,164 @@
+package migrate
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestResolveSource(t *testing.T) {
+	dir := t.TempDir()
+	own := filepath.Join(dir, "docker.sock")
+	if err := os.WriteFile(own, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.sock")
+	if err := os.Symlink(own, link); err != nil {
+		t.Fatal(err)
+	}
+	contexts := map[string]string{"colima": "unix:///home/u/.colima/docker.sock", "remote": "ssh://me@box", "tcpctx": "tcp://10.0.0.1:2376", "mine": "unix://" + own}
+	endpoint := func(name string) (string, error) {
+		if h, ok := contexts[name]; ok {
+			return h, nil
+		}
+		return "", errors.New(`docker context "` + name + `" does not exist`)
+	}
+	good := map[string]string{"colima": "/home/u/.colima/docker.sock", "unix:///run/other.sock": "/run/other.sock"}
+	for from, want := range good {
+		if got, err := ResolveSource(from, endpoint, "vmdock", own); err != nil || got != want {
+			t.Errorf("ResolveSource(%q) = %q, %v; want %q", from, got, err, want)
+		}
+	}
+	bad := map[string]string{
+		"":                   "--from is required",
+		"nosuch":             `"nosuch" does not exist`,
+		"vmdock":             "own docker context",
+		"remote":             "ssh:// engines are not supported yet",
+		"tcpctx":             "tcp:// engines are not supported yet",
+		"tcp://1.2.3.4:2375": "tcp:// engines are not supported yet",
+		"ssh://me@box":       "ssh:// engines are not supported yet",
+		"unix://relative":    "absolute socket path",
+		"mine":               "own docker socket",
+		"unix://" + link:     "own docker socket",
+	}
+	for from, want := range bad {
+		_, err := ResolveSource(from, endpoint, "vmdock", own)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("ResolveSource(%q) = %v; want one line with %q", from, err, want)
+		}
+	}
+}
+
+func TestCheckTarget(t *testing.T) {
+	if err := CheckTarget("default", "docker", true); err != nil {
+		t.Errorf("running docker instance refused: %v", err)
+	}
+	if err := CheckTarget("dev", "docker", false); err == nil || !strings.Contains(err.Error(), `"dev" is not running`) {
+		t.Errorf("stopped instance: %v", err)
+	}
+	if err := CheckTarget("ctr", "containerd", true); err == nil || !strings.Contains(err.Error(), "containerd runtime") {
+		t.Errorf("containerd instance: %v", err)
+	}
+}
+
+func TestSameImageAcrossStores(t *testing.T) {
+	layers := []string{"sha256:aaa", "sha256:bbb"}
+	classic := imageInspect{ID: "sha256:config1"}
+	classic.RootFS.Layers = layers
+	// Under the containerd store the ID is the index digest.
+	desktop := imageInspect{ID: "sha256:index9"}
+	desktop.RootFS.Layers = layers
+
+	if !sameImage(identityOf(desktop, true, "sha256:config1"), identityOf(classic, false, "")) {
+		t.Error("a containerd-store image whose export names config1 should equal the classic image config1")
+	}
+	if sameImage(identityOf(desktop, false, ""), identityOf(classic, false, "")) {
+		t.Error("IDs that differ on classic stores are different images")
+	}
+	if sameImage(identityOf(desktop, true, "sha256:config2"), identityOf(classic, false, "")) {
+		t.Error("different config digests are different images")
+	}
+	other := classic
+	other.RootFS.Layers = []string{"sha256:aaa"}
+	if sameImage(identityOf(desktop, true, ""), identityOf(other, false, "")) {
+		t.Error("different diff IDs are different images")
+	}
+	if !sameImage(identityOf(desktop, true, ""), identityOf(classic, false, "")) {
+		t.Error("before the export only diff IDs can be compared for a containerd-store source")
+	}
+}
+
+func TestReadManifest(t *testing.T) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	files := map[string]string{
+		"blobs/sha256/abc": "{}",
+		"manifest.json":    `[{"Config":"blobs/sha256/abc","RepoTags":["a:1","a:2"]},{"Config":"def.json","RepoTags":["b:1"]}]`,
+	}
+	for _, name := range []string{"blobs/sha256/abc", "manifest.json"} {
+		_ = tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(files[name]))})
+		_, _ = tw.Write([]byte(files[name]))
+	}
+	_ = tw.Close()
+	m := readManifest(&buf)
+	if m.err != nil || m.configFor("a:2") != "sha256:abc" || m.configFor("b:1") != "sha256:def" {
+		t.Errorf("readManifest = %+v", m)
+	}
+}
+
+func TestBindSources(t *testing.T) {
+	hc := map[string]any{
+		"Binds":  []any{"named:/data", "/Users/me/src:/src:ro", "/tmp/x:/x"},
+		"Mounts": []any{map[string]any{"Type": "bind", "Source": "/opt/y"}, map[string]any{"Type": "volume", "Source": "v"}},
+	}
+	got := strings.Join(bindSources(hc), " ")
+	if got != "/Users/me/src /tmp/x /opt/y" {
+		t.Errorf("bindSources = %q", got)
+	}
+}
+
+func TestSubnetsClash(t *testing.T) {
+	taken := []netip.Prefix{netip.MustParsePrefix("172.17.0.0/16")}
+	if !subnetsClash([]map[string]string{{"Subnet": "172.17.5.0/24"}}, taken) {
+		t.Error("overlapping subnet not seen")
+	}
+	if subnetsClash([]map[string]string{{"Subnet": "10.9.0.0/24"}}, taken) {
+		t.Error("free subnet seen as taken")
+	}
+}
+
+func TestRecordMarksUnfinishedAndCopied(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "migrate.json")
+	r, err := loadRecord(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.start("v"); err != nil {
+		t.Fatal(err)
+	}
+	again, _ := loadRecord(path)
+	if !again.unfinished("v") || again.copied("v") {
+		t.Errorf("after start: %+v", again)
+	}
+	if err := again.finish("v"); err != nil {
+		t.Fatal(err)
+	}
+	done, _ := loadRecord(path)
+	if done.unfinished("v") || !done.copied("v") {
+		t.Errorf("after finish: %+v", done)
+	}
+}
+
+func TestSourceNotAnswering(t *testing.T) {
+	e := NewEngine(filepath.Join(t.TempDir(), "none.sock"))
+	err := e.Ping(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "none.sock") {
+		t.Errorf("Ping on a missing socket = %v; want an error naming the socket", err)
+	}
+}

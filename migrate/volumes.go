@@ -1,0 +1,318 @@
+package migrate
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+// volume is what GET /volumes tells about one volume.
+type volume struct {
+	Name    string
+	Driver  string
+	Labels  map[string]string
+	Options map[string]string
+}
+
+// anonymousVolume matches the names docker gives volumes nobody named.
+var anonymousVolume = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+func namedVolumes(ctx context.Context, e *Engine) ([]volume, error) {
+	var list struct{ Volumes []volume }
+	if err := e.call(ctx, http.MethodGet, "/volumes", nil, nil, &list); err != nil {
+		return nil, fmt.Errorf("list volumes: %w", err)
+	}
+	var out []volume
+	for _, v := range list.Volumes {
+		if !anonymousVolume.MatchString(v.Name) {
+			out = append(out, v)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// containerSummary is one entry of GET /containers/json?all=1.
+type containerSummary struct {
+	ID     string `json:"Id"`
+	Names  []string
+	State  string
+	Mounts []struct {
+		Type string
+		Name string
+	}
+}
+
+func listContainers(ctx context.Context, e *Engine) ([]containerSummary, error) {
+	var list []containerSummary
+	if err := e.call(ctx, http.MethodGet, "/containers/json", url.Values{"all": {"1"}}, nil, &list); err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	return withoutHelpers(list), nil
+}
+
+func withoutHelpers(list []containerSummary) []containerSummary {
+	out := list[:0]
+	for _, c := range list {
+		if len(c.Names) == 0 || !isHelperName(c.Names[0]) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// runningUsers maps a volume to the running containers that mount it.
+func runningUsers(list []containerSummary) map[string][]containerSummary {
+	users := map[string][]containerSummary{}
+	for _, c := range list {
+		if c.State != "running" {
+			continue
+		}
+		for _, m := range c.Mounts {
+			if m.Type == "volume" && m.Name != "" {
+				users[m.Name] = append(users[m.Name], c)
+			}
+		}
+	}
+	return users
+}
+
+// volumes copies every named source volume the target lacks.
+func (r *run) volumes(ctx context.Context) error {
+	list, err := namedVolumes(ctx, r.opts.Source)
+	if err != nil {
+		return fmt.Errorf("source: %w", err)
+	}
+	containers, err := listContainers(ctx, r.opts.Source)
+	if err != nil {
+		return fmt.Errorf("source: %w", err)
+	}
+	users := runningUsers(containers)
+	for i, v := range list {
+		it := Item{Kind: "volume", Name: v.Name}
+		r.progress(Event{Kind: it.Kind, Name: it.Name, Index: i + 1, Total: len(list)})
+		res, n, err := r.volume(ctx, v, users[v.Name], i+1, len(list))
+		it.Bytes = n
+		if err != nil {
+			if err := r.failure(ctx, it, err, i+1, len(list)); err != nil {
+				return err
+			}
+			continue
+		}
+		it.Result = res
+		if res == Skipped {
+			it.Detail = "in use by running container(s) " + containerNames(users[v.Name]) + ": stop them or pass --stop-source"
+		}
+		r.done(it, i+1, len(list))
+	}
+	return nil
+}
+
+func containerNames(cs []containerSummary) string {
+	names := make([]string, 0, len(cs))
+	for _, c := range cs {
+		if len(c.Names) > 0 {
+			names = append(names, strings.TrimPrefix(c.Names[0], "/"))
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// volume copies one volume: its result, the bytes moved.
+func (r *run) volume(ctx context.Context, v volume, running []containerSummary, index, total int) (string, int64, error) {
+	plan, err := r.targetVolumePlan(ctx, v)
+	if err != nil || plan == volumeThere {
+		return Present, 0, err
+	}
+	if len(running) > 0 && !r.opts.StopSource {
+		return Skipped, 0, nil
+	}
+	if r.opts.DryRun {
+		return Planned, 0, nil
+	}
+	if len(running) > 0 {
+		if err := r.stopSourceContainers(ctx, running); err != nil {
+			return "", 0, err
+		}
+		defer r.startSourceContainers(ctx, running)
+	}
+	if err := r.record.start(v.Name); err != nil {
+		return "", 0, err
+	}
+	if plan == volumeReplace {
+		if err := r.opts.Target.call(ctx, http.MethodDelete, "/volumes/"+url.PathEscape(v.Name), nil, nil, nil); err != nil && !isNotFound(err) {
+			return "", 0, fmt.Errorf("remove the target's volume to copy it again: %w", err)
+		}
+	}
+	if plan != volumeFill {
+		if err := r.createTargetVolume(ctx, v); err != nil {
+			return "", 0, err
+		}
+	}
+	n, err := r.copyVolume(ctx, v.Name, index, total)
+	if err != nil {
+		return "", n, err
+	}
+	return Copied, n, r.record.finish(v.Name)
+}
+
+// volumePlan is what a volume's copy does with the target's volume.
+type volumePlan int
+
+const (
+	volumeThere   volumePlan = iota // copied by an earlier run: nothing to do
+	volumeCreate                    // absent: create it, then copy
+	volumeFill                      // present and empty (a container made it): copy into it
+	volumeReplace                   // our unfinished copy, or other contents under Overwrite: remove, create, copy
+)
+
+// targetVolumePlan decides what v's copy does on the target: an
+// unfinished copy of ours is replaced whole, a volume with other contents
+// is kept (an error) unless Overwrite.
+func (r *run) targetVolumePlan(ctx context.Context, v volume) (volumePlan, error) {
+	var existing volume
+	err := r.opts.Target.call(ctx, http.MethodGet, "/volumes/"+url.PathEscape(v.Name), nil, nil, &existing)
+	switch {
+	case isNotFound(err):
+		return volumeCreate, nil
+	case err != nil:
+		return 0, fmt.Errorf("look up the volume on the target: %w", err)
+	case r.record.unfinished(v.Name):
+		return volumeReplace, nil
+	case r.record.copied(v.Name):
+		return volumeThere, nil
+	}
+	empty, err := r.targetVolumeEmpty(ctx, v.Name)
+	switch {
+	case err != nil:
+		return 0, err
+	case empty:
+		return volumeFill, nil
+	case !r.opts.Overwrite:
+		return 0, fmt.Errorf("the target already has a volume %s with other contents: remove it there or pass --overwrite", v.Name)
+	}
+	return volumeReplace, nil
+}
+
+// createTargetVolume makes v on the target with its driver, options and
+// labels.
+func (r *run) createTargetVolume(ctx context.Context, v volume) error {
+	body := map[string]any{"Name": v.Name, "Driver": v.Driver, "DriverOpts": v.Options, "Labels": v.Labels}
+	if err := r.opts.Target.call(ctx, http.MethodPost, "/volumes/create", nil, body, nil); err != nil {
+		return fmt.Errorf("create on the target: %w", err)
+	}
+	return nil
+}
+
+// targetVolumeEmpty reports whether the target's volume holds nothing
+// but its root folder.
+func (r *run) targetVolumeEmpty(ctx context.Context, name string) (bool, error) {
+	id, err := r.target.create(ctx, name, true)
+	if err != nil {
+		return false, err
+	}
+	defer r.target.removeContainers(ctx)
+	resp, err := r.opts.Target.do(ctx, http.MethodGet, "/containers/"+id+"/archive", url.Values{"path": {volumeMountPath}}, nil, "")
+	if err != nil {
+		return false, fmt.Errorf("read the target's volume: %w", err)
+	}
+	defer resp.Body.Close()
+	tr := tar.NewReader(resp.Body)
+	for entries := 0; ; entries++ {
+		_, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return true, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("read the target's volume: %w", err)
+		}
+		if entries >= 1 {
+			return false, nil
+		}
+	}
+}
+
+// copyVolume streams the volume's tree, owners, modes, times and links
+// from a source helper's archive into a target helper's.
+func (r *run) copyVolume(ctx context.Context, name string, index, total int) (int64, error) {
+	defer r.source.removeContainers(ctx)
+	defer r.target.removeContainers(ctx)
+	src, err := r.source.create(ctx, name, true)
+	if err != nil {
+		return 0, fmt.Errorf("source: %w", err)
+	}
+	dst, err := r.target.create(ctx, name, false)
+	if err != nil {
+		return 0, fmt.Errorf("target: %w", err)
+	}
+	resp, err := r.opts.Source.do(ctx, http.MethodGet, "/containers/"+src+"/archive", url.Values{"path": {volumeMountPath}}, nil, "")
+	if err != nil {
+		return 0, fmt.Errorf("read from the source: %w", err)
+	}
+	defer resp.Body.Close()
+	body := &progressReader{r: resp.Body, every: progressEvery, report: func(n int64) {
+		r.progress(Event{Kind: "volume", Name: name, Index: index, Total: total, Bytes: n})
+	}}
+	// The archive's root is the mount point's own folder, so it lands on
+	// the target's mount point, with the volume root's owner and mode.
+	q := url.Values{"path": {"/"}, "copyUIDGID": {"1"}}
+	put, err := r.opts.Target.do(ctx, http.MethodPut, "/containers/"+dst+"/archive", q, body, "application/x-tar")
+	if err != nil {
+		return body.n, fmt.Errorf("write to the target: %w", err)
+	}
+	put.Body.Close()
+	return body.n, nil
+}
+
+// progressEvery is how many bytes of a stream pass between two progress
+// events.
+const progressEvery = 4 << 20
+
+// progressReader counts bytes and reports every `every` of them.
+type progressReader struct {
+	r      io.Reader
+	n      int64
+	every  int64
+	next   int64
+	report func(int64)
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	p.n += int64(n)
+	if p.n >= p.next+p.every {
+		p.next = p.n
+		p.report(p.n)
+	}
+	return n, err
+}
+
+func (r *run) stopSourceContainers(ctx context.Context, cs []containerSummary) error {
+	for _, c := range cs {
+		if err := r.opts.Source.call(ctx, http.MethodPost, "/containers/"+c.ID+"/stop", nil, nil, nil); err != nil {
+			return fmt.Errorf("stop source container %s: %w", containerNames([]containerSummary{c}), err)
+		}
+	}
+	return nil
+}
+
+// startSourceContainers starts again what stopSourceContainers stopped,
+// even after a failure or Ctrl-C.
+func (r *run) startSourceContainers(ctx context.Context, cs []containerSummary) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	for _, c := range cs {
+		if err := r.opts.Source.call(ctx, http.MethodPost, "/containers/"+c.ID+"/start", nil, nil, nil); err != nil {
+			slog.Error("start a source container again", "container", containerNames([]containerSummary{c}), "err", err)
+		}
+	}
+}
