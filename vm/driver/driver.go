@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strings"
 	"time"
 
@@ -25,6 +26,15 @@ const (
 const (
 	NetworkUser     = "user"
 	NetworkIsolated = "isolated"
+)
+
+// Network stacks: what carries the guest's NIC. Slirp is QEMU's user
+// networking and VZNAT vz's NAT attachment, each its driver's default;
+// Gvisor is the host agent's own stack (network/usernet), on either.
+const (
+	NetStackSlirp  = "slirp"
+	NetStackVZNAT  = "vznat"
+	NetStackGvisor = "gvisor"
 )
 
 // Accelerators. AccelAuto lets the driver pick the fastest one that really
@@ -100,6 +110,12 @@ type Spec struct {
 	Disks    []Disk
 	Shares   []mounts.Share
 	Network  string // NetworkUser or NetworkIsolated
+	// NetStack is NetStackGvisor or the driver's own (empty, NetStackSlirp
+	// or NetStackVZNAT). With gvisor, NetFile is the VM's end of a socket
+	// pair whose other end the host agent's stack serves: a stream for
+	// QEMU (length-prefixed frames), datagrams for vz.
+	NetStack string
+	NetFile  *os.File `json:"-"`
 	DiskSync string
 	Rosetta  bool   // vz on arm64 only
 	Accel    string // AccelAuto (or empty), AccelKVM, AccelHVF, AccelTCG; qemu only
