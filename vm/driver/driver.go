@@ -107,9 +107,9 @@ type Spec struct {
 	Initrd  string
 	Cmdline string
 
-	Disks    []Disk
-	Shares   []mounts.Share
-	Network  string // NetworkUser or NetworkIsolated
+	Disks   []Disk
+	Shares  []mounts.Share
+	Network string // NetworkUser or NetworkIsolated
 	// NetStack is NetStackGvisor or the driver's own (empty, NetStackSlirp
 	// or NetStackVZNAT). With gvisor, NetFile is the VM's end of a socket
 	// pair whose other end the host agent's stack serves: a stream for
