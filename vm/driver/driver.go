@@ -159,6 +159,13 @@ func NewPlan(spec Spec, found any) Plan { return Plan{spec: spec, found: found} 
 // Spec is the spec the plan boots.
 func (p Plan) Spec() Spec { return p.spec }
 
+// WithNetFile is p with the VM's end of the host agent's network stack,
+// opened for one Start or Resume after Prepare checked the spec.
+func (p Plan) WithNetFile(f *os.File) Plan {
+	p.spec.NetFile = f
+	return p
+}
+
 // Found is what the driver gave NewPlan; nil for a zero Plan.
 func (p Plan) Found() any { return p.found }
 
