@@ -75,6 +75,7 @@ func New(cfg Config) (*Stack, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
+	routeLibraryLog(cfg.Log)
 	tcfg := &types.Configuration{
 		MTU: mtu, Subnet: Subnet, GatewayIP: GatewayIP, GatewayMacAddress: GatewayMAC,
 		GatewayVirtualIPs: []string{DNSIP},
