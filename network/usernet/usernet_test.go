@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/insomniacslk/dhcp/dhcpv4"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
@@ -181,5 +182,48 @@ func TestUDPFlowRelaysAndExpires(t *testing.T) {
 	time.Sleep(time.Second)
 	if after := echo("three"); after == first {
 		t.Fatalf("the idle flow kept its host socket %s", first)
+	}
+}
+
+// The guest's DHCP (the image's eth0 asks for it) leases slirp's
+// addressing to the guest's MAC: 10.0.2.15/24, router and DNS 10.0.2.2.
+func TestDHCPLeasesTheGuestSlirpAddressing(t *testing.T) {
+	guest := guestClient(t, newStack(t, Config{Isolated: true}))
+	laddr := tcpip.FullAddress{NIC: 1, Addr: addr4(net.ParseIP(GuestIP)), Port: 68}
+	raddr := tcpip.FullAddress{NIC: 1, Addr: addr4(net.ParseIP(GatewayIP)), Port: 67}
+	conn, err := gonet.DialUDP(guest, &laddr, &raddr, ipv4.ProtocolNumber)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	mac, _ := net.ParseMAC(GuestMAC)
+	discover, err := dhcpv4.NewDiscovery(mac)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := conn.Write(discover.ToBytes()); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1500)
+	n, err := conn.Read(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	offer, err := dhcpv4.FromBytes(buf[:n])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := offer.YourIPAddr.String(); got != GuestIP {
+		t.Errorf("leased %s, want %s", got, GuestIP)
+	}
+	if got := net.IP(offer.SubnetMask()).String(); got != "255.255.255.0" {
+		t.Errorf("mask %s, want 255.255.255.0", got)
+	}
+	if r := offer.Router(); len(r) != 1 || r[0].String() != GatewayIP {
+		t.Errorf("router %v, want %s", r, GatewayIP)
+	}
+	if d := offer.DNS(); len(d) != 1 || d[0].String() != GatewayIP {
+		t.Errorf("DNS %v, want %s", d, GatewayIP)
 	}
 }
