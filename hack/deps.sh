@@ -29,9 +29,11 @@ set -euo pipefail
 #   curl                    HTTP/2 over TLS through the domains router
 #   docker-compose          a compose project's <service>.<project> name
 #   ruby                    the Homebrew formula's test (hack/ci)
+#   dnsmasq-base            real DNS servers on loopback (network/usernet's
+#                           DNS test; the binary only, no service)
 pkgs=(make git qemu-system-x86 qemu-utils ovmf e2fsprogs busybox-static zstd tar
   socat iproute2 procps xorriso mmdebstrap docker-registry tinyproxy openssh-client
-  chromium libnss3-tools curl docker-compose ruby)
+  chromium libnss3-tools curl docker-compose ruby dnsmasq-base)
 if [ "${1:-}" = arm64 ]; then pkgs+=(qemu-system-arm); fi
 
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo

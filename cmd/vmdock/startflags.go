@@ -9,6 +9,7 @@ import (
 
 	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/vm/config"
+	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/macos"
 )
 
@@ -50,6 +51,7 @@ var configFlags = []configFlag{
 	stringFlag("loopback-alias-ip", func(c *config.Config) *string { return &c.Network.LoopbackAliasIP }, "address for --loopback-alias"),
 	stringFlag("port-bind", func(c *config.Config) *string { return &c.Network.PortBind }, "host address forwarded ports listen on"),
 	stringFlag("network-mode", func(c *config.Config) *string { return &c.Network.Mode }, "guest network: user or isolated"),
+	stringFlag("network-stack", func(c *config.Config) *string { return &c.Network.Stack }, "what carries the guest's network: slirp (qemu) or vznat (vz), or gvisor (the host agent's own stack)"),
 	{name: "dns", define: defineDNS},
 	{name: "env", define: defineEnv},
 	stringFlag("image", func(c *config.Config) *string { return &c.Image }, "guest image: catalog name, path or URL (default: the built-in image for --arch)"),
@@ -94,6 +96,11 @@ func defineVMType(fs *pflag.FlagSet, d config.Config) applyFlag {
 			// A new instance's default mount type follows its VM type:
 			// FillDefaults chooses it again.
 			cfg.MountType = ""
+		}
+		if a.fresh && !a.changed("network-stack") && cfg.Network.Stack != driver.NetStackGvisor {
+			// So is its network stack, unless it asks for the one both
+			// VM types run.
+			cfg.Network.Stack = ""
 		}
 		return nil
 	}

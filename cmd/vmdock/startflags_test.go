@@ -78,6 +78,7 @@ func TestConfigFlagsLandInConfig(t *testing.T) {
 		"loopback-alias-ip":        {"10.1.2.3", func(c config.Config) any { return c.Network.LoopbackAliasIP }, "10.1.2.3"},
 		"port-bind":                {"0.0.0.0", func(c config.Config) any { return c.Network.PortBind }, "0.0.0.0"},
 		"network-mode":             {"isolated", func(c config.Config) any { return c.Network.Mode }, "isolated"},
+		"network-stack":            {"gvisor", func(c config.Config) any { return c.Network.Stack }, "gvisor"},
 		"dns":                      {"9.9.9.9", func(c config.Config) any { return c.Network.DNS }, []string{"9.9.9.9"}},
 		"env":                      {"A=b", func(c config.Config) any { return c.Env }, map[string]string{"A": "b"}},
 		"image":                    {"/tmp/img.tar.zst", func(c config.Config) any { return c.Image }, "/tmp/img.tar.zst"},
@@ -131,5 +132,25 @@ func TestVMTypeFlagResetsMountTypeOnlyWhenFresh(t *testing.T) {
 	}
 	if cfg, _ := applyArgs(t, base, false, "--vm-type", "qemu"); cfg.MountType != "virtiofs" {
 		t.Errorf("saved --vm-type: mount type %q, want the saved virtiofs", cfg.MountType)
+	}
+}
+
+// A new instance's network stack follows --vm-type too, unless it is
+// gvisor (both VM types run it) or given with --network-stack.
+func TestVMTypeFlagResetsNetworkStackOnlyWhenFresh(t *testing.T) {
+	base := config.Default(testHost)
+	base.Network.Stack = "vznat"
+	if cfg, _ := applyArgs(t, base, true, "--vm-type", "qemu"); cfg.Network.Stack != "" {
+		t.Errorf("fresh --vm-type: stack %q, want it left for FillDefaults", cfg.Network.Stack)
+	}
+	if cfg, _ := applyArgs(t, base, false, "--vm-type", "qemu"); cfg.Network.Stack != "vznat" {
+		t.Errorf("saved --vm-type: stack %q, want the saved vznat", cfg.Network.Stack)
+	}
+	base.Network.Stack = "gvisor"
+	if cfg, _ := applyArgs(t, base, true, "--vm-type", "qemu"); cfg.Network.Stack != "gvisor" {
+		t.Errorf("fresh --vm-type with gvisor: stack %q, want gvisor kept", cfg.Network.Stack)
+	}
+	if cfg, _ := applyArgs(t, base, true, "--vm-type", "qemu", "--network-stack", "slirp"); cfg.Network.Stack != "slirp" {
+		t.Errorf("fresh --vm-type --network-stack slirp: stack %q, want slirp", cfg.Network.Stack)
 	}
 }

@@ -353,3 +353,39 @@ func TestPortForwarderLeavesADirectPathTheHostRefuses(t *testing.T) {
 		})
 	}
 }
+
+// dialingDirect is a DirectPath that dials its own addresses, as an
+// in-process stack does: its names mean nothing to the host's network.
+type dialingDirect struct {
+	fakeDirect
+	realAddr string
+	dialed   atomic.Int32
+}
+
+func (d *dialingDirect) DialDirect(ctx context.Context, addr string) (net.Conn, error) {
+	if addr != "guest.invalid:80" {
+		return nil, errors.New("unexpected address " + addr)
+	}
+	d.dialed.Add(1)
+	var nd net.Dialer
+	return nd.DialContext(ctx, "tcp", d.realAddr)
+}
+
+// A DirectPath that is a DirectDialer carries its connections itself.
+func TestPortForwarderDialsThroughADirectDialer(t *testing.T) {
+	g := newFakeGuest(t)
+	port := freePort(t)
+	g.route(port, taggedServer(t, "tunnel"))
+	d := &dialingDirect{fakeDirect: fakeDirect{to: map[int]string{port: "guest.invalid:80"}}, realAddr: taggedServer(t, "direct")}
+	f := newForwarder(t, g, PortForwarderConfig{Direct: d})
+	f.Apply(PortEvent{Added: true, Proto: "tcp", IP: "0.0.0.0", Port: port})
+	if !eventually(2*time.Second, func() bool { return pathOf(f, port) == PathDirect }) {
+		t.Fatal("direct path never opened")
+	}
+	if got := readVia(t, port); got != "direct" {
+		t.Errorf("connection went %q, want direct", got)
+	}
+	if d.dialed.Load() != 1 {
+		t.Errorf("DialDirect called %d times, want 1", d.dialed.Load())
+	}
+}

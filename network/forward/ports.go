@@ -70,6 +70,13 @@ type DirectPath interface {
 	Handshakes() int
 }
 
+// DirectDialer is a DirectPath whose addresses only it can dial: an
+// in-process network stack, where the guest's address is no host route.
+// The forwarder dials such a path's addresses through DialDirect.
+type DirectDialer interface {
+	DialDirect(ctx context.Context, addr string) (net.Conn, error)
+}
+
 // AddrPath is the DirectPath to a guest whose own address the host routes
 // to: a port needs no rule, its address is the guest's address and port.
 // It takes many handshakes at once (the guest's kernel accepts them).
@@ -284,10 +291,18 @@ func NewPortForwarder(opts PortForwarderConfig) *PortForwarder {
 		hosts:      listenHosts(opts.BindAddr, hostHasIPv6Loopback),
 		listenTCP:  func(addr string) (net.Listener, error) { return net.Listen("tcp", addr) },
 		listenUDP:  func(addr string) (net.PacketConn, error) { return net.ListenPacket("udp", addr) },
-		directDial: func(ctx context.Context, addr string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "tcp", addr)
-		},
+		directDial: directDialFor(opts.Direct),
+	}
+}
+
+// directDialFor is how the forwarder dials the addresses p returns.
+func directDialFor(p DirectPath) func(ctx context.Context, addr string) (net.Conn, error) {
+	if d, ok := p.(DirectDialer); ok {
+		return d.DialDirect
+	}
+	return func(ctx context.Context, addr string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addr)
 	}
 }
 

@@ -63,6 +63,7 @@ type Mount = mounts.Mount
 // NetworkConfig is the guest's network and the host-side addresses.
 type NetworkConfig struct {
 	Mode            string   `yaml:"mode" json:"mode"`                       // user | isolated
+	Stack           string   `yaml:"stack" json:"stack"`                     // slirp (qemu) | vznat (vz) | gvisor
 	DNS             []string `yaml:"dns" json:"dns"`                         // guest resolvers; empty: the VM network's
 	PortBind        string   `yaml:"portBind" json:"portBind"`               // host address forwarded ports bind to
 	LoopbackAlias   bool     `yaml:"loopbackAlias" json:"loopbackAlias"`     // put LoopbackAliasIP on the host's loopback

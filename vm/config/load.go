@@ -72,6 +72,17 @@ func (c *Config) FillDefaults(h Host) {
 	if c.MountType == "" {
 		c.MountType = h.DefaultMountType(c.VMType)
 	}
+	if c.Network.Stack == "" {
+		c.Network.Stack = DefaultNetworkStack(c.VMType)
+	}
+}
+
+// DefaultNetworkStack is the VM type's own network: QEMU's slirp, vz's NAT.
+func DefaultNetworkStack(vmType string) string {
+	if vmType == driver.TypeVZ {
+		return driver.NetStackVZNAT
+	}
+	return driver.NetStackSlirp
 }
 
 // MaxBytes caps what is read of a config or template: a real one is
@@ -113,6 +124,7 @@ func Read(path string) ([]byte, error) {
 func Parse(b []byte, h Host) (Config, error) {
 	c := Default(h)
 	c.MountType = ""
+	c.Network.Stack = ""
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {

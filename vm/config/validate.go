@@ -42,6 +42,7 @@ func (c Config) ValidateOn(h Host) error {
 		c.validateDiskSync(),
 		c.validateImageBaseURL(),
 		c.Network.validate(),
+		c.validateNetworkStack(),
 		validateEnv(c.Env),
 		c.validateCorpNet(),
 		c.PortForward.validate(),
@@ -214,6 +215,18 @@ func (c Config) validateImageBaseURL() []error {
 		return []error{fmt.Errorf("imageBaseURL: %w", err)}
 	}
 	return nil
+}
+
+// validateNetworkStack checks network.stack against vmType: each VM type
+// has its own stack, and both take gvisor.
+func (c Config) validateNetworkStack() []error {
+	own := DefaultNetworkStack(c.VMType)
+	if c.Network.Stack == own || c.Network.Stack == driver.NetStackGvisor {
+		return nil
+	}
+	var p problems
+	p.bad("network.stack", c.Network.Stack, "%s or %s with vmType %s", own, driver.NetStackGvisor, c.VMType)
+	return p
 }
 
 func (n NetworkConfig) validate() []error {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strings"
 	"time"
 
@@ -25,6 +26,15 @@ const (
 const (
 	NetworkUser     = "user"
 	NetworkIsolated = "isolated"
+)
+
+// Network stacks: what carries the guest's NIC. Slirp is QEMU's user
+// networking and VZNAT vz's NAT attachment, each its driver's default;
+// Gvisor is the host agent's own stack (network/usernet), on either.
+const (
+	NetStackSlirp  = "slirp"
+	NetStackVZNAT  = "vznat"
+	NetStackGvisor = "gvisor"
 )
 
 // Accelerators. AccelAuto lets the driver pick the fastest one that really
@@ -97,9 +107,15 @@ type Spec struct {
 	Initrd  string
 	Cmdline string
 
-	Disks    []Disk
-	Shares   []mounts.Share
-	Network  string // NetworkUser or NetworkIsolated
+	Disks   []Disk
+	Shares  []mounts.Share
+	Network string // NetworkUser or NetworkIsolated
+	// NetStack is NetStackGvisor or the driver's own (empty, NetStackSlirp
+	// or NetStackVZNAT). With gvisor, NetFile is the VM's end of a socket
+	// pair whose other end the host agent's stack serves: a stream for
+	// QEMU (length-prefixed frames), datagrams for vz.
+	NetStack string
+	NetFile  *os.File `json:"-"`
 	DiskSync string
 	Rosetta  bool   // vz on arm64 only
 	Accel    string // AccelAuto (or empty), AccelKVM, AccelHVF, AccelTCG; qemu only
@@ -142,6 +158,13 @@ func NewPlan(spec Spec, found any) Plan { return Plan{spec: spec, found: found} 
 
 // Spec is the spec the plan boots.
 func (p Plan) Spec() Spec { return p.spec }
+
+// WithNetFile is p with the VM's end of the host agent's network stack,
+// opened for one Start or Resume after Prepare checked the spec.
+func (p Plan) WithNetFile(f *os.File) Plan {
+	p.spec.NetFile = f
+	return p
+}
 
 // Found is what the driver gave NewPlan; nil for a zero Plan.
 func (p Plan) Found() any { return p.found }

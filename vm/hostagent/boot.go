@@ -148,8 +148,13 @@ func (ha *hostAgent) stepVM(ctx context.Context) error {
 // startVM boots the VM and watches its console from the first byte.
 func (ha *hostAgent) startVM(ctx context.Context) error {
 	console := newConsoleWatch(ha.boot.spec.SerialLog, ha.opts.BootSilence)
-	m, err := ha.boot.driver.Start(ctx, ha.boot.plan)
+	plan, err := ha.withNetStack(ha.boot.plan)
 	if err != nil {
+		return err
+	}
+	m, err := ha.boot.driver.Start(ctx, plan)
+	if err != nil {
+		ha.closeNetStack()
 		return err
 	}
 	ha.watchConsole(console, m)
@@ -166,6 +171,7 @@ func (ha *hostAgent) undoVM(ctx context.Context) error {
 	ha.mu.Lock()
 	m := ha.run.machine
 	ha.mu.Unlock()
+	defer ha.closeNetStack()
 	if m == nil {
 		return nil
 	}
@@ -251,7 +257,10 @@ func (ha *hostAgent) onSession(ctx context.Context, step string, requests func(c
 
 func (ha *hostAgent) stepTunnels(ctx context.Context) error {
 	ha.mu.Lock()
-	direct := directPathFor(ha.run.machine, ha.session.link.guestAddr)
+	direct := ha.netStackDirect()
+	if direct == nil {
+		direct = directPathFor(ha.run.machine, ha.session.link.guestAddr)
+	}
 	ha.mu.Unlock()
 	t, err := startTunnels(ctx, ha.inst, ha.cfg, &ha.session.link, direct, ha.hold, ha.yieldToPublished)
 	if err != nil {
@@ -487,6 +496,7 @@ func (ha *hostAgent) buildSpec(img *images.Image) (driver.Spec, error) {
 			{Path: ha.inst.BootDiskPath(), Format: "raw", ReadOnly: true, CDROM: true},
 		},
 		Network:   ha.cfg.Network.Mode,
+		NetStack:  ha.cfg.Network.Stack,
 		DiskSync:  ha.cfg.DiskSync,
 		Rosetta:   ha.cfg.VZRosetta,
 		Accel:     ha.cfg.Accel,

@@ -106,8 +106,13 @@ func (ha *hostAgent) resumeVM(ctx context.Context) error {
 	console := newConsoleWatch(ha.boot.spec.SerialLog, ha.opts.BootSilence)
 	saved := ha.boot.resumeFrom
 	start := time.Now()
-	m, err := r.Resume(ctx, ha.boot.plan, resume.StatePath(ha.inst.SavedStateDir()), saved.State, saved.State.Accel)
+	plan, err := ha.withNetStack(ha.boot.plan)
 	if err != nil {
+		return err
+	}
+	m, err := r.Resume(ctx, plan, resume.StatePath(ha.inst.SavedStateDir()), saved.State, saved.State.Accel)
+	if err != nil {
+		ha.closeNetStack()
 		return err
 	}
 	slog.Info("VM resumed from its saved state", "took", time.Since(start).Round(time.Millisecond), "saved", saved.At)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/mounts"
+	"github.com/vmdock/vmdock/network/usernet"
 	"github.com/vmdock/vmdock/vm/driver"
 )
 
@@ -187,7 +188,7 @@ func Args(spec driver.Spec, env HostEnv) ([]string, error) {
 	b.add(bootArgs(spec, env, arch))
 	b.add(controlArgs(spec.Dir, spec.SerialLog))
 	b.add(diskArgs(spec.Disks, spec.DiskSync, bootsEFI(spec, env)))
-	b.add(networkArgs(spec.Network))
+	b.add(networkArgs(spec.Network, spec.NetStack))
 	b.add(guestDeviceArgs(arch))
 	b.add(agentChannelArgs(spec.Dir))
 	b.add(shareArgs(spec, env.Virtiofsd.Path))
@@ -401,19 +402,30 @@ func driveOption(i int, d driver.Disk, cache string) (string, error) {
 	return drive + ",cache=" + cache + ",discard=unmap,detect-zeroes=unmap", nil
 }
 
-// networkArgs are the slirp NIC; restrict=on cuts the guest off from
-// everything but the host-side slirp services while the agent channel
-// keeps working.
-func networkArgs(network string) ([]string, error) {
-	netdev := "user,id=" + netdevID
+// networkArgs are the NIC and what carries it: slirp, where
+// restrict=on cuts the guest off from everything but the host-side slirp
+// services while the agent channel keeps working; or the host agent's own
+// stack on netFD, which enforces isolation itself and leases the guest's
+// address by the MAC given here.
+func networkArgs(network, stack string) ([]string, error) {
 	switch network {
-	case "", driver.NetworkUser:
-	case driver.NetworkIsolated:
-		netdev += ",restrict=on"
+	case "", driver.NetworkUser, driver.NetworkIsolated:
 	default:
 		return nil, fmt.Errorf("network %q: accepted values are %s and %s", network, driver.NetworkUser, driver.NetworkIsolated)
 	}
-	return []string{"-netdev", netdev, "-device", "virtio-net-pci,netdev=" + netdevID}, nil
+	switch stack {
+	case "", driver.NetStackSlirp:
+		netdev := "user,id=" + netdevID
+		if network == driver.NetworkIsolated {
+			netdev += ",restrict=on"
+		}
+		return []string{"-netdev", netdev, "-device", "virtio-net-pci,netdev=" + netdevID}, nil
+	case driver.NetStackGvisor:
+		return []string{"-netdev", fmt.Sprintf("socket,id=%s,fd=%d", netdevID, netFD),
+			"-device", "virtio-net-pci,netdev=" + netdevID + ",mac=" + usernet.GuestMAC}, nil
+	default:
+		return nil, fmt.Errorf("network stack %q: accepted values on qemu are %s and %s", stack, driver.NetStackSlirp, driver.NetStackGvisor)
+	}
 }
 
 // guestDeviceArgs are the entropy source, the panic device and the

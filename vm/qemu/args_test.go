@@ -1,6 +1,7 @@
 package qemu
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -516,11 +517,46 @@ func TestDiskArgs(t *testing.T) {
 
 func TestNetworkArgs(t *testing.T) {
 	for network, netdev := range map[string]string{"": "user,id=net0", driver.NetworkUser: "user,id=net0", driver.NetworkIsolated: "user,id=net0,restrict=on"} {
-		got, err := networkArgs(network)
-		wantArgv(t, got, err, "-netdev", netdev, "-device", "virtio-net-pci,netdev=net0")
+		for _, stack := range []string{"", driver.NetStackSlirp} {
+			got, err := networkArgs(network, stack)
+			wantArgv(t, got, err, "-netdev", netdev, "-device", "virtio-net-pci,netdev=net0")
+		}
 	}
-	got, err := networkArgs("vmnet")
+	got, err := networkArgs("vmnet", "")
 	wantErr(t, got, err, `network "vmnet": accepted values are user and isolated`)
+	got, err = networkArgs(driver.NetworkUser, "vznat")
+	wantErr(t, got, err, `network stack "vznat": accepted values on qemu are slirp and gvisor`)
+}
+
+// The host agent's stack: the NIC on the socket at netFD, with the MAC
+// the stack's static lease gives 10.0.2.15, isolated or not (the stack
+// isolates, not qemu).
+func TestNetworkArgsGvisor(t *testing.T) {
+	for _, network := range []string{driver.NetworkUser, driver.NetworkIsolated} {
+		got, err := networkArgs(network, driver.NetStackGvisor)
+		wantArgv(t, got, err, "-netdev", "socket,id=net0,fd=4", "-device", "virtio-net-pci,netdev=net0,mac=52:54:00:12:34:56")
+	}
+}
+
+// The stack's socket is always descriptor 4: after the resume state's 3,
+// or after a closed 3 on a cold boot.
+func TestWithNetFile(t *testing.T) {
+	net, state := os.NewFile(uintptr(os.Stdin.Fd()), "net"), os.NewFile(uintptr(os.Stdin.Fd()), "state")
+	spec := driver.Spec{NetStack: driver.NetStackGvisor, NetFile: net}
+	got, err := withNetFile(nil, spec)
+	if err != nil || len(got) != 2 || got[0] != nil || got[1] != net {
+		t.Errorf("cold boot files %v, %v; want [nil net]", got, err)
+	}
+	got, err = withNetFile([]*os.File{state}, spec)
+	if err != nil || len(got) != 2 || got[0] != state || got[1] != net {
+		t.Errorf("resume files %v, %v; want [state net]", got, err)
+	}
+	if _, err := withNetFile(nil, driver.Spec{NetStack: driver.NetStackGvisor}); err == nil {
+		t.Error("gvisor without a socket accepted")
+	}
+	if got, err := withNetFile([]*os.File{state}, driver.Spec{}); err != nil || len(got) != 1 {
+		t.Errorf("slirp files %v, %v; want [state]", got, err)
+	}
 }
 
 func TestGuestDeviceArgs(t *testing.T) {

@@ -239,6 +239,21 @@ func (d *Driver) Start(ctx context.Context, plan driver.Plan) (driver.Machine, e
 	return m, err
 }
 
+// withNetFile puts spec's network stack socket at netFD among the files
+// qemu gets from descriptor 3 on.
+func withNetFile(files []*os.File, spec driver.Spec) ([]*os.File, error) {
+	if spec.NetStack != driver.NetStackGvisor {
+		return files, nil
+	}
+	if spec.NetFile == nil {
+		return nil, errors.New("network stack gvisor: the host agent gave qemu no socket to its stack")
+	}
+	out := make([]*os.File, netFD-2) // a nil entry is a closed descriptor
+	copy(out, files)
+	out[netFD-3] = spec.NetFile
+	return out, nil
+}
+
 // launch starts virtiofsd and qemu for spec and waits for QMP. files are
 // passed to qemu from descriptor 3 on.
 func (d *Driver) launch(ctx context.Context, spec driver.Spec, env HostEnv, bin string, choice accelChoice, files []*os.File) (*Machine, error) {
@@ -295,7 +310,10 @@ func (d *Driver) launch(ctx context.Context, spec driver.Spec, env HostEnv, bin 
 	cmd.Stderr = io.MultiWriter(logFile, m.tail)
 	cmd.SysProcAttr = sysProcAttr()
 	cmd.WaitDelay = 2 * time.Second
-	cmd.ExtraFiles = files
+	cmd.ExtraFiles, err = withNetFile(files, spec)
+	if err != nil {
+		return nil, err
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}

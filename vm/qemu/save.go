@@ -32,6 +32,10 @@ const (
 	saveFDName = "vmdock-save"
 	// incomingFD is where a resumed qemu reads its state (ExtraFiles[0]).
 	incomingFD = 3
+	// netFD is the VM's end of the host agent's network stack
+	// (ExtraFiles[1]), the same whether the VM boots or resumes so the
+	// command line the resume fingerprint covers does not change.
+	netFD = 4
 )
 
 // Bounds of the save and the resume. A 2 GiB guest's used memory is

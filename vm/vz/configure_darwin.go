@@ -5,6 +5,7 @@ package vz
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 
 	vz "github.com/Code-Hex/vz/v3"
@@ -13,7 +14,7 @@ import (
 // configure maps a plan and the instance's identity onto vz objects; it
 // decides nothing itself. Each device group has its own function below, so
 // a change to one kind of device stays in one place.
-func configure(p *VMPlan, id vmIdentity) (*vz.VirtualMachineConfiguration, error) {
+func configure(p *VMPlan, id vmIdentity, netFile *os.File) (*vz.VirtualMachineConfiguration, error) {
 	boot, err := bootLoader(p.Boot)
 	if err != nil {
 		return nil, err
@@ -25,7 +26,7 @@ func configure(p *VMPlan, id vmIdentity) (*vz.VirtualMachineConfiguration, error
 	if err := attachPlatform(cfg, p, id); err != nil {
 		return nil, err
 	}
-	if err := attachNetwork(cfg, p, id.MAC); err != nil {
+	if err := attachNetwork(cfg, p, id.MAC, netFile); err != nil {
 		return nil, err
 	}
 	for _, attach := range []func(*vz.VirtualMachineConfiguration, *VMPlan) error{
@@ -94,23 +95,56 @@ func vzSyncMode(s SyncMode) vz.DiskImageSynchronizationMode {
 	return vz.DiskImageSynchronizationMode(syncModes[s].Value)
 }
 
-// attachNetwork adds one NAT NIC with the instance's MAC address (so the
-// guest keeps its DHCP lease) when the plan asks for a network at all.
-func attachNetwork(cfg *vz.VirtualMachineConfiguration, p *VMPlan, mac *vz.MACAddress) error {
-	if !p.NAT {
+// attachNetwork adds the plan's NIC, if any: behind NAT with the
+// instance's MAC address (so the guest keeps its DHCP lease), or on the
+// host agent's stack through netFile with the MAC its lease knows.
+func attachNetwork(cfg *vz.VirtualMachineConfiguration, p *VMPlan, mac *vz.MACAddress, netFile *os.File) error {
+	var att vz.NetworkDeviceAttachment
+	switch {
+	case p.Stack:
+		a, stackMAC, err := stackAttachment(p, netFile)
+		if err != nil {
+			return err
+		}
+		att, mac = a, stackMAC
+	case p.NAT:
+		nat, err := vz.NewNATNetworkDeviceAttachment()
+		if err != nil {
+			return fmt.Errorf("vz: NAT attachment: %w", err)
+		}
+		att = nat
+	default:
 		return nil
 	}
-	nat, err := vz.NewNATNetworkDeviceAttachment()
-	if err != nil {
-		return fmt.Errorf("vz: NAT attachment: %w", err)
-	}
-	nic, err := vz.NewVirtioNetworkDeviceConfiguration(nat)
+	nic, err := vz.NewVirtioNetworkDeviceConfiguration(att)
 	if err != nil {
 		return fmt.Errorf("vz: virtio-net: %w", err)
 	}
 	nic.SetMACAddress(mac)
 	cfg.SetNetworkDevicesVirtualMachineConfiguration([]*vz.VirtioNetworkDeviceConfiguration{nic})
 	return nil
+}
+
+// stackAttachment is the file handle attachment on the host agent's
+// datagram socket, and the MAC address the stack leases the guest's
+// address to.
+func stackAttachment(p *VMPlan, netFile *os.File) (vz.NetworkDeviceAttachment, *vz.MACAddress, error) {
+	if netFile == nil {
+		return nil, nil, errors.New("vz: network stack gvisor: the host agent gave the VM no socket to its stack")
+	}
+	hw, err := net.ParseMAC(p.StackMAC)
+	if err != nil {
+		return nil, nil, fmt.Errorf("vz: the stack's guest MAC %q: %w", p.StackMAC, err)
+	}
+	mac, err := vz.NewMACAddress(hw)
+	if err != nil {
+		return nil, nil, fmt.Errorf("vz: MAC address %s: %w", p.StackMAC, err)
+	}
+	att, err := vz.NewFileHandleNetworkDeviceAttachment(netFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("vz: file handle network attachment: %w", err)
+	}
+	return att, mac, nil
 }
 
 // attachVsock adds the virtio-vsock device the agent channel runs on

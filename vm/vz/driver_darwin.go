@@ -110,7 +110,7 @@ func newVM(spec driver.Spec, plan *VMPlan) (*vzVirtualMachine, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := configure(plan, id)
+	cfg, err := configure(plan, id, spec.NetFile)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/mounts"
+	"github.com/vmdock/vmdock/network/usernet"
 	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/macos"
 )
@@ -137,6 +138,12 @@ type VMPlan struct {
 	// (isolated) means no network device at all: the agent still talks over
 	// vsock, so tunnels keep working.
 	NAT bool
+	// Stack attaches the virtio-net device to the host agent's network
+	// stack instead (network.stack gvisor): a file handle attachment on the
+	// datagram socket the spec's NetFile is, with StackMAC, the address
+	// the stack's static lease knows. The stack enforces isolation itself.
+	Stack    bool
+	StackMAC string
 
 	VsockPort uint32 // the guest agent listens here
 
@@ -215,12 +222,8 @@ func Plan(spec driver.Spec, host HostInfo) (*VMPlan, error) {
 	if p.Shares, err = planShares(spec); err != nil {
 		return nil, err
 	}
-	switch spec.Network {
-	case "", driver.NetworkUser:
-	case driver.NetworkIsolated:
-		p.NAT = false
-	default:
-		return nil, fmt.Errorf("vz: unknown network mode %q (accepted: user, isolated)", spec.Network)
+	if err := planNetwork(p, spec); err != nil {
+		return nil, err
 	}
 	if spec.Rosetta {
 		if p.Rosetta, err = planRosetta(host, ver); err != nil {
@@ -235,6 +238,26 @@ func Plan(spec driver.Spec, host HostInfo) (*VMPlan, error) {
 	}
 	planIntelKernel(p, host, ver)
 	return p, nil
+}
+
+// planNetwork picks the NIC: behind vz's NAT, on the host agent's stack,
+// or none (isolated on NAT).
+func planNetwork(p *VMPlan, spec driver.Spec) error {
+	switch spec.Network {
+	case "", driver.NetworkUser:
+	case driver.NetworkIsolated:
+		p.NAT = false
+	default:
+		return fmt.Errorf("vz: unknown network mode %q (accepted: user, isolated)", spec.Network)
+	}
+	switch spec.NetStack {
+	case "", driver.NetStackVZNAT:
+	case driver.NetStackGvisor:
+		p.NAT, p.Stack, p.StackMAC = false, true, usernet.GuestMAC
+	default:
+		return fmt.Errorf("vz: unknown network stack %q (accepted: %s, %s)", spec.NetStack, driver.NetStackVZNAT, driver.NetStackGvisor)
+	}
+	return nil
 }
 
 func planResources(p *VMPlan, spec driver.Spec, host HostInfo) error {

@@ -102,6 +102,16 @@ func TestPlanDecisions(t *testing.T) {
 					t.Error("no NAT for default network")
 				}
 			}},
+		{"gvisor stack replaces NAT", armHost, func(s *driver.Spec) { s.NetStack = driver.NetStackGvisor },
+			func(t *testing.T, p *VMPlan) { wantStack(t, p) }},
+		{"gvisor stack isolates itself", armHost, func(s *driver.Spec) { s.NetStack, s.Network = driver.NetStackGvisor, driver.NetworkIsolated },
+			func(t *testing.T, p *VMPlan) { wantStack(t, p) }},
+		{"vznat is NAT", armHost, func(s *driver.Spec) { s.NetStack = driver.NetStackVZNAT },
+			func(t *testing.T, p *VMPlan) {
+				if !p.NAT || p.Stack {
+					t.Errorf("vznat: NAT %v, stack %v; want NAT only", p.NAT, p.Stack)
+				}
+			}},
 		{"sync full", armHost, func(s *driver.Spec) { s.DiskSync = driver.DiskSyncFull },
 			func(t *testing.T, p *VMPlan) { wantSync(t, p, SyncFull) }},
 		{"sync none", armHost, func(s *driver.Spec) { s.DiskSync = driver.DiskSyncNone },
@@ -232,6 +242,7 @@ func TestPlanErrors(t *testing.T) {
 		{"long disk serial", armHost, func(s *driver.Spec) { s.Disks[0].Serial = "vmdock-root-disk-of-x" }, `disk serial "vmdock-root-disk-of-x": 21 bytes, at most 20`},
 		{"bad sync", armHost, func(s *driver.Spec) { s.DiskSync = "sometimes" }, `disk sync "sometimes" unknown (accepted: full, fsync, none)`},
 		{"bad network", armHost, func(s *driver.Spec) { s.Network = "bridged" }, `network mode "bridged"`},
+		{"slirp stack", armHost, func(s *driver.Spec) { s.NetStack = driver.NetStackSlirp }, `network stack "slirp" (accepted: vznat, gvisor)`},
 		{"9p", armHost, func(s *driver.Spec) { s.Shares[1].Type = mounts.Type9p }, `share /opt/ro: mount type "9p" not supported (accepted: virtiofs)`},
 		{"empty tag", armHost, func(s *driver.Spec) { s.Shares[0].Tag = "" }, "empty tag"},
 		{"long tag", armHost, func(s *driver.Spec) { s.Shares[0].Tag = strings.Repeat("t", 37) }, "at most 36"},
@@ -274,5 +285,14 @@ func TestPlanErrors(t *testing.T) {
 				t.Errorf("error spans lines: %q", err)
 			}
 		})
+	}
+}
+
+// wantStack: the NIC is on the host agent's stack, with the MAC its
+// static lease gives the guest's address, and not behind NAT.
+func wantStack(t *testing.T, p *VMPlan) {
+	t.Helper()
+	if p.NAT || !p.Stack || p.StackMAC != "52:54:00:12:34:56" {
+		t.Errorf("NAT %v, stack %v, MAC %q; want the stack only with 52:54:00:12:34:56", p.NAT, p.Stack, p.StackMAC)
 	}
 }

@@ -1,0 +1,159 @@
+package usernet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/containers/gvisor-tap-vsock/pkg/services/dns"
+	"github.com/containers/gvisor-tap-vsock/pkg/tcpproxy"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
+	"gvisor.dev/gvisor/pkg/tcpip/header"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
+	"gvisor.dev/gvisor/pkg/tcpip/transport/udp"
+	"gvisor.dev/gvisor/pkg/waiter"
+)
+
+// maxPendingTCP bounds the guest's connections being dialled on the host
+// at once; more are refused until some complete.
+const maxPendingTCP = 256
+
+// hostTarget is where a guest packet to dst goes on the host, or "" when
+// the stack lets it nowhere: everything when isolated, link-local always
+// (cloud metadata services are not the guest's to reach), and the
+// gateway addresses meaning the host's loopback as on slirp.
+func (s *Stack) hostTarget(dst tcpip.Address, port uint16) string {
+	if s.cfg.Isolated {
+		return ""
+	}
+	ip := net.IP(dst.AsSlice())
+	if ip.IsLinkLocalUnicast() || ip.Equal(net.IPv4bcast) || ip.IsMulticast() {
+		return ""
+	}
+	if ip.Equal(net.ParseIP(GatewayIP)) || ip.Equal(net.ParseIP(DNSIP)) {
+		ip = net.IPv4(127, 0, 0, 1)
+	}
+	return net.JoinHostPort(ip.String(), strconv.Itoa(int(port)))
+}
+
+func (s *Stack) tcpForwarder() *tcp.Forwarder {
+	return tcp.NewForwarder(s.stack, 0, maxPendingTCP, func(r *tcp.ForwarderRequest) {
+		id := r.ID()
+		target := s.hostTarget(id.LocalAddress, id.LocalPort)
+		if target == "" {
+			r.Complete(true)
+			return
+		}
+		var d net.Dialer
+		ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
+		outbound, err := d.DialContext(ctx, "tcp", target)
+		cancel()
+		if err != nil {
+			r.Complete(true) // the guest sees the refusal as a reset
+			return
+		}
+		var wq waiter.Queue
+		ep, tcpErr := r.CreateEndpoint(&wq)
+		r.Complete(false)
+		if tcpErr != nil {
+			outbound.Close()
+			return
+		}
+		proxy := tcpproxy.DialProxy{DialContext: func(context.Context, string, string) (net.Conn, error) { return outbound, nil }}
+		proxy.HandleConn(gonet.NewTCPConn(&wq, ep))
+	})
+}
+
+func (s *Stack) udpForwarder() *udp.Forwarder {
+	return udp.NewForwarder(s.stack, func(r *udp.ForwarderRequest) {
+		id := r.ID()
+		target := s.hostTarget(id.LocalAddress, id.LocalPort)
+		if target == "" || id.LocalAddress == header.IPv4Broadcast {
+			return
+		}
+		var wq waiter.Queue
+		ep, tcpErr := r.CreateEndpoint(&wq)
+		if tcpErr != nil {
+			return
+		}
+		guest := gonet.NewUDPConn(&wq, ep)
+		host, err := net.Dial("udp", target)
+		if err != nil {
+			guest.Close()
+			return
+		}
+		go relayUDP(guest, host, s.cfg.UDPIdle)
+	})
+}
+
+// relayUDP copies datagrams both ways until neither side has sent one for
+// idle, then closes both: the flow's host socket lives only as long as the
+// flow does.
+func relayUDP(guest, host net.Conn, idle time.Duration) {
+	var last atomic.Int64
+	last.Store(time.Now().UnixNano())
+	pump := func(dst, src net.Conn) {
+		buf := make([]byte, 65535)
+		for {
+			_ = src.SetReadDeadline(time.Now().Add(idle))
+			n, err := src.Read(buf)
+			if err != nil {
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() && time.Since(time.Unix(0, last.Load())) < idle {
+					continue // the other direction kept the flow alive
+				}
+				return
+			}
+			last.Store(time.Now().UnixNano())
+			if _, err := dst.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+	}
+	done := make(chan struct{}, 2)
+	go func() { pump(host, guest); done <- struct{}{} }()
+	go func() { pump(guest, host); done <- struct{}{} }()
+	<-done
+	guest.Close()
+	host.Close()
+	<-done
+}
+
+// startDNS answers the guest's queries on the gateway and slirp's DNS
+// address through the host's resolver at query time (Go's, which re-reads
+// /etc/resolv.conf when it changes), so a VPN coming up or a network change
+// on the host reaches the guest without a restart.
+func (s *Stack) startDNS() error {
+	for _, ip := range []string{GatewayIP, DNSIP} {
+		addr := tcpip.FullAddress{NIC: nicID, Addr: addr4(net.ParseIP(ip)), Port: 53}
+		udpConn, err := gonet.DialUDP(s.stack, &addr, nil, ipv4.ProtocolNumber)
+		if err != nil {
+			return fmt.Errorf("usernet DNS on %s: %w", ip, err)
+		}
+		tcpLn, err := gonet.ListenTCP(s.stack, addr, ipv4.ProtocolNumber)
+		if err != nil {
+			udpConn.Close()
+			return fmt.Errorf("usernet DNS on %s: %w", ip, err)
+		}
+		s.onClose(func() { udpConn.Close(); tcpLn.Close() })
+		server, err := dns.New(udpConn, tcpLn, nil)
+		if err != nil {
+			return fmt.Errorf("usernet DNS on %s: %w", ip, err)
+		}
+		go s.logStop("DNS over UDP", server.Serve)
+		go s.logStop("DNS over TCP", server.ServeTCP)
+	}
+	return nil
+}
+
+func (s *Stack) logStop(what string, serve func() error) {
+	if err := serve(); err != nil && s.ctx.Err() == nil {
+		s.log.Warn("usernet "+what+" stopped", "err", err)
+	}
+}
