@@ -13,13 +13,14 @@ import (
 )
 
 // OS is what the server needs from the guest system beyond files: running
-// tools (mount, mkfs, iptables, systemctl) and setting the clock. Tests fake
-// it because the real thing needs root inside a VM.
+// tools (mount, mkfs, iptables, systemctl), setting the clock and the host
+// name. Tests fake it because the real thing needs root inside a VM.
 type OS interface {
 	// Run runs name with args; a non-zero exit is an error that has an
 	// ExitCode() int method.
 	Run(ctx context.Context, name string, args ...string) ([]byte, error)
 	SetClock(t time.Time) error
+	SetHostname(name string) error
 }
 
 // RealOS runs the real tools.
@@ -49,6 +50,16 @@ func (RealOS) SetClock(t time.Time) error {
 	tv := unix.NsecToTimeval(t.UnixNano())
 	if err := unix.Settimeofday(&tv); err != nil {
 		return fmt.Errorf("settimeofday: %w", err)
+	}
+	return nil
+}
+
+// SetHostname sets the kernel's host name with sethostname(2): the same
+// as hostname(1), without forking a process, which under TCG costs a good
+// part of a second.
+func (RealOS) SetHostname(name string) error {
+	if err := unix.Sethostname([]byte(name)); err != nil {
+		return fmt.Errorf("sethostname %q: %w", name, err)
 	}
 	return nil
 }

@@ -25,6 +25,8 @@ type fakeOS struct {
 	cmds    []string
 	results map[string]error
 	clock   time.Time
+	// hostname is the last name SetHostname was given.
+	hostname string
 	// failFirst makes the next n commands with this prefix fail.
 	failFirst map[string]int
 	// outputs are the stdout of commands with this prefix.
@@ -63,6 +65,13 @@ func (f *fakeOS) Run(_ context.Context, name string, args ...string) ([]byte, er
 func (f *fakeOS) SetClock(t time.Time) error {
 	f.mu.Lock()
 	f.clock = t
+	f.mu.Unlock()
+	return nil
+}
+
+func (f *fakeOS) SetHostname(name string) error {
+	f.mu.Lock()
+	f.hostname = name
 	f.mu.Unlock()
 	return nil
 }

@@ -54,7 +54,7 @@ func (s *Server) setup(ctx context.Context, st agent.Setup) error {
 		step("time", func() error { return s.OS.SetClock(time.Unix(0, st.TimeUnixNs)) })
 	}
 	if st.Hostname != "" {
-		step("hostname", func() error { return s.setHostname(ctx, st.Hostname) })
+		step("hostname", func() error { return s.setHostname(st.Hostname) })
 	}
 	step("dns", func() error { return s.setDNS(st.DNS) })
 	if len(st.Env) > 0 {
@@ -95,7 +95,7 @@ func (s *Server) setup(ctx context.Context, st agent.Setup) error {
 	return errors.Join(errs...)
 }
 
-func (s *Server) setHostname(ctx context.Context, name string) error {
+func (s *Server) setHostname(name string) error {
 	if !hostnameRE.MatchString(name) {
 		return fmt.Errorf("hostname %q: use letters, digits and inner dashes, at most 63", name)
 	}
@@ -105,10 +105,7 @@ func (s *Server) setHostname(ctx context.Context, name string) error {
 	if err := s.editHosts("127.0.1.1", "127.0.1.1\t"+name); err != nil {
 		return err
 	}
-	if _, err := s.OS.Run(ctx, "hostname", name); err != nil {
-		return err
-	}
-	return nil
+	return s.OS.SetHostname(name)
 }
 
 // editHosts replaces the /etc/hosts line starting with key (or appends it).

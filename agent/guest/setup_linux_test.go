@@ -75,7 +75,7 @@ func TestSetup(t *testing.T) {
 	defer s.hostAccess.Close()
 	ran := fos.ran()
 	for _, want := range []string{
-		"hostname vmdock", "resize2fs /dev/vda", "mkfs.ext4 -q -E lazy_itable_init=0 -L vmdock-data /dev/vdb",
+		"resize2fs /dev/vda", "mkfs.ext4 -q -E lazy_itable_init=0 -L vmdock-data /dev/vdb",
 		"mount -t ext4 /dev/vdb /var/lib/vmdock-data", "mount --bind /var/lib/vmdock-data/docker /var/lib/docker",
 		"ip addr replace 10.254.254.254/32 dev lo", "iptables -t nat -I OUTPUT 1 -j VMDOCK-HOST",
 		"-d 10.254.254.254 -j REDIRECT --to-ports",
@@ -93,6 +93,12 @@ func TestSetup(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("%s = %q, want it to contain %q", f, b, want)
 		}
+	}
+	if fos.hostname != "vmdock" {
+		t.Errorf("kernel host name set to %q, want vmdock", fos.hostname)
+	}
+	if strings.Contains(ran, "hostname") {
+		t.Errorf("a process was run for the host name:\n%s", ran)
 	}
 	if b, _ := os.ReadFile(filepath.Join(s.Root, "etc/hosts")); strings.Contains(string(b), "old") {
 		t.Errorf("old hostname kept: %s", b)

@@ -87,6 +87,8 @@ func (o *recordingOS) Run(_ context.Context, name string, args ...string) ([]byt
 
 func (o *recordingOS) SetClock(time.Time) error { return nil }
 
+func (o *recordingOS) SetHostname(string) error { return nil }
+
 func (o *recordingOS) ran() string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
