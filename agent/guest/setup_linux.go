@@ -208,8 +208,7 @@ func (s *Server) setEnv(env map[string]string) error {
 	return writeFileAtomic(s.path("/etc/environment"), []byte(b.String()), 0o644)
 }
 
-// growRoot lets ext4 take a disk that the host enlarged; resize2fs does
-// nothing when there is no new space.
+// growRoot lets ext4 take a disk that the host enlarged.
 func (s *Server) growRoot(ctx context.Context) error {
 	m, ok, err := s.mountedAt("/")
 	if err != nil {
@@ -221,8 +220,7 @@ func (s *Server) growRoot(ctx context.Context) error {
 	if m.FSType != "ext4" {
 		return fmt.Errorf("root filesystem is %s, only ext4 grows", m.FSType)
 	}
-	_, err = s.OS.Run(ctx, "resize2fs", m.Source)
-	return err
+	return s.resizeIfGrown(ctx, m.Source)
 }
 
 // dataDisk formats the data disk on first boot, mounts it, binds the
@@ -265,9 +263,9 @@ func (s *Server) dataDisk(ctx context.Context, dev string) error {
 // growFS lets a mounted ext4 take the space of a disk the host enlarged
 // (`start --disk` with a bigger size). It runs every boot rather than on a
 // flag, so a boot that died before growing catches up on the next one;
-// resize2fs does nothing when there is no new space.
+// the superblock tells whether there is new space.
 func (s *Server) growFS(ctx context.Context, dev string) error {
-	if _, err := s.OS.Run(ctx, "resize2fs", dev); err != nil {
+	if err := s.resizeIfGrown(ctx, dev); err != nil {
 		return fmt.Errorf("grow the file system on %s: %w", dev, err)
 	}
 	return nil
