@@ -284,7 +284,15 @@ func (s *Server) mountOnce(ctx context.Context, target string, args ...string) e
 }
 
 // binfmt enables qemu-user-static's handlers so foreign-arch images run.
+// The boot has usually registered them already (systemd-binfmt from
+// binfmt.d, binfmt-support's own unit with update-binfmts), and then
+// nothing runs: update-binfmts is a process that reads every format file,
+// about a second under TCG to find it has nothing to do.
 func (s *Server) binfmt(ctx context.Context) error {
+	if names, ok := s.binfmtsRegistered(); ok {
+		s.log().Debug("binfmt handlers registered at boot", "formats", names)
+		return nil
+	}
 	_, err := s.OS.Run(ctx, "update-binfmts", "--enable")
 	if err == nil {
 		return nil

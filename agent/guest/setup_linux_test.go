@@ -289,6 +289,58 @@ func TestBinfmt(t *testing.T) {
 	}
 }
 
+// binfmt runs nothing when the boot registered and enabled every format
+// update-binfmts' database and the packages' binfmt.d files declare, and
+// runs update-binfmts as before when one is missing or disabled.
+func TestBinfmtSkipsWhatTheBootRegistered(t *testing.T) {
+	s, fos := newTestServer(t)
+	admin := filepath.Join(s.Root, binfmtsAdminDir)
+	confs := filepath.Join(s.Root, binfmtDPackages)
+	misc := filepath.Join(s.Root, binfmtMisc)
+	for _, d := range []string{admin, confs, misc} {
+		must(t, os.MkdirAll(d, 0o755))
+	}
+	must(t, os.WriteFile(filepath.Join(admin, "qemu-aarch64"), []byte("qemu-user-static\nmagic\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(confs, "qemu-x86_64.conf"), []byte("# comment\n; another\n\n"+qemuX8664Line+"\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(confs, "qemu-riscv64.conf"), []byte(",qemu-riscv64,M,,\\x7fELF,\\xff,/usr/bin/qemu-riscv64,F\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(confs, "not-a-conf.txt"), []byte(":qemu-ignored:M::x::/x:\n"), 0o644))
+	entry := func(name, state string) {
+		must(t, os.WriteFile(filepath.Join(misc, name), []byte(state+"\ninterpreter /usr/libexec/qemu-binfmt/x\nflags: POCF\n"), 0o644))
+	}
+	entry("qemu-aarch64", "enabled")
+	entry("qemu-x86_64", "enabled")
+	entry("qemu-riscv64", "enabled")
+
+	if got := s.declaredBinfmts(); strings.Join(got, " ") != "qemu-aarch64 qemu-riscv64 qemu-x86_64" {
+		t.Fatalf("declared formats %q", got)
+	}
+	must(t, s.setup(context.Background(), agent.Setup{Binfmt: true}))
+	if got := fos.ran(); got != "" {
+		t.Fatalf("every format registered, yet ran %q", got)
+	}
+
+	entry("qemu-riscv64", "disabled")
+	must(t, s.binfmt(context.Background()))
+	if got := fos.ran(); got != "update-binfmts --enable" {
+		t.Fatalf("a disabled format ran %q, want update-binfmts", got)
+	}
+
+	fos.cmds = nil
+	entry("qemu-riscv64", "enabled")
+	must(t, os.Remove(filepath.Join(misc, "qemu-aarch64")))
+	must(t, s.binfmt(context.Background()))
+	if got := fos.ran(); got != "update-binfmts --enable" {
+		t.Fatalf("a missing format ran %q, want update-binfmts", got)
+	}
+}
+
+func TestBinfmtDNames(t *testing.T) {
+	text := "# c\n;c\n  :a:M::x::/i:F  \n|b|E::so::/i:\n:../x:M::x::/i:\n:c/d:M::x::/i:\n::M::x::/i:\n:\n"
+	if got := strings.Join(binfmtDNames(text), " "); got != "a b" {
+		t.Errorf("names %q, want \"a b\"", got)
+	}
+}
+
 // An exclude's mount point is created in the share; when that fails on a
 // read-only share the error says where the folder has to be made.
 func TestMountExcludeMountPointFails(t *testing.T) {
