@@ -48,7 +48,16 @@ chroot "$root" systemctl enable vmdock-agent.service systemd-networkd.service sy
 # runtime.
 chroot "$root" systemctl disable docker.service docker.socket containerd.service buildkit.service
 # Nothing may reach the internet on its own, and nothing periodic should
-# burn CPU in a TCG guest.
+# burn CPU in a TCG guest. Nor anything the guest never uses at boot:
+# - the gettys (the serial console, tty1, hvc0 on vz): root is locked and
+#   the agent is the only way in, yet systemd-getty-generator starts one
+#   per console. Masking the templates masks every instance.
+# - the first-boot jobs ConditionNeedsUpdate= runs on every new instance,
+#   since each one's /etc and /var start without .updated: ldconfig (dpkg's
+#   trigger made ld.so.cache at build time), the hwdb rebuild (udev's
+#   postinst made hwdb.bin) and journalctl's catalog (explanations for
+#   `journalctl -x` only). Under TCG each costs a second or more of the
+#   CPU the boot is bound by.
 # (mask by hand: systemctl mask refuses units that are not installed, and
 # we want them masked even if a later package brings them in)
 for u in \
@@ -56,7 +65,9 @@ for u in \
 	systemd-timesyncd.service ntpsec.service chrony.service \
 	man-db.timer man-db.service e2scrub_all.timer e2scrub_all.service e2scrub_reap.service \
 	fstrim.timer fstrim.service dpkg-db-backup.timer dpkg-db-backup.service \
-	systemd-networkd-wait-online.service; do
+	systemd-networkd-wait-online.service \
+	getty.target getty@.service serial-getty@.service autovt@.service console-getty.service \
+	ldconfig.service systemd-hwdb-update.service systemd-journal-catalog-update.service; do
 	ln -sfn /dev/null "$root/etc/systemd/system/$u"
 done
 
