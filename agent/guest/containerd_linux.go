@@ -35,6 +35,9 @@ func (s *Server) startContainerd(ctx context.Context) error {
 	if err := s.writeNerdctlHostGateway(ip); err != nil {
 		return err
 	}
+	if err := s.writeContainerdConfig(); err != nil {
+		return err
+	}
 	// nerdctl copies the guest's resolv.conf into containers (resolved's
 	// upstream list when the stub is in use), so containers find
 	// host.docker.internal only if the guest itself asks the agent's DNS.

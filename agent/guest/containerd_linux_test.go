@@ -38,6 +38,9 @@ func TestStartContainerd(t *testing.T) {
 	if got := slices.DeleteFunc(slices.Clone(fos.cmds), func(c string) bool { return strings.HasPrefix(c, "iptables") }); !slices.Equal(got, want) {
 		t.Errorf("commands:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+	if b, _ := os.ReadFile(filepath.Join(s.Root, containerdConfig)); string(b) != containerdConfigText {
+		t.Errorf("containerd started without its configuration: %q", b)
+	}
 	b, err := os.ReadFile(toml)
 	must(t, err)
 	if got := string(b); got != "host_gateway_ip = \"10.254.254.254\"\naddress = \"/run/containerd/containerd.sock\"\n[x]\ny = 1\n" {
@@ -132,5 +135,32 @@ func TestDNSNeverForwardsToItself(t *testing.T) {
 	s.dnsMu.Unlock()
 	if slices.Contains(ups, "10.254.254.254:53") || slices.Contains(ups, "10.254.254.254") || len(ups) != 1 {
 		t.Errorf("upstreams %v", ups)
+	}
+}
+
+// The agent writes containerd's configuration when there is none and
+// rewrites its own, but never touches one a user wrote.
+func TestWriteContainerdConfig(t *testing.T) {
+	s, _ := newTestServer(t)
+	p := filepath.Join(s.Root, containerdConfig)
+	must(t, s.writeContainerdConfig())
+	b, err := os.ReadFile(p)
+	must(t, err)
+	if string(b) != containerdConfigText || !strings.Contains(string(b), `disabled_plugins = ["io.containerd.grpc.v1.cri"]`) {
+		t.Fatalf("written:\n%s", b)
+	}
+
+	older := containerdConfigMarker + " by an older agent\nversion = 2\n"
+	must(t, os.WriteFile(p, []byte(older), 0o644))
+	must(t, s.writeContainerdConfig())
+	if b, _ := os.ReadFile(p); string(b) != containerdConfigText {
+		t.Fatalf("the agent's own older file kept:\n%s", b)
+	}
+
+	mine := "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\"]\n  sandbox_image = \"pause:3.9\"\n"
+	must(t, os.WriteFile(p, []byte(mine), 0o644))
+	must(t, s.writeContainerdConfig())
+	if b, _ := os.ReadFile(p); string(b) != mine {
+		t.Fatalf("a user's configuration was rewritten:\n%s", b)
 	}
 }

@@ -432,6 +432,9 @@ func TestStartDocker(t *testing.T) {
 	if !strings.Contains(fos.ran(), "systemctl start containerd docker") {
 		t.Fatalf("commands: %s", fos.ran())
 	}
+	if b, _ := os.ReadFile(filepath.Join(s.Root, containerdConfig)); string(b) != containerdConfigText {
+		t.Errorf("containerd started without its configuration: %q", b)
+	}
 	b, _ := os.ReadFile(filepath.Join(s.Root, daemonJSON))
 	if !strings.Contains(string(b), `"host-gateway-ip": "10.254.254.254"`) || !strings.Contains(string(b), `"log-driver": "local"`) {
 		t.Fatalf("daemon.json = %s", b)
