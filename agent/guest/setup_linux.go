@@ -82,14 +82,7 @@ func (s *Server) setup(ctx context.Context, st agent.Setup) error {
 	// follow): they read both only then.
 	step("CA certificates and proxy", func() error { return s.corpNet(ctx, st) })
 	if st.HostAccessIP != "" {
-		step("host access", func() error {
-			err := s.setupHostAccess(ctx, st.HostAccessIP)
-			// The DNS server binds the host access IP, so it needs it on lo.
-			if err == nil {
-				s.setupDNS(ctx, st.HostAccessIP, st.DNS)
-			}
-			return err
-		})
+		step("host access", func() error { return s.setupHostAccess(ctx, st.HostAccessIP, st.DNS) })
 	}
 	step("ssh agent", func() error { return s.setupSSHAgent(st.SSHAgent) })
 	return errors.Join(errs...)

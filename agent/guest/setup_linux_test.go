@@ -62,7 +62,7 @@ func TestMountRetriesWhileTheDeviceBinds(t *testing.T) {
 
 func TestSetup(t *testing.T) {
 	s, fos := newTestServer(t)
-	fos.results = map[string]error{"blkid": exitErr(2), "iptables -t nat -C": exitErr(1)}
+	fos.results = map[string]error{"blkid": exitErr(2)}
 	leases := filepath.Join(s.Root, leasesDir)
 	must(t, os.MkdirAll(leases, 0o755))
 	must(t, os.WriteFile(filepath.Join(leases, "2"), []byte("ADDRESS=10.0.2.15\nDNS=10.0.2.3\n"), 0o644))
@@ -77,11 +77,17 @@ func TestSetup(t *testing.T) {
 	for _, want := range []string{
 		"resize2fs /dev/vda", "mkfs.ext4 -q -E lazy_itable_init=0 -L vmdock-data /dev/vdb",
 		"mount -t ext4 /dev/vdb /var/lib/vmdock-data", "mount --bind /var/lib/vmdock-data/docker /var/lib/docker",
-		"ip addr replace 10.254.254.254/32 dev lo", "iptables -t nat -I OUTPUT 1 -j VMDOCK-HOST",
-		"-d 10.254.254.254 -j REDIRECT --to-ports",
+		"ip addr replace 10.254.254.254/32 dev lo", "iptables -t nat -S",
+		"iptables-restore --noflush " + filepath.Join(s.Root, hostAccessRules),
 	} {
 		if !strings.Contains(ran, want) {
 			t.Errorf("missing command %q in:\n%s", want, ran)
+		}
+	}
+	rules, _ := os.ReadFile(filepath.Join(s.Root, hostAccessRules))
+	for _, want := range []string{"-I OUTPUT 1 -j VMDOCK-HOST\n", "-I PREROUTING 1 -j VMDOCK-HOST\n", "-d 10.254.254.254 -j REDIRECT --to-ports "} {
+		if !strings.Contains(string(rules), want) {
+			t.Errorf("missing rule %q in:\n%s", want, rules)
 		}
 	}
 	files := map[string]string{
