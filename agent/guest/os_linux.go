@@ -21,6 +21,9 @@ type OS interface {
 	Run(ctx context.Context, name string, args ...string) ([]byte, error)
 	SetClock(t time.Time) error
 	SetHostname(name string) error
+	// Mount mounts source (a device) of fstype on target, or with bind
+	// binds the folder source there, as mount(8) -t or --bind would.
+	Mount(source, target, fstype string, bind bool) error
 }
 
 // RealOS runs the real tools.
@@ -60,6 +63,21 @@ func (RealOS) SetClock(t time.Time) error {
 func (RealOS) SetHostname(name string) error {
 	if err := unix.Sethostname([]byte(name)); err != nil {
 		return fmt.Errorf("sethostname %q: %w", name, err)
+	}
+	return nil
+}
+
+// Mount calls mount(2) with no options, as `mount -t fstype source target`
+// or `mount --bind source target` would, without forking mount(8).
+func (RealOS) Mount(source, target, fstype string, bind bool) error {
+	if bind {
+		if err := unix.Mount(source, target, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("mount --bind %s %s: %w", source, target, err)
+		}
+		return nil
+	}
+	if err := unix.Mount(source, target, fstype, 0, ""); err != nil {
+		return fmt.Errorf("mount -t %s %s %s: %w", fstype, source, target, err)
 	}
 	return nil
 }

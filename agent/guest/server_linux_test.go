@@ -27,6 +27,8 @@ type fakeOS struct {
 	clock   time.Time
 	// hostname is the last name SetHostname was given.
 	hostname string
+	// syscallMounts are the targets mounted through Mount, not mount(8).
+	syscallMounts []string
 	// failFirst makes the next n commands with this prefix fail.
 	failFirst map[string]int
 	// outputs are the stdout of commands with this prefix.
@@ -74,6 +76,20 @@ func (f *fakeOS) SetHostname(name string) error {
 	f.hostname = name
 	f.mu.Unlock()
 	return nil
+}
+
+// Mount is logged and fails as the mount(8) command it stands for would,
+// so results and failFirst apply to it too.
+func (f *fakeOS) Mount(source, target, fstype string, bind bool) error {
+	args := []string{"-t", fstype, source, target}
+	if bind {
+		args = []string{"--bind", source, target}
+	}
+	f.mu.Lock()
+	f.syscallMounts = append(f.syscallMounts, target)
+	f.mu.Unlock()
+	_, err := f.Run(context.Background(), "mount", args...)
+	return err
 }
 
 func (f *fakeOS) ran() string {

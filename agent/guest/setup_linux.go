@@ -235,7 +235,10 @@ func (s *Server) dataDisk(ctx context.Context, dev string) error {
 	} else if err != nil {
 		return err
 	}
-	if err := s.mountOnce(ctx, dataMount, "-t", "ext4", dev, dataMount); err != nil {
+	// mount(2) rather than mount(8): three processes fewer on every boot,
+	// each a good part of a second under TCG, for mounts that need no
+	// option mount(8) would work out.
+	if err := s.mountOnceWith(dataMount, func() error { return s.OS.Mount(dev, dataMount, "ext4", false) }); err != nil {
 		return err
 	}
 	for _, sub := range []string{"docker", "containerd"} {
@@ -243,7 +246,7 @@ func (s *Server) dataDisk(ctx context.Context, dev string) error {
 		if err := os.MkdirAll(s.path(src), 0o710); err != nil {
 			return err
 		}
-		if err := s.mountOnce(ctx, dst, "--bind", src, dst); err != nil {
+		if err := s.mountOnceWith(dst, func() error { return s.OS.Mount(src, dst, "", true) }); err != nil {
 			return err
 		}
 	}
@@ -266,14 +269,21 @@ func (s *Server) growFS(ctx context.Context, dev string) error {
 
 // mountOnce creates target and runs mount args unless target is mounted.
 func (s *Server) mountOnce(ctx context.Context, target string, args ...string) error {
+	return s.mountOnceWith(target, func() error {
+		_, err := s.OS.Run(ctx, "mount", args...)
+		return err
+	})
+}
+
+// mountOnceWith creates target and calls mount unless target is mounted.
+func (s *Server) mountOnceWith(target string, mount func() error) error {
 	if _, ok, err := s.mountedAt(target); err != nil || ok {
 		return err
 	}
 	if err := os.MkdirAll(s.path(target), 0o755); err != nil {
 		return err
 	}
-	_, err := s.OS.Run(ctx, "mount", args...)
-	return err
+	return mount()
 }
 
 // binfmt enables qemu-user-static's handlers so foreign-arch images run.

@@ -100,6 +100,9 @@ func TestSetup(t *testing.T) {
 			t.Errorf("%s = %q, want it to contain %q", f, b, want)
 		}
 	}
+	if got := strings.Join(fos.syscallMounts, " "); got != "/var/lib/vmdock-data /var/lib/docker /var/lib/containerd" {
+		t.Errorf("data disk mounts made with mount(2): %q, want all three", got)
+	}
 	if fos.hostname != "vmdock" {
 		t.Errorf("kernel host name set to %q, want vmdock", fos.hostname)
 	}

@@ -89,6 +89,15 @@ func (o *recordingOS) SetClock(time.Time) error { return nil }
 
 func (o *recordingOS) SetHostname(string) error { return nil }
 
+func (o *recordingOS) Mount(source, target, fstype string, bind bool) error {
+	args := []string{"-t", fstype, source, target}
+	if bind {
+		args = []string{"--bind", source, target}
+	}
+	_, err := o.Run(context.Background(), "mount", args...)
+	return err
+}
+
 func (o *recordingOS) ran() string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
