@@ -123,3 +123,34 @@ func TestExt4RoomRealExt4(t *testing.T) {
 		must(t, os.Truncate(img, 64<<20))
 	}
 }
+
+// A data disk whose ext4 superblock reads is neither probed with blkid nor
+// formatted; one without is probed, and formatted when blkid finds nothing.
+func TestFormatIfBlank(t *testing.T) {
+	s, fos := newTestServer(t)
+	must(t, os.MkdirAll(filepath.Join(s.Root, "dev"), 0o755))
+	dev := filepath.Join(s.Root, "dev/vdb")
+	fakeExt4(t, dev, 64<<20, 2, 16384, 0, false)
+	must(t, s.formatIfBlank(context.Background(), "/dev/vdb"))
+	if got := fos.ran(); got != "" {
+		t.Fatalf("an ext4 disk ran %q", got)
+	}
+
+	must(t, os.WriteFile(dev, make([]byte, 8192), 0o644))
+	fos.results = map[string]error{"blkid": exitErr(2)}
+	must(t, s.formatIfBlank(context.Background(), "/dev/vdb"))
+	if got := fos.ran(); got != "blkid -o value -s TYPE /dev/vdb\nmkfs.ext4 -q -E lazy_itable_init=0 -L vmdock-data /dev/vdb" {
+		t.Fatalf("a blank disk ran %q", got)
+	}
+
+	fos.cmds = nil
+	fos.results = nil // blkid finds another file system: left alone
+	must(t, s.formatIfBlank(context.Background(), "/dev/vdb"))
+	if got := fos.ran(); got != "blkid -o value -s TYPE /dev/vdb" {
+		t.Fatalf("a disk with another signature ran %q", got)
+	}
+	fos.results = map[string]error{"blkid": exitErr(4)}
+	if err := s.formatIfBlank(context.Background(), "/dev/vdb"); err == nil {
+		t.Error("a failing blkid was not reported")
+	}
+}
