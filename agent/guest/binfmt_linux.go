@@ -4,7 +4,18 @@ import (
 	"bytes"
 	"encoding/hex"
 	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
 	"strings"
+)
+
+// Where the formats the guest registers at boot are declared:
+// update-binfmts' database (one file per format, named after it) and the
+// packages' binfmt.d(5) files that systemd-binfmt reads.
+const (
+	binfmtsAdminDir = "/var/lib/binfmts"
+	binfmtDPackages = "/usr/lib/binfmt.d"
 )
 
 // binfmtRule is one binfmt_misc registration of the magic type: files whose
@@ -117,4 +128,74 @@ func (e binfmtEntry) claims(head []byte) bool {
 		mask = bytes.Repeat([]byte{0xff}, len(e.Magic))
 	}
 	return binfmtRule{Magic: e.Magic, Mask: mask}.matches(head[e.Offset:])
+}
+
+// binfmtsRegistered reports whether every format update-binfmts and the
+// packages' binfmt.d files declare is registered and enabled in
+// binfmt_misc, and names them. With no format declared at all, or one
+// missing or disabled, it says no, and update-binfmts runs as it always
+// did.
+func (s *Server) binfmtsRegistered() ([]string, bool) {
+	names := s.declaredBinfmts()
+	if len(names) == 0 {
+		return nil, false
+	}
+	for _, n := range names {
+		b, err := os.ReadFile(s.path(filepath.Join(binfmtMisc, n)))
+		if err != nil {
+			return nil, false
+		}
+		if first, _, _ := strings.Cut(string(b), "\n"); strings.TrimSpace(first) != "enabled" {
+			return nil, false
+		}
+	}
+	return names, true
+}
+
+// declaredBinfmts are the format names of update-binfmts' database and of
+// the packages' binfmt.d files, sorted, each once.
+func (s *Server) declaredBinfmts() []string {
+	seen := map[string]bool{}
+	if des, err := os.ReadDir(s.path(binfmtsAdminDir)); err == nil {
+		for _, de := range des {
+			if de.Type().IsRegular() {
+				seen[de.Name()] = true
+			}
+		}
+	}
+	confs, _ := filepath.Glob(filepath.Join(s.path(binfmtDPackages), "*.conf"))
+	for _, c := range confs {
+		b, err := os.ReadFile(c)
+		if err != nil {
+			continue
+		}
+		for _, n := range binfmtDNames(string(b)) {
+			seen[n] = true
+		}
+	}
+	names := make([]string, 0, len(seen))
+	for n := range seen {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// binfmtDNames are the names a binfmt.d(5) file registers: each rule line
+// starts with its delimiter, the name comes next. Empty lines and those
+// starting with # or ; are comments.
+func binfmtDNames(text string) []string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		l = strings.TrimSpace(l)
+		if len(l) < 2 || l[0] == '#' || l[0] == ';' {
+			continue
+		}
+		// A name with a slash could not be registered; "." and ".." would
+		// name the folder, not an entry.
+		if name, _, ok := strings.Cut(l[1:], l[:1]); ok && name != "" && name != "." && name != ".." && !strings.Contains(name, "/") {
+			out = append(out, name)
+		}
+	}
+	return out
 }

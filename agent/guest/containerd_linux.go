@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -34,6 +35,9 @@ func (s *Server) startContainerd(ctx context.Context) error {
 	if err := s.writeNerdctlHostGateway(ip); err != nil {
 		return err
 	}
+	if err := s.writeContainerdConfig(); err != nil {
+		return err
+	}
 	// nerdctl copies the guest's resolv.conf into containers (resolved's
 	// upstream list when the stub is in use), so containers find
 	// host.docker.internal only if the guest itself asks the agent's DNS.
@@ -51,16 +55,8 @@ func (s *Server) startContainerd(ctx context.Context) error {
 	s.mu.Lock()
 	s.publishDNAT = true
 	s.mu.Unlock()
-	var last error
-	for {
-		if _, last = s.OS.Run(ctx, "ctr", "--address", agent.GuestContainerdSocket, "version"); last == nil {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("containerd did not answer on %s: %w", agent.GuestContainerdSocket, last)
-		case <-time.After(250 * time.Millisecond):
-		}
+	if err := s.waitContainerdSocket(ctx); err != nil {
+		return err
 	}
 	if _, err := os.Stat(s.path(buildkitUnit)); err == nil {
 		// Not waited for: only `nerdctl build` needs it, and a failure
@@ -70,6 +66,30 @@ func (s *Server) startContainerd(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// waitContainerdSocket returns once containerd accepts a connection on
+// its socket. containerd listens only after loading its plugins, and
+// systemd's start of it (Type=notify) normally returns after that, so the
+// first dial nearly always answers; the loop covers a unit without the
+// notification. A dial replaces running `ctr version`, a Go binary of
+// tens of megabytes whose start costs most of a second under TCG, every
+// 250 ms.
+func (s *Server) waitContainerdSocket(ctx context.Context) error {
+	sock := s.path(agent.GuestContainerdSocket)
+	var d net.Dialer
+	for {
+		c, err := d.DialContext(ctx, "unix", sock)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("containerd did not answer on %s: %w", agent.GuestContainerdSocket, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 var hostGatewayLine = regexp.MustCompile(`(?m)^host_gateway_ip\s*=.*\n?`)

@@ -2,12 +2,15 @@ package guest
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vmdock/vmdock/agent"
 )
 
 func TestStartContainerd(t *testing.T) {
@@ -22,19 +25,21 @@ func TestStartContainerd(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(s.Root, buildkitUnit), nil, 0o644))
 	// The stub link nerdctl would skip.
 	must(t, os.Symlink("../run/systemd/resolve/stub-resolv.conf", filepath.Join(s.Root, resolvConf)))
-	fos.failFirst = map[string]int{"ctr ": 2} // containerd needs a moment
+	// containerd needs a moment: its socket listens only after a few dials.
+	listenLater(t, filepath.Join(s.Root, agent.GuestContainerdSocket), 250*time.Millisecond)
 	if err := s.startContainerd(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	// No process is run to ask containerd whether it answers.
 	want := []string{
 		"systemctl start containerd",
-		"ctr --address /run/containerd/containerd.sock version",
-		"ctr --address /run/containerd/containerd.sock version",
-		"ctr --address /run/containerd/containerd.sock version",
 		"systemctl start --no-block buildkit",
 	}
 	if got := slices.DeleteFunc(slices.Clone(fos.cmds), func(c string) bool { return strings.HasPrefix(c, "iptables") }); !slices.Equal(got, want) {
 		t.Errorf("commands:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if b, _ := os.ReadFile(filepath.Join(s.Root, containerdConfig)); string(b) != containerdConfigText {
+		t.Errorf("containerd started without its configuration: %q", b)
 	}
 	b, err := os.ReadFile(toml)
 	must(t, err)
@@ -52,9 +57,42 @@ func TestStartContainerd(t *testing.T) {
 	}
 }
 
+// listenLater listens on the unix socket sock after delay, until the
+// test ends.
+func listenLater(t *testing.T, sock string, delay time.Duration) {
+	t.Helper()
+	must(t, os.MkdirAll(filepath.Dir(sock), 0o755))
+	stop, done := make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() { close(stop); <-done })
+	go func() {
+		defer close(done)
+		select {
+		case <-time.After(delay):
+		case <-stop:
+			return
+		}
+		l, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Errorf("listen on %s: %v", sock, err)
+			return
+		}
+		go func() { <-stop; l.Close() }()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+}
+
 func TestStartContainerdGivesUp(t *testing.T) {
-	s, fos := newTestServer(t)
-	fos.results = map[string]error{"ctr ": exitErr(1)}
+	s, _ := newTestServer(t)
+	// A socket file nobody listens on, as a containerd that died leaves.
+	sock := filepath.Join(s.Root, agent.GuestContainerdSocket)
+	must(t, os.MkdirAll(filepath.Dir(sock), 0o755))
+	must(t, os.WriteFile(sock, nil, 0o600))
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	err := s.startContainerd(ctx)
@@ -97,5 +135,32 @@ func TestDNSNeverForwardsToItself(t *testing.T) {
 	s.dnsMu.Unlock()
 	if slices.Contains(ups, "10.254.254.254:53") || slices.Contains(ups, "10.254.254.254") || len(ups) != 1 {
 		t.Errorf("upstreams %v", ups)
+	}
+}
+
+// The agent writes containerd's configuration when there is none and
+// rewrites its own, but never touches one a user wrote.
+func TestWriteContainerdConfig(t *testing.T) {
+	s, _ := newTestServer(t)
+	p := filepath.Join(s.Root, containerdConfig)
+	must(t, s.writeContainerdConfig())
+	b, err := os.ReadFile(p)
+	must(t, err)
+	if string(b) != containerdConfigText || !strings.Contains(string(b), `disabled_plugins = ["io.containerd.grpc.v1.cri"]`) {
+		t.Fatalf("written:\n%s", b)
+	}
+
+	older := containerdConfigMarker + " by an older agent\nversion = 2\n"
+	must(t, os.WriteFile(p, []byte(older), 0o644))
+	must(t, s.writeContainerdConfig())
+	if b, _ := os.ReadFile(p); string(b) != containerdConfigText {
+		t.Fatalf("the agent's own older file kept:\n%s", b)
+	}
+
+	mine := "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\"]\n  sandbox_image = \"pause:3.9\"\n"
+	must(t, os.WriteFile(p, []byte(mine), 0o644))
+	must(t, s.writeContainerdConfig())
+	if b, _ := os.ReadFile(p); string(b) != mine {
+		t.Fatalf("a user's configuration was rewritten:\n%s", b)
 	}
 }

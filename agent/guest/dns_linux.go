@@ -508,29 +508,15 @@ func (s *Server) dnsAddr() string {
 	return ""
 }
 
-// setupDNS starts the DNS server on the host access IP and keeps its port
-// out of the host access redirect. Failing here is not fatal to setup:
-// containers then keep the guest's resolvers (dockerd's "dns" is only set
-// while the server runs) and lose only host.docker.internal.
-func (s *Server) setupDNS(ctx context.Context, ip string, given []string) {
+// setupDNS starts the DNS server on the host access IP and says whether
+// it runs, so the host access rules keep its port out of the redirect.
+// Failing here is not fatal to setup: containers then keep the guest's
+// resolvers (dockerd's "dns" is only set while the server runs) and lose
+// only host.docker.internal.
+func (s *Server) setupDNS(ip string, given []string) bool {
 	if err := s.startDNS(ip, given); err != nil {
 		s.log().Warn("no DNS server for containers; host.docker.internal resolves only with --add-host", "err", err)
-		return
+		return false
 	}
-	if err := s.exemptDNSFromRedirect(ctx, ip); err != nil {
-		s.log().Warn("dns over tcp to the host access IP goes to the host", "err", err)
-	}
-}
-
-// exemptDNSFromRedirect puts ACCEPT rules for port 53 ahead of the REDIRECT
-// in the host access chain, which setupHostAccess has just refilled; in the
-// nat table ACCEPT also keeps Docker's DNAT rules off these packets.
-func (s *Server) exemptDNSFromRedirect(ctx context.Context, ip string) error {
-	for _, proto := range []string{"udp", "tcp"} {
-		args := []string{"-t", "nat", "-I", hostAccessChain, "1", "-d", ip, "-p", proto, "--dport", "53", "-j", "ACCEPT"}
-		if _, err := s.OS.Run(ctx, "iptables", args...); err != nil {
-			return err
-		}
-	}
-	return nil
+	return true
 }

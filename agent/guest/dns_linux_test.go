@@ -437,20 +437,36 @@ func TestSetUpstreams(t *testing.T) {
 	}
 }
 
+// The DNS server's port 53 is accepted ahead of the host access REDIRECT,
+// for udp and tcp, and only while the server runs; a failing iptables is
+// an error.
 func TestExemptDNSFromRedirect(t *testing.T) {
 	s, fos := newTestServer(t)
-	must(t, s.exemptDNSFromRedirect(context.Background(), "10.254.254.254"))
+	must(t, s.loadHostAccessRules(context.Background(), "10.254.254.254", 4321, true))
+	b, err := os.ReadFile(filepath.Join(s.Root, hostAccessRules))
+	must(t, err)
+	rules := string(b)
+	redirect := strings.Index(rules, "-j REDIRECT")
 	for _, want := range []string{
-		"iptables -t nat -I VMDOCK-HOST 1 -d 10.254.254.254 -p udp --dport 53 -j ACCEPT",
-		"iptables -t nat -I VMDOCK-HOST 1 -d 10.254.254.254 -p tcp --dport 53 -j ACCEPT",
+		"-A VMDOCK-HOST -d 10.254.254.254 -p udp --dport 53 -j ACCEPT\n",
+		"-A VMDOCK-HOST -d 10.254.254.254 -p tcp --dport 53 -j ACCEPT\n",
 	} {
-		if !strings.Contains(fos.ran(), want) {
-			t.Errorf("missing %q in:\n%s", want, fos.ran())
+		if i := strings.Index(rules, want); i < 0 || i > redirect {
+			t.Errorf("%q missing or after the REDIRECT in:\n%s", want, rules)
 		}
 	}
-	fos.results = map[string]error{"iptables": exitErr(4)}
-	if err := s.exemptDNSFromRedirect(context.Background(), "10.254.254.254"); err == nil {
-		t.Error("failing iptables: want an error")
+	if !strings.Contains(fos.ran(), "iptables-restore --noflush "+filepath.Join(s.Root, hostAccessRules)) {
+		t.Errorf("rules not loaded:\n%s", fos.ran())
+	}
+	must(t, s.loadHostAccessRules(context.Background(), "10.254.254.254", 4321, false))
+	if b, _ := os.ReadFile(filepath.Join(s.Root, hostAccessRules)); strings.Contains(string(b), "--dport 53") {
+		t.Errorf("port 53 exempted without a DNS server:\n%s", b)
+	}
+	for _, failing := range []string{"iptables ", "iptables-restore"} {
+		fos.results = map[string]error{failing: exitErr(4)}
+		if err := s.loadHostAccessRules(context.Background(), "10.254.254.254", 4321, true); err == nil {
+			t.Errorf("failing %s: want an error", failing)
+		}
 	}
 }
 

@@ -17,10 +17,13 @@ import (
 
 const daemonJSON = "/etc/docker/daemon.json"
 
-// startDocker writes daemon.json, starts containerd and docker, and waits
-// until the socket answers /_ping.
+// startDocker writes daemon.json and containerd's configuration, starts
+// containerd and docker, and waits until the socket answers /_ping.
 func (s *Server) startDocker(ctx context.Context) error {
 	if err := s.writeDaemonJSON(); err != nil {
+		return err
+	}
+	if err := s.writeContainerdConfig(); err != nil {
 		return err
 	}
 	if _, err := s.releaseReserveIfFull(); err != nil {

@@ -13,13 +13,17 @@ import (
 )
 
 // OS is what the server needs from the guest system beyond files: running
-// tools (mount, mkfs, iptables, systemctl) and setting the clock. Tests fake
-// it because the real thing needs root inside a VM.
+// tools (mount, mkfs, iptables, systemctl), setting the clock and the host
+// name. Tests fake it because the real thing needs root inside a VM.
 type OS interface {
 	// Run runs name with args; a non-zero exit is an error that has an
 	// ExitCode() int method.
 	Run(ctx context.Context, name string, args ...string) ([]byte, error)
 	SetClock(t time.Time) error
+	SetHostname(name string) error
+	// Mount mounts source (a device) of fstype on target, or with bind
+	// binds the folder source there, as mount(8) -t or --bind would.
+	Mount(source, target, fstype string, bind bool) error
 }
 
 // RealOS runs the real tools.
@@ -49,6 +53,31 @@ func (RealOS) SetClock(t time.Time) error {
 	tv := unix.NsecToTimeval(t.UnixNano())
 	if err := unix.Settimeofday(&tv); err != nil {
 		return fmt.Errorf("settimeofday: %w", err)
+	}
+	return nil
+}
+
+// SetHostname sets the kernel's host name with sethostname(2): the same
+// as hostname(1), without forking a process, which under TCG costs a good
+// part of a second.
+func (RealOS) SetHostname(name string) error {
+	if err := unix.Sethostname([]byte(name)); err != nil {
+		return fmt.Errorf("sethostname %q: %w", name, err)
+	}
+	return nil
+}
+
+// Mount calls mount(2) with no options, as `mount -t fstype source target`
+// or `mount --bind source target` would, without forking mount(8).
+func (RealOS) Mount(source, target, fstype string, bind bool) error {
+	if bind {
+		if err := unix.Mount(source, target, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("mount --bind %s %s: %w", source, target, err)
+		}
+		return nil
+	}
+	if err := unix.Mount(source, target, fstype, 0, ""); err != nil {
+		return fmt.Errorf("mount -t %s %s %s: %w", fstype, source, target, err)
 	}
 	return nil
 }

@@ -25,6 +25,10 @@ type fakeOS struct {
 	cmds    []string
 	results map[string]error
 	clock   time.Time
+	// hostname is the last name SetHostname was given.
+	hostname string
+	// syscallMounts are the targets mounted through Mount, not mount(8).
+	syscallMounts []string
 	// failFirst makes the next n commands with this prefix fail.
 	failFirst map[string]int
 	// outputs are the stdout of commands with this prefix.
@@ -65,6 +69,27 @@ func (f *fakeOS) SetClock(t time.Time) error {
 	f.clock = t
 	f.mu.Unlock()
 	return nil
+}
+
+func (f *fakeOS) SetHostname(name string) error {
+	f.mu.Lock()
+	f.hostname = name
+	f.mu.Unlock()
+	return nil
+}
+
+// Mount is logged and fails as the mount(8) command it stands for would,
+// so results and failFirst apply to it too.
+func (f *fakeOS) Mount(source, target, fstype string, bind bool) error {
+	args := []string{"-t", fstype, source, target}
+	if bind {
+		args = []string{"--bind", source, target}
+	}
+	f.mu.Lock()
+	f.syscallMounts = append(f.syscallMounts, target)
+	f.mu.Unlock()
+	_, err := f.Run(context.Background(), "mount", args...)
+	return err
 }
 
 func (f *fakeOS) ran() string {
@@ -422,6 +447,9 @@ func TestStartDocker(t *testing.T) {
 	must(t, c.StartDocker(ctx(t)))
 	if !strings.Contains(fos.ran(), "systemctl start containerd docker") {
 		t.Fatalf("commands: %s", fos.ran())
+	}
+	if b, _ := os.ReadFile(filepath.Join(s.Root, containerdConfig)); string(b) != containerdConfigText {
+		t.Errorf("containerd started without its configuration: %q", b)
 	}
 	b, _ := os.ReadFile(filepath.Join(s.Root, daemonJSON))
 	if !strings.Contains(string(b), `"host-gateway-ip": "10.254.254.254"`) || !strings.Contains(string(b), `"log-driver": "local"`) {

@@ -62,7 +62,7 @@ func TestMountRetriesWhileTheDeviceBinds(t *testing.T) {
 
 func TestSetup(t *testing.T) {
 	s, fos := newTestServer(t)
-	fos.results = map[string]error{"blkid": exitErr(2), "iptables -t nat -C": exitErr(1)}
+	fos.results = map[string]error{"blkid": exitErr(2)}
 	leases := filepath.Join(s.Root, leasesDir)
 	must(t, os.MkdirAll(leases, 0o755))
 	must(t, os.WriteFile(filepath.Join(leases, "2"), []byte("ADDRESS=10.0.2.15\nDNS=10.0.2.3\n"), 0o644))
@@ -75,13 +75,19 @@ func TestSetup(t *testing.T) {
 	defer s.hostAccess.Close()
 	ran := fos.ran()
 	for _, want := range []string{
-		"hostname vmdock", "resize2fs /dev/vda", "mkfs.ext4 -q -E lazy_itable_init=0 -L vmdock-data /dev/vdb",
+		"resize2fs /dev/vda", "mkfs.ext4 -q -E lazy_itable_init=0 -L vmdock-data /dev/vdb",
 		"mount -t ext4 /dev/vdb /var/lib/vmdock-data", "mount --bind /var/lib/vmdock-data/docker /var/lib/docker",
-		"ip addr replace 10.254.254.254/32 dev lo", "iptables -t nat -I OUTPUT 1 -j VMDOCK-HOST",
-		"-d 10.254.254.254 -j REDIRECT --to-ports",
+		"ip addr replace 10.254.254.254/32 dev lo", "iptables -t nat -S",
+		"iptables-restore --noflush " + filepath.Join(s.Root, hostAccessRules),
 	} {
 		if !strings.Contains(ran, want) {
 			t.Errorf("missing command %q in:\n%s", want, ran)
+		}
+	}
+	rules, _ := os.ReadFile(filepath.Join(s.Root, hostAccessRules))
+	for _, want := range []string{"-I OUTPUT 1 -j VMDOCK-HOST\n", "-I PREROUTING 1 -j VMDOCK-HOST\n", "-d 10.254.254.254 -j REDIRECT --to-ports "} {
+		if !strings.Contains(string(rules), want) {
+			t.Errorf("missing rule %q in:\n%s", want, rules)
 		}
 	}
 	files := map[string]string{
@@ -93,6 +99,15 @@ func TestSetup(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("%s = %q, want it to contain %q", f, b, want)
 		}
+	}
+	if got := strings.Join(fos.syscallMounts, " "); got != "/var/lib/vmdock-data /var/lib/docker /var/lib/containerd" {
+		t.Errorf("data disk mounts made with mount(2): %q, want all three", got)
+	}
+	if fos.hostname != "vmdock" {
+		t.Errorf("kernel host name set to %q, want vmdock", fos.hostname)
+	}
+	if strings.Contains(ran, "hostname") {
+		t.Errorf("a process was run for the host name:\n%s", ran)
 	}
 	if b, _ := os.ReadFile(filepath.Join(s.Root, "etc/hosts")); strings.Contains(string(b), "old") {
 		t.Errorf("old hostname kept: %s", b)
@@ -280,6 +295,58 @@ func TestBinfmt(t *testing.T) {
 	err := s.setup(context.Background(), agent.Setup{Binfmt: true})
 	if err == nil || !strings.Contains(err.Error(), "binfmt: exit status 2") || !strings.Contains(err.Error(), "exit status 5") {
 		t.Fatalf("both failing: %v; want both reasons", err)
+	}
+}
+
+// binfmt runs nothing when the boot registered and enabled every format
+// update-binfmts' database and the packages' binfmt.d files declare, and
+// runs update-binfmts as before when one is missing or disabled.
+func TestBinfmtSkipsWhatTheBootRegistered(t *testing.T) {
+	s, fos := newTestServer(t)
+	admin := filepath.Join(s.Root, binfmtsAdminDir)
+	confs := filepath.Join(s.Root, binfmtDPackages)
+	misc := filepath.Join(s.Root, binfmtMisc)
+	for _, d := range []string{admin, confs, misc} {
+		must(t, os.MkdirAll(d, 0o755))
+	}
+	must(t, os.WriteFile(filepath.Join(admin, "qemu-aarch64"), []byte("qemu-user-static\nmagic\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(confs, "qemu-x86_64.conf"), []byte("# comment\n; another\n\n"+qemuX8664Line+"\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(confs, "qemu-riscv64.conf"), []byte(",qemu-riscv64,M,,\\x7fELF,\\xff,/usr/bin/qemu-riscv64,F\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(confs, "not-a-conf.txt"), []byte(":qemu-ignored:M::x::/x:\n"), 0o644))
+	entry := func(name, state string) {
+		must(t, os.WriteFile(filepath.Join(misc, name), []byte(state+"\ninterpreter /usr/libexec/qemu-binfmt/x\nflags: POCF\n"), 0o644))
+	}
+	entry("qemu-aarch64", "enabled")
+	entry("qemu-x86_64", "enabled")
+	entry("qemu-riscv64", "enabled")
+
+	if got := s.declaredBinfmts(); strings.Join(got, " ") != "qemu-aarch64 qemu-riscv64 qemu-x86_64" {
+		t.Fatalf("declared formats %q", got)
+	}
+	must(t, s.setup(context.Background(), agent.Setup{Binfmt: true}))
+	if got := fos.ran(); got != "" {
+		t.Fatalf("every format registered, yet ran %q", got)
+	}
+
+	entry("qemu-riscv64", "disabled")
+	must(t, s.binfmt(context.Background()))
+	if got := fos.ran(); got != "update-binfmts --enable" {
+		t.Fatalf("a disabled format ran %q, want update-binfmts", got)
+	}
+
+	fos.cmds = nil
+	entry("qemu-riscv64", "enabled")
+	must(t, os.Remove(filepath.Join(misc, "qemu-aarch64")))
+	must(t, s.binfmt(context.Background()))
+	if got := fos.ran(); got != "update-binfmts --enable" {
+		t.Fatalf("a missing format ran %q, want update-binfmts", got)
+	}
+}
+
+func TestBinfmtDNames(t *testing.T) {
+	text := "# c\n;c\n  :a:M::x::/i:F  \n|b|E::so::/i:\n:../x:M::x::/i:\n:c/d:M::x::/i:\n::M::x::/i:\n:\n"
+	if got := strings.Join(binfmtDNames(text), " "); got != "a b" {
+		t.Errorf("names %q, want \"a b\"", got)
 	}
 }
 

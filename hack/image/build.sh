@@ -172,7 +172,7 @@ mmdebstrap --variant=minbase --mode=root --architectures="$arch" \
 	--dpkgopt='path-exclude=/usr/share/lintian/*' \
 	--include="$pkglist" \
 	--setup-hook="mkdir -p \"\$1/etc/initramfs-tools/conf.d\" && cp '$here/overlay/etc/initramfs-tools/conf.d/vmdock' \"\$1/etc/initramfs-tools/conf.d/\"" \
-	--customize-hook="'$here/files/customize.sh' \"\$1\" '$tools'" \
+	--customize-hook="'$here/files/customize.sh' \"\$1\" '$tools' '$arch'" \
 	"$suite" "$rootfs" "${sources[@]}"
 
 # ---- kernel, initrd, versions --------------------------------------------

@@ -87,6 +87,23 @@ func (o *recordingOS) Run(_ context.Context, name string, args ...string) ([]byt
 
 func (o *recordingOS) SetClock(time.Time) error { return nil }
 
+// SetHostname is logged as the system call it stands for.
+func (o *recordingOS) SetHostname(name string) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.cmds = append(o.cmds, "sethostname "+name)
+	return nil
+}
+
+func (o *recordingOS) Mount(source, target, fstype string, bind bool) error {
+	args := []string{"-t", fstype, source, target}
+	if bind {
+		args = []string{"--bind", source, target}
+	}
+	_, err := o.Run(context.Background(), "mount", args...)
+	return err
+}
+
 func (o *recordingOS) ran() string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -332,7 +349,7 @@ func TestAgentReconnectRestoresTunnels(t *testing.T) {
 		t.Fatal("the first session is still in use")
 	}
 	waitFor(t, 5*time.Second, "guest services restored on the new agent", func() bool {
-		return strings.Contains(secondOS.ran(), "hostname vmdock")
+		return strings.Contains(secondOS.ran(), "sethostname vmdock")
 	})
 	if ran := secondOS.ran(); strings.Contains(ran, "resize2fs") || strings.Contains(ran, "mount") {
 		t.Errorf("the reconnect redid disk setup:\n%s", ran)

@@ -313,7 +313,11 @@ func bootArgs(spec driver.Spec, env HostEnv, arch string) ([]string, error) {
 		if spec.Initrd != "" {
 			a = append(a, "-initrd", spec.Initrd)
 		}
-		return append(a, "-append", withSerialConsole(spec.Cmdline, arch)), nil
+		cmdline := spec.Cmdline
+		if isTCG(env.Accel) {
+			cmdline = withTCGKernelArgs(cmdline)
+		}
+		return append(a, "-append", withSerialConsole(cmdline, arch)), nil
 	}
 	if env.Firmware.Code == "" {
 		return nil, fmt.Errorf("no UEFI firmware for %s: %s", arch, firmwareHint(arch))
@@ -543,7 +547,7 @@ func panicDevice(arch string) string {
 // The accelerator probe boots with exactly these, so its verdict holds for
 // the real boot.
 func accelArgs(accel, arch string) []string {
-	if accel == AccelKVM || accel == AccelHVF {
+	if !isTCG(accel) {
 		return []string{"-accel", accel, "-cpu", "host"}
 	}
 	// thread=single: with one host thread per vCPU (thread=multi), QEMU
@@ -560,6 +564,50 @@ func accelArgs(accel, arch string) []string {
 		cpu += ",pauth-impdef=on"
 	}
 	return []string{"-accel", fmt.Sprintf("tcg,thread=single,tb-size=%d", tcgTBSizeMiB), "-cpu", cpu}
+}
+
+// isTCG reports whether accel means emulation: accelArgs gives TCG to
+// every accelerator that is not KVM or HVF, the empty one included.
+func isTCG(accel string) bool { return accel != AccelKVM && accel != AccelHVF }
+
+// tcgKernelArgs are added to an emulated guest's kernel command line only;
+// under KVM, HVF and vz the guest runs on real silicon and keeps the
+// image's command line.
+//
+//   - mitigations=off: TCG executes nothing speculatively, so there is no
+//     side channel for the guest kernel to close, while its mitigations
+//     (page-table isolation's CR3 switches flush QEMU's soft TLB on every
+//     syscall and interrupt, retpolines, buffer clears) cost emulated
+//     instructions on every kernel entry.
+//   - loglevel=6: the console prints notice and worse, not the few hundred
+//     info lines of a boot, each byte of which is emulated UART port I/O.
+//     Notice keeps the "Linux version" banner `vmdock logs serial` is
+//     checked for, and a panic (emerg) is always printed for the hang
+//     watch. Not `quiet`: that would also silence systemd's status lines,
+//     the only console output between the kernel and the agent, and a slow
+//     emulated boot would then look like a hang to the silence check.
+var tcgKernelArgs = []string{"mitigations=off", "loglevel=6"}
+
+// withTCGKernelArgs appends each of tcgKernelArgs whose key cmdline does
+// not set already: the image's or a test's own choice wins. An image that
+// boots `quiet` keeps its quieter console.
+func withTCGKernelArgs(cmdline string) string {
+	have := map[string]bool{}
+	for _, f := range strings.Fields(cmdline) {
+		key, _, _ := strings.Cut(f, "=")
+		have[key] = true
+	}
+	if have["quiet"] {
+		have["loglevel"] = true
+	}
+	out := strings.Fields(cmdline)
+	for _, arg := range tcgKernelArgs {
+		key, _, _ := strings.Cut(arg, "=")
+		if !have[key] {
+			out = append(out, arg)
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 // tcgTBSizeMiB caps TCG's translated-code buffer, which counts in QEMU's

@@ -64,7 +64,7 @@ func TestArgs(t *testing.T) {
 				"-m":       {"2048"},
 				"-kernel":  {"/img/vmlinuz"},
 				"-initrd":  {"/img/initrd.img"},
-				"-append":  {"root=/dev/vda console=ttyS0"},
+				"-append":  {"root=/dev/vda mitigations=off loglevel=6 console=ttyS0"},
 				"-pidfile": {dir + "/qemu.pid"},
 				"-mon":     {"chardev=qmp,mode=control"},
 				"-serial":  {"chardev:serial0"},
@@ -116,7 +116,7 @@ func TestArgs(t *testing.T) {
 			name:   "foreign arm64 under TCG uses virt and -cpu max with the cheap pauth",
 			mutate: func(s *driver.Spec) { s.Arch = driver.ArchARM64 },
 			env:    tcgEnv,
-			want:   map[string][]string{"-machine": {"virt"}, "-accel": {"tcg,thread=single,tb-size=128"}, "-cpu": {"max,pauth-impdef=on"}, "-append": {"root=/dev/vda console=ttyAMA0"}},
+			want:   map[string][]string{"-machine": {"virt"}, "-accel": {"tcg,thread=single,tb-size=128"}, "-cpu": {"max,pauth-impdef=on"}, "-append": {"root=/dev/vda mitigations=off loglevel=6 console=ttyAMA0"}},
 			absent: []string{"-vga"},
 		},
 		{
@@ -296,6 +296,24 @@ func TestBinaryName(t *testing.T) {
 	}
 }
 
+func TestTCGKernelArgs(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"root=/dev/vda rw apparmor=0", "root=/dev/vda rw apparmor=0 mitigations=off loglevel=6"},
+		{"", "mitigations=off loglevel=6"},
+		// The image's or a test's own settings win over ours.
+		{"root=/dev/vda mitigations=auto loglevel=8", "root=/dev/vda mitigations=auto loglevel=8"},
+		{"root=/dev/vda loglevel=3", "root=/dev/vda loglevel=3 mitigations=off"},
+		// quiet is quieter than loglevel=6: raising it again would undo it.
+		{"root=/dev/vda quiet", "root=/dev/vda quiet mitigations=off"},
+		// A value that only starts like a key is not that key.
+		{"root=/dev/vda rdinit=/x loglevelx=1", "root=/dev/vda rdinit=/x loglevelx=1 mitigations=off loglevel=6"},
+	} {
+		if got := withTCGKernelArgs(tc.in); got != tc.want {
+			t.Errorf("withTCGKernelArgs(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
 func TestSerialConsolePerArch(t *testing.T) {
 	in := "root=/dev/vda rw console=ttyAMA0 console=hvc0 apparmor=0"
 	for arch, want := range map[string]string{
@@ -342,7 +360,7 @@ func TestArgsGroupOrder(t *testing.T) {
 		"-name", "vmdock-default", "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot", "-msg", "timestamp=on",
 		"-machine", "q35", "-accel", "tcg,thread=single,tb-size=128", "-cpu", "max", "-vga", "none",
 		"-smp", "2", "-m", "2048",
-		"-kernel", "/img/vmlinuz", "-initrd", "/img/initrd.img", "-append", "root=/dev/vda console=ttyS0",
+		"-kernel", "/img/vmlinuz", "-initrd", "/img/initrd.img", "-append", "root=/dev/vda mitigations=off loglevel=6 console=ttyS0",
 		"-pidfile", dir+"/qemu.pid",
 		"-chardev", "socket,id=qmp,path="+dir+"/qmp.sock,server=on,wait=off", "-mon", "chardev=qmp,mode=control",
 		"-chardev", "file,id=serial0,path="+dir+"/serial.log,append=on", "-serial", "chardev:serial0",
@@ -413,7 +431,7 @@ func TestBootArgs(t *testing.T) {
 	spec := baseSpec()
 	t.Run("kernel with initrd", func(t *testing.T) {
 		got, err := bootArgs(spec, tcgEnv, "x86_64")
-		wantArgv(t, got, err, "-kernel", "/img/vmlinuz", "-initrd", "/img/initrd.img", "-append", "root=/dev/vda console=ttyS0")
+		wantArgv(t, got, err, "-kernel", "/img/vmlinuz", "-initrd", "/img/initrd.img", "-append", "root=/dev/vda mitigations=off loglevel=6 console=ttyS0")
 		if bootsEFI(spec, tcgEnv) {
 			t.Error("a kernel boot counts as EFI")
 		}
@@ -422,7 +440,17 @@ func TestBootArgs(t *testing.T) {
 		s := spec
 		s.Initrd = ""
 		got, err := bootArgs(s, tcgEnv, "aarch64")
-		wantArgv(t, got, err, "-kernel", "/img/vmlinuz", "-append", "root=/dev/vda console=ttyAMA0")
+		wantArgv(t, got, err, "-kernel", "/img/vmlinuz", "-append", "root=/dev/vda mitigations=off loglevel=6 console=ttyAMA0")
+	})
+	t.Run("kvm and hvf keep the image's command line", func(t *testing.T) {
+		for _, accel := range []string{AccelKVM, AccelHVF} {
+			got, err := bootArgs(spec, HostEnv{Accel: accel}, "x86_64")
+			wantArgv(t, got, err, "-kernel", "/img/vmlinuz", "-initrd", "/img/initrd.img", "-append", "root=/dev/vda console=ttyS0")
+		}
+	})
+	t.Run("no accelerator named is tcg", func(t *testing.T) {
+		got, err := bootArgs(spec, HostEnv{}, "x86_64")
+		wantArgv(t, got, err, "-kernel", "/img/vmlinuz", "-initrd", "/img/initrd.img", "-append", "root=/dev/vda mitigations=off loglevel=6 console=ttyS0")
 	})
 	t.Run("uefi", func(t *testing.T) {
 		s := spec

@@ -3,11 +3,13 @@
 # vmdock guest. Runs on the builder; guest commands run through chroot
 # (through qemu-user/binfmt for a foreign arch).
 #
-# usage: customize.sh ROOTFS TOOLSDIR   (TOOLSDIR from build-tools.sh)
+# usage: customize.sh ROOTFS TOOLSDIR [ARCH]   (TOOLSDIR from build-tools.sh,
+# ARCH the image's Debian architecture; build.sh passes it)
 set -euo pipefail
 
 root=$1
 tools=${2:-}
+arch=${3:-}
 here=$(cd "$(dirname "$0")/.." && pwd)
 [ -n "$tools" ] || { echo "customize.sh: no tools directory (nerdctl, buildkitd, buildctl) given" >&2; exit 1; }
 
@@ -42,13 +44,46 @@ ln -sfn ../run/systemd/resolve/stub-resolv.conf "$root/etc/resolv.conf"
 # No password login at all: the agent is the only way in.
 chroot "$root" passwd -l root >/dev/null
 
-chroot "$root" systemctl enable vmdock-agent.service systemd-networkd.service systemd-resolved.service
+# A foreign-arch guest's own tools run emulated through qemu-user, many
+# times slower than the builder's. systemctl --root and depmod -b do the
+# same offline work (links from [Install] sections; module indexes, whose
+# format does not depend on the CPU) with the builder's copies, when it
+# has them. A native build keeps running the guest's own.
+foreign=0
+if [ -n "$arch" ] && [ "$arch" != "$(dpkg --print-architecture)" ]; then
+	foreign=1
+fi
+guest_systemctl() {
+	if [ $foreign = 1 ] && command -v systemctl >/dev/null; then
+		systemctl --root="$root" "$@"
+	else
+		chroot "$root" systemctl "$@"
+	fi
+}
+guest_depmod() {
+	if [ $foreign = 1 ] && command -v depmod >/dev/null; then
+		depmod -b "$root" -a "$1"
+	else
+		chroot "$root" depmod -a "$1"
+	fi
+}
+
+guest_systemctl enable vmdock-agent.service systemd-networkd.service systemd-resolved.service
 # The agent starts these after it has mounted the data disk at
 # /var/lib/docker and /var/lib/containerd; buildkit only for the containerd
 # runtime.
-chroot "$root" systemctl disable docker.service docker.socket containerd.service buildkit.service
+guest_systemctl disable docker.service docker.socket containerd.service buildkit.service
 # Nothing may reach the internet on its own, and nothing periodic should
-# burn CPU in a TCG guest.
+# burn CPU in a TCG guest. Nor anything the guest never uses at boot:
+# - the gettys (the serial console, tty1, hvc0 on vz): root is locked and
+#   the agent is the only way in, yet systemd-getty-generator starts one
+#   per console. Masking the templates masks every instance.
+# - the first-boot jobs ConditionNeedsUpdate= runs on every new instance,
+#   since each one's /etc and /var start without .updated: ldconfig (dpkg's
+#   trigger made ld.so.cache at build time), the hwdb rebuild (udev's
+#   postinst made hwdb.bin) and journalctl's catalog (explanations for
+#   `journalctl -x` only). Under TCG each costs a second or more of the
+#   CPU the boot is bound by.
 # (mask by hand: systemctl mask refuses units that are not installed, and
 # we want them masked even if a later package brings them in)
 for u in \
@@ -56,13 +91,15 @@ for u in \
 	systemd-timesyncd.service ntpsec.service chrony.service \
 	man-db.timer man-db.service e2scrub_all.timer e2scrub_all.service e2scrub_reap.service \
 	fstrim.timer fstrim.service dpkg-db-backup.timer dpkg-db-backup.service \
-	systemd-networkd-wait-online.service; do
+	systemd-networkd-wait-online.service \
+	getty.target getty@.service serial-getty@.service autovt@.service console-getty.service \
+	ldconfig.service systemd-hwdb-update.service systemd-journal-catalog-update.service; do
 	ln -sfn /dev/null "$root/etc/systemd/system/$u"
 done
 
 kver=$(ls "$root/usr/lib/modules" | sort -V | tail -n1)
 "$here/files/trim-modules.sh" "$root/usr/lib/modules/$kver"
-chroot "$root" depmod -a "$kver"
+guest_depmod "$kver"
 
 cp "$here/files/initramfs-modules" "$root/etc/initramfs-tools/modules"
 chroot "$root" update-initramfs -u -k "$kver"
