@@ -1,8 +1,12 @@
 package hostagent
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/images"
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/driver"
@@ -65,5 +69,48 @@ func TestDisksAreFoundBySerial(t *testing.T) {
 	s := ha.guestSetup()
 	if s.DataDisk != "/dev/disk/by-id/virtio-vmdock-data" || s.DataDiskFallback != "/dev/vdb" {
 		t.Errorf("setup data disk %q (fallback %q), want its by-id link, then /dev/vdb", s.DataDisk, s.DataDiskFallback)
+	}
+}
+
+// QEMU guests talk over virtio-serial, vz guests over vsock: the boot
+// disk tells the guest agent which.
+func TestChannelForEachDriver(t *testing.T) {
+	for vmType, want := range map[string]string{driver.TypeQEMU: agent.ChannelVirtioSerial, driver.TypeVZ: agent.ChannelVsock} {
+		if got := channelFor(vmType); got != want {
+			t.Errorf("channelFor(%s) = %s, want %s", vmType, got, want)
+		}
+	}
+}
+
+// The pid file holds this process; a broken boot leaves its reason for
+// status; removing a marker that is gone is no error, one that cannot go
+// names itself.
+func TestInstanceFilesOfARun(t *testing.T) {
+	inst := &store.Instance{Name: "x", Dir: t.TempDir()}
+	if err := writePID(inst.PIDPath()); err != nil {
+		t.Fatal(err)
+	}
+	if pid, err := store.ReadPID(inst.PIDPath()); err != nil || pid != os.Getpid() {
+		t.Errorf("pid file: %d, %v; want %d", pid, err, os.Getpid())
+	}
+	if err := writePID(filepath.Join(inst.Dir, "missing", "ha.pid")); err == nil || !strings.Contains(err.Error(), "write pid file") {
+		t.Errorf("pid file in a missing folder: %v", err)
+	}
+	markBroken(inst, "the VM exited unexpectedly")
+	if b, _ := os.ReadFile(inst.BrokenPath()); string(b) != "the VM exited unexpectedly\n" {
+		t.Errorf("broken marker %q", b)
+	}
+	if !fileExists(inst.BrokenPath()) || fileExists(inst.UpgradeImagePath()) {
+		t.Error("fileExists disagrees with the folder")
+	}
+	if err := removeIfExists(inst.UpgradeImagePath()); err != nil {
+		t.Errorf("removing a marker that is not there: %v", err)
+	}
+	busy := filepath.Join(inst.Dir, "busy")
+	if err := os.MkdirAll(filepath.Join(busy, "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := removeIfExists(busy); err == nil || !strings.Contains(err.Error(), busy) {
+		t.Errorf("removing a non-empty folder: %v, want an error naming it", err)
 	}
 }

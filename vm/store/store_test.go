@@ -330,3 +330,44 @@ func TestCreateRefusesAProfileWhoseDomainZoneIsTaken(t *testing.T) {
 		t.Errorf("a profile with its own zone: %v", err)
 	}
 }
+
+// A relative $VMDOCK_HOME cannot be made absolute once the working folder
+// is gone; the error names the variable and its value instead of a home
+// somewhere else.
+func TestHomeRelativeWithoutAWorkingFolder(t *testing.T) {
+	gone := filepath.Join(t.TempDir(), "gone")
+	if err := os.Mkdir(gone, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(gone)
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PWD", "")
+	t.Setenv(HomeEnv, "rel/home")
+	h, err := Home()
+	if err == nil || !strings.Contains(err.Error(), `$`+HomeEnv+` "rel/home"`) {
+		t.Fatalf("Home = %q, %v; want an error naming $%s and its value", h, err, HomeEnv)
+	}
+}
+
+// Only created profiles (with a config) hold a zone: a folder left
+// without one, by a start refused early, does not refuse a new profile.
+func TestZoneOfAFolderWithoutConfigIsFree(t *testing.T) {
+	home := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, "shop.dev"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	inst, _ := Open(home, "shop_dev")
+	if err := inst.Create(); err != nil {
+		t.Fatalf("create shop_dev beside a config-less shop.dev folder: %v", err)
+	}
+	if err := os.WriteFile(inst.ConfigPath(), []byte("arch: amd64\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// now shop_dev holds the zone, and the folder's profile is refused
+	left, _ := Open(home, "shop.dev")
+	if err := left.Create(); err == nil || !strings.Contains(err.Error(), `"shop_dev"`) {
+		t.Errorf("create shop.dev beside shop_dev: %v, want a refusal naming shop_dev", err)
+	}
+}

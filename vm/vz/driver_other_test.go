@@ -30,3 +30,13 @@ func TestNewOutsideDarwin(t *testing.T) {
 		t.Errorf("Resume = %v, want ErrUnavailable", err)
 	}
 }
+
+// Without vz there is no Rosetta to offer: a --vz-rosetta start neither
+// asks nor fails here, and the driver says why vz cannot run.
+func TestOfferRosettaInstallOutsideDarwin(t *testing.T) {
+	asked := false
+	err := OfferRosettaInstall(true, func(string) (bool, error) { asked = true; return true, nil })
+	if err != nil || asked {
+		t.Errorf("OfferRosettaInstall = %v (asked: %v), want nil without a question", err, asked)
+	}
+}

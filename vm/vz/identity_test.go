@@ -137,3 +137,28 @@ func TestIdentityNeedsTheInstanceFolder(t *testing.T) {
 		t.Error("instanceMachineID without a folder")
 	}
 }
+
+// An identity file that cannot be read or written is an error naming
+// what failed, never a new identity in its place.
+func TestIdentityFilesUnreadableOrUnwritable(t *testing.T) {
+	unreadable := t.TempDir()
+	for _, f := range []string{driver.VZMACFile, driver.VZMachineIDFile} {
+		mustMkdir(t, filepath.Join(unreadable, f))
+	}
+	if _, err := instanceMAC(unreadable); err == nil || !strings.Contains(err.Error(), "read the VM's MAC address") {
+		t.Errorf("instanceMAC with a folder at its file: %v", err)
+	}
+	created := false
+	create := func() ([]byte, error) { created = true; return []byte("id"), nil }
+	if _, err := instanceMachineID(unreadable, create); err == nil || !strings.Contains(err.Error(), unreadable) || created {
+		t.Errorf("instanceMachineID with a folder at its file: %v (created a new one: %v)", err, created)
+	}
+
+	gone := filepath.Join(t.TempDir(), "gone")
+	if _, err := instanceMAC(gone); err == nil || !strings.Contains(err.Error(), "store the VM's MAC address") {
+		t.Errorf("instanceMAC in a missing folder: %v", err)
+	}
+	if _, err := instanceMachineID(gone, create); err == nil || !strings.Contains(err.Error(), "store the machine identifier") {
+		t.Errorf("instanceMachineID in a missing folder: %v", err)
+	}
+}

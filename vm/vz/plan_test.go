@@ -235,6 +235,7 @@ func TestPlanErrors(t *testing.T) {
 		{"not an arm64 image", armHost, func(s *driver.Spec) { s.Kernel = kernelFile(t, make([]byte, 128)) }, "not an arm64 Linux Image"},
 		{"short kernel", armHost, func(s *driver.Spec) { s.Kernel = kernelFile(t, []byte("MZ")) }, "not an arm64 Linux Image"},
 		{"missing kernel", armHost, func(s *driver.Spec) { s.Kernel = "/nonexistent/vmlinux" }, "read kernel /nonexistent/vmlinux"},
+		{"kernel is a folder", armHost, func(s *driver.Spec) { s.Kernel = t.TempDir() }, "vz: read kernel /"},
 		{"initrd without kernel", armHost, func(s *driver.Spec) { s.Kernel = "" }, "without a kernel"},
 		{"efi without dir", armHost, func(s *driver.Spec) { s.Kernel, s.Initrd, s.Dir = "", "", "" }, "instance folder"},
 		{"qcow2 disk", armHost, func(s *driver.Spec) { s.Disks[0].Format = "qcow2" }, "qcow2; vz reads raw disks only: convert"},

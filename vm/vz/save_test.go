@@ -1,6 +1,7 @@
 package vz
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -241,5 +242,59 @@ func TestSaveBlocker(t *testing.T) {
 				t.Errorf("saveBlocker = %v, want one naming %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// A save whose context ended before the pause does not touch the guest.
+func TestSaveCancelledBeforeThePause(t *testing.T) {
+	f := newFakeVZ()
+	m := bootFake(t, f)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	path := statePath(t)
+	if _, err := m.Save(ctx, path); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Save with an ended context = %v, want context.Canceled", err)
+	}
+	if got := f.called(); !slices.Equal(got, []string{"Start", "CheckSavable"}) {
+		t.Errorf("calls = %v: the guest must not be paused", got)
+	}
+	onlyFiles(t, filepath.Dir(path))
+	assertRunsOn(t, m, f)
+}
+
+// Failures around vz's write (the temporary name blocked, the state file
+// not movable to its name) leave no file behind and the guest running.
+func TestSaveFailuresAroundTheStateFile(t *testing.T) {
+	for name, tc := range map[string]struct {
+		block func(dir string) // puts something in the way
+		left  []string         // what dir holds afterwards
+		want  string
+	}{
+		"a folder at the temporary name": {func(dir string) {
+			mustMkdir(t, filepath.Join(dir, ".vm.state.saving", "x"))
+		}, []string{".vm.state.saving"}, "save: remove"},
+		"a folder at the state's name": {func(dir string) {
+			mustMkdir(t, filepath.Join(dir, "vm.state", "x"))
+		}, []string{"vm.state"}, "save:"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFakeVZ()
+			m := bootFake(t, f)
+			path := statePath(t)
+			tc.block(filepath.Dir(path))
+			_, err := m.Save(t.Context(), path)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Save = %v, want an error containing %q", err, tc.want)
+			}
+			onlyFiles(t, filepath.Dir(path), tc.left...)
+			assertRunsOn(t, m, f)
+		})
+	}
+}
+
+func mustMkdir(t *testing.T, dir string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
 	}
 }
