@@ -106,6 +106,7 @@ func saveBlockerFor(spec driver.Spec) error {
 // newVM creates, without starting it, the VM plan describes, with the
 // identity kept in the instance folder.
 func newVM(spec driver.Spec, plan *VMPlan) (*vzVirtualMachine, error) {
+	logPlanWarnings(spec.Name, plan)
 	id, err := loadIdentity(spec.Dir)
 	if err != nil {
 		return nil, err
