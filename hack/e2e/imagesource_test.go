@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -55,11 +56,14 @@ func copyFile(src, dst string, mode os.FileMode) error {
 
 // releaseServer serves `make release`'s bin/release on loopback, as any
 // static host publishes images, and counts what it was asked for.
+// The first GET of an image archive is cut half way, as a flaky network
+// cuts a first download on a Mac: the start must resume it by itself.
 type releaseServer struct {
-	URL  string
-	srv  *http.Server
-	mu   sync.Mutex
-	gets map[string]int
+	URL    string
+	srv    *http.Server
+	mu     sync.Mutex
+	gets   map[string]int
+	ranges map[string][]string // the Range header of each GET, by path
 }
 
 func (e *env) serveRelease(t *testing.T) *releaseServer {
@@ -72,12 +76,18 @@ func (e *env) serveRelease(t *testing.T) *releaseServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs := &releaseServer{URL: "http://" + l.Addr().String() + "/", gets: map[string]int{}}
+	rs := &releaseServer{URL: "http://" + l.Addr().String() + "/", gets: map[string]int{}, ranges: map[string][]string{}}
 	files := http.FileServer(http.Dir(dir))
 	rs.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rs.mu.Lock()
 		rs.gets[r.URL.Path]++
+		first := rs.gets[r.URL.Path] == 1
+		rs.ranges[r.URL.Path] = append(rs.ranges[r.URL.Path], r.Header.Get("Range"))
 		rs.mu.Unlock()
+		if first && strings.HasSuffix(r.URL.Path, ".tar.zst") {
+			serveHalfAndCut(w, filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(r.URL.Path, "/"))))
+			return
+		}
 		files.ServeHTTP(w, r)
 	}), ReadHeaderTimeout: 10 * time.Second}
 	go rs.srv.Serve(l)
@@ -87,6 +97,36 @@ func (e *env) serveRelease(t *testing.T) *releaseServer {
 }
 
 func (rs *releaseServer) close() { rs.srv.Close() }
+
+// serveHalfAndCut promises the whole file, sends its first half and drops
+// the connection.
+func serveHalfAndCut(w http.ResponseWriter, path string) {
+	f, err := os.Open(path)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Length", strconv.FormatInt(fi.Size(), 10))
+	w.WriteHeader(http.StatusOK)
+	io.CopyN(w, f, fi.Size()/2)
+	w.(http.Flusher).Flush()
+	if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+		conn.Close()
+	}
+}
+
+// rangesOf is the Range header of each GET of path, in order.
+func (rs *releaseServer) rangesOf(path string) []string {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return append([]string(nil), rs.ranges[path]...)
+}
 
 func (rs *releaseServer) requests(path string) int {
 	rs.mu.Lock()
