@@ -353,13 +353,6 @@ func TestDisk(t *testing.T) {
 	expect(t, fh.result(t, "disk"), Warn, "permission denied", "keep")
 }
 
-func TestRealFreeBytesClimbsToAFolderThatExists(t *testing.T) {
-	n, err := freeBytes(filepath.Join(t.TempDir(), "not", "yet", "made"))
-	if err != nil || n == 0 {
-		t.Errorf("freeBytes = %d, %v", n, err)
-	}
-}
-
 func TestDocker(t *testing.T) {
 	fh := newFake(t, mac("14.5", "arm64"))
 	expect(t, fh.result(t, "docker"), OK, "Docker version 27.3.1", "")

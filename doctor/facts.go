@@ -2,12 +2,9 @@ package doctor
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +13,7 @@ import (
 
 	"github.com/vmdock/vmdock/dockerhost/dockerctx"
 	"github.com/vmdock/vmdock/images"
+	"github.com/vmdock/vmdock/internal/diskfree"
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/instance"
@@ -91,7 +89,7 @@ func Detect(h config.Host, inst *store.Instance) Facts {
 		DefaultImage: func(ctx context.Context, arch, baseURL string) (images.DefaultImage, error) {
 			return images.ResolveDefault(ctx, arch, images.Options{BaseURL: baseURL})
 		},
-		FreeBytes: freeBytes,
+		FreeBytes: diskfree.Bytes,
 		InstanceStatus: func(ctx context.Context) (bool, instance.LiveStatus) {
 			if !inst.Exists() {
 				return false, instance.LiveStatus{}
@@ -126,22 +124,6 @@ func kernelRelease() string {
 		return "unknown"
 	}
 	return unix.ByteSliceToString(u.Release[:])
-}
-
-// freeBytes asks about the nearest folder that exists: before the first
-// start neither the cache nor VMDOCK_HOME does, but the file system they
-// will be made on is what counts.
-func freeBytes(path string) (uint64, error) {
-	for p := filepath.Clean(path); ; p = filepath.Dir(p) {
-		var st unix.Statfs_t
-		err := unix.Statfs(p, &st)
-		if err == nil {
-			return uint64(st.Bavail) * uint64(st.Bsize), nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) || p == filepath.Dir(p) {
-			return 0, fmt.Errorf("free space of %s: %w", p, err)
-		}
-	}
 }
 
 // memo makes each probe that several checks share run once per report:
