@@ -1,7 +1,7 @@
-// Package migratetest is what migrate's real-engine tests, its e2e check
-// and its bench share: throwaway dockerds started on the host (Linux), the
-// files an imported test image holds, a volume's test tree written as a
-// tar stream, and a volume's files read back for comparison.
+// Package migratetest starts throwaway dockerds on a Linux host and makes
+// the test data that migrate's tests, its e2e check and its bench share:
+// an imported test image's files, a volume's test tree as a tar stream,
+// and a volume's files read back for comparison.
 package migratetest
 
 import (

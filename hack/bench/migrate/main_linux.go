@@ -1,6 +1,6 @@
-// Command migrate measures `vmdock migrate`'s throughput against the same
-// transfer by hand with the docker CLI, side by side in one run, between
-// two dockerds it starts on this Linux host (migratetest's, as root): a volume
+// Command migrate measures `vmdock migrate`'s MB/s against the same
+// transfer by hand with the docker CLI, side by side, between two dockerds
+// it starts on this Linux host (migratetest's, as root). It moves a volume
 // (migrate's helper containers against a `tar c | tar x` container pair)
 // and an image (migrate's export and load against `docker save | docker
 // load`). Rounds take turns, a hand run then a migrate run, each from an
