@@ -3,12 +3,9 @@ package migrate
 import (
 	"archive/tar"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
@@ -18,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vmdock/vmdock/migrate/migratetest"
 )
 
 // fillSource gives the source engine everything a migration meets.
@@ -68,31 +67,7 @@ func fillVolume(t *testing.T, e *Engine, name string) {
 	}
 	pr, pw := io.Pipe()
 	go func() {
-		tw := tar.NewWriter(pw)
-		rng := rand.New(rand.NewPCG(1, 2))
-		mtime := time.Unix(1690000000, 0)
-		write := func(h *tar.Header, data []byte) {
-			h.ModTime = mtime
-			if err := tw.WriteHeader(h); err != nil {
-				pw.CloseWithError(err)
-			}
-			if _, err := tw.Write(data); err != nil {
-				pw.CloseWithError(err)
-			}
-		}
-		write(&tar.Header{Name: "vmdock-volume/", Typeflag: tar.TypeDir, Mode: 0o755}, nil)
-		write(&tar.Header{Name: "vmdock-volume/blobs/", Typeflag: tar.TypeDir, Mode: 0o750, Uid: 33, Gid: 33}, nil)
-		for i := range 10 {
-			data := make([]byte, 5<<20)
-			for j := range data {
-				data[j] = byte(rng.Uint32())
-			}
-			write(&tar.Header{Name: fmt.Sprintf("vmdock-volume/blobs/b%d", i), Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(data))}, data)
-		}
-		write(&tar.Header{Name: "vmdock-volume/secret", Typeflag: tar.TypeReg, Mode: 0o600, Uid: 1234, Gid: 1234, Size: 6}, []byte("hush!\n"))
-		write(&tar.Header{Name: "vmdock-volume/latest", Typeflag: tar.TypeSymlink, Linkname: "blobs/b9", Mode: 0o777}, nil)
-		write(&tar.Header{Name: "vmdock-volume/empty/", Typeflag: tar.TypeDir, Mode: 0o700}, nil)
-		pw.CloseWithError(tw.Close())
+		pw.CloseWithError(migratetest.WriteVolumeTree(pw, strings.TrimPrefix(volumeMountPath, "/"), 10, 5<<20))
 	}()
 	resp, err := e.do(context.Background(), http.MethodPut, "/containers/"+id+"/archive", url.Values{"path": {"/"}, "copyUIDGID": {"1"}}, pr, "application/x-tar")
 	if err != nil {
@@ -101,16 +76,7 @@ func fillVolume(t *testing.T, e *Engine, name string) {
 	resp.Body.Close()
 }
 
-// fileFacts is one entry of a volume as compared between engines.
-type fileFacts struct {
-	Mode     int64
-	UID, GID int
-	Link     string
-	SHA256   string
-	ModTime  time.Time
-}
-
-func volumeFiles(t *testing.T, e *Engine, name string) map[string]fileFacts {
+func volumeFiles(t *testing.T, e *Engine, name string) map[string]migratetest.FileFacts {
 	h := &helpers{engine: e}
 	defer h.removeAll(context.Background())
 	id, err := h.create(context.Background(), name, true)
@@ -122,22 +88,11 @@ func volumeFiles(t *testing.T, e *Engine, name string) map[string]fileFacts {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	out := map[string]fileFacts{}
-	tr := tar.NewReader(resp.Body)
-	for {
-		hd, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum := sha256.New()
-		if _, err := io.Copy(sum, tr); err != nil {
-			t.Fatal(err)
-		}
-		out[hd.Name] = fileFacts{Mode: hd.Mode, UID: hd.Uid, GID: hd.Gid, Link: hd.Linkname, SHA256: hex.EncodeToString(sum.Sum(nil)), ModTime: hd.ModTime}
+	files, err := migratetest.ReadTree(resp.Body)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return files
 }
 
 // engineLists is what the source must still show after a migration.
@@ -201,7 +156,7 @@ func TestRunBetweenRealEngines(t *testing.T) {
 	}
 	assertImagesEqual(t, src, dst)
 	a, b := volumeFiles(t, src, "appdata"), volumeFiles(t, dst, "appdata")
-	if !reflect.DeepEqual(a, b) || len(a) != 15 {
+	if !reflect.DeepEqual(a, b) || len(a) != migratetest.VolumeTreeEntries(10) {
 		t.Errorf("volume files differ (%d entries at the source):\nsource %+v\ntarget %+v", len(a), a, b)
 	}
 	if f := b["vmdock-volume/secret"]; f.Mode&0o7777 != 0o600 || f.UID != 1234 || f.GID != 1234 {

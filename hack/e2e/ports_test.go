@@ -10,7 +10,8 @@ package e2e
 //
 //	TestE2E            18080-18099  web 18080, UDP 18081 (checkPorts, the IPv6 checks), echo 18082
 //	                                (checkParallelStreams), reconnectPort, guest-loopback 18097-18099
-//	TestE2EResume      18100-18199  resumeWebPort, the idle pause's echo server 18123-18125
+//	TestE2EResume      18100-18199  resumeWebPort, the idle pause's echo server 18123-18125,
+//	                                migrateWebPort
 //	TestE2EContainerd  18200-18299  nerdctlWebPort
 //	TestE2EArm64       18300-18399  arm64WebPort
 //	TestE2EMac         18400-18499  macWebPort
@@ -18,7 +19,10 @@ const (
 	// reconnectPort is the published port checkAgentReconnect watches.
 	reconnectPort = 18090
 	// resumeWebPort must answer again after the resume, with no new run.
-	resumeWebPort  = 18195
+	resumeWebPort = 18195
+	// migrateWebPort is the port of the container checkMigrate brings
+	// from a host dockerd.
+	migrateWebPort = 18150
 	nerdctlWebPort = 18290
 	arm64WebPort   = 18380
 	macWebPort     = 18480

@@ -22,7 +22,9 @@ import (
 // saves it on stop and resumes it on start: containers keep running, the
 // published port answers, the guest clock is right. Before the save, the
 // idle cost checks (checkIdleCost): a container's 256 MiB and a removed
-// volume's disk blocks go back to the host. Then a changed cpus
+// volume's disk blocks go back to the host. After the resume, `vmdock
+// migrate` brings images, a volume and a container from a dockerd on the
+// host (checkMigrate). Then a changed cpus
 // count and a damaged state each boot cold and say why; in that last
 // boot the idle pause (checkIdlePause), and the data disk checks clean
 // after a stop of the paused VM.
@@ -143,6 +145,9 @@ func TestE2EResume(t *testing.T) {
 		}
 		t.Logf("cold start %.1f s, resume %.1f s (%.2fx)", cold.Seconds(), resumed.Seconds(), resumed.Seconds()/cold.Seconds())
 	})
+	// Here the instance runs and the checks that follow stop it first, so
+	// nothing timed sees the migrated container (removed again anyway).
+	checkMigrate(t, e)
 	e.timed("a changed cpus count boots cold and says why", func(t *testing.T) {
 		e.run(5*time.Minute, e.vmdock, "stop")
 		args := append(append([]string(nil), startArgs...), "--cpus", "1")

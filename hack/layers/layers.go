@@ -29,7 +29,7 @@ var Table = []Layer{
 	{"tools", []string{"cmd/...", "hack/..."}},
 	{"doctor", []string{"doctor"}},
 	{"bench", []string{"bench/..."}},
-	{"migrate", []string{"migrate"}},
+	{"migrate", []string{"migrate", "migrate/migratetest"}},
 	{"instance lifecycle (command line side)", []string{"vm/instance"}},
 	{"host agent (daemon)", []string{"vm/hostagent"}},
 	{"hypervisor drivers", []string{"vm/qemu", "vm/vz"}},
