@@ -75,8 +75,11 @@ func TestPropagateMeasuresEachShareBothWays(t *testing.T) {
 			t.Errorf("%s = %v (found %v); want %v..%v ms\nall: %v", key, v, ok, lo, hi, got)
 		}
 	}
-	check("host edit -> guest p50 / sync mount", 25, 60)
-	check("guest write -> host p50 / sync mount", 55, 100)
+	// At least the delay the share adds; the upper bounds only catch a
+	// gross error (a timeout measured, say): a loaded 2-core machine
+	// stretched the 30 ms sleep to 117 ms.
+	check("host edit -> guest p50 / sync mount", 25, 500)
+	check("guest write -> host p50 / sync mount", 55, 500)
 	if len(r.rep.Skipped) != 0 {
 		t.Errorf("skipped: %v", r.rep.Skipped)
 	}

@@ -66,3 +66,26 @@ func TestProfileRestoreLeavesAHandChosenContext(t *testing.T) {
 		t.Fatalf("restore overrode the user's switch: current = %q, want other", cur)
 	}
 }
+
+// delete removes the profile's own context and leaves the user's alone.
+func TestProfileRemoveDeletesOnlyItsContext(t *testing.T) {
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	if err := Ensure("mine", "unix:///mine.sock", "the user's"); err != nil {
+		t.Fatal(err)
+	}
+	p := Profile{Name: "dev", Socket: "/x/docker.sock", StatePath: filepath.Join(t.TempDir(), "state.json")}
+	if err := p.Activate(false); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Exists(Name("dev")) {
+		t.Fatalf("context %s was not made", Name("dev"))
+	}
+	p.Remove()
+	if s.Exists(Name("dev")) || !s.Exists("mine") {
+		t.Errorf("after Remove: %s exists %v, mine exists %v; want only mine", Name("dev"), s.Exists(Name("dev")), s.Exists("mine"))
+	}
+}

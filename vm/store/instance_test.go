@@ -163,3 +163,13 @@ func TestPinnedImage(t *testing.T) {
 		t.Fatalf("PinnedImage = %q", got)
 	}
 }
+
+func TestMigrateRecordPathIsInTheInstanceFolder(t *testing.T) {
+	inst, err := Open("/h", "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := inst.MigrateRecordPath(); got != "/h/dev/migrate.json" {
+		t.Errorf("MigrateRecordPath = %q", got)
+	}
+}
