@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/rand/v2"
 	"sort"
 	"time"
@@ -106,7 +107,10 @@ func VolumeTreeEntries(blobs int) int { return blobs + 5 }
 
 // FileFacts is one entry of a volume as compared between engines.
 type FileFacts struct {
-	Mode     int64
+	// Mode is the type and permission bits as a file system has them:
+	// engines write the tar mode field differently (Docker 20.10 keeps
+	// the C type bits in it, newer engines only the permissions).
+	Mode     fs.FileMode
 	UID, GID int
 	Link     string
 	SHA256   string
@@ -130,6 +134,6 @@ func ReadTree(r io.Reader) (map[string]FileFacts, error) {
 		if _, err := io.Copy(sum, tr); err != nil {
 			return nil, fmt.Errorf("read %s from a volume's tar: %w", hd.Name, err)
 		}
-		out[hd.Name] = FileFacts{Mode: hd.Mode, UID: hd.Uid, GID: hd.Gid, Link: hd.Linkname, SHA256: hex.EncodeToString(sum.Sum(nil)), ModTime: hd.ModTime}
+		out[hd.Name] = FileFacts{Mode: hd.FileInfo().Mode(), UID: hd.Uid, GID: hd.Gid, Link: hd.Linkname, SHA256: hex.EncodeToString(sum.Sum(nil)), ModTime: hd.ModTime}
 	}
 }
