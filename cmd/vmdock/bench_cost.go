@@ -39,7 +39,7 @@ func benchCost(st *control.Status) bench.HostCost {
 		hc.Unmeasured = "the host agent reported no cost (is the VM running?)"
 	}
 	if i := st.Idle; i != nil {
-		hc.Paused, hc.IdleAfter, hc.IdleOff = i.Paused, i.After, i.Off
+		hc.Paused, hc.Pauses, hc.IdleAfter, hc.IdleOff = i.Paused, i.Pauses, i.After, i.Off
 		if i.LastWakeMs != nil {
 			hc.LastWakeMs = *i.LastWakeMs
 		}

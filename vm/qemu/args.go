@@ -247,12 +247,13 @@ func preflight(spec driver.Spec, env HostEnv) (string, error) {
 	return arch, nil
 }
 
-// identityArgs name the process and switch off everything QEMU would add
-// on its own: no default devices, no config files, no window, and a guest
-// reboot ends the process so the host agent sees it.
+// identityArgs name the process (and, where the host can, its threads:
+// nameOptions) and switch off everything QEMU would add on its own: no
+// default devices, no config files, no window, and a guest reboot ends the
+// process so the host agent sees it.
 func identityArgs(name string) ([]string, error) {
 	return []string{
-		"-name", esc("vmdock-" + name),
+		"-name", esc("vmdock-"+name) + nameOptions,
 		"-nodefaults", "-no-user-config",
 		"-display", "none",
 		"-no-reboot",

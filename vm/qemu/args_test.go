@@ -357,7 +357,7 @@ func TestArgsGroupOrder(t *testing.T) {
 	const dir = "/home/u/.vmdock/default"
 	argv, err := Args(baseSpec(), tcgEnv)
 	wantArgv(t, argv, err,
-		"-name", "vmdock-default", "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot", "-msg", "timestamp=on",
+		"-name", "vmdock-default"+nameOptions, "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot", "-msg", "timestamp=on",
 		"-machine", "q35", "-accel", "tcg,thread=single,tb-size=128", "-cpu", "max", "-vga", "none",
 		"-smp", "2", "-m", "2048",
 		"-kernel", "/img/vmlinuz", "-initrd", "/img/initrd.img", "-append", "root=/dev/vda mitigations=off loglevel=6 console=ttyS0",
@@ -386,7 +386,7 @@ func TestArgsGroupOrder(t *testing.T) {
 
 func TestIdentityArgs(t *testing.T) {
 	got, err := identityArgs("a,b")
-	wantArgv(t, got, err, "-name", "vmdock-a,,b", "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot", "-msg", "timestamp=on")
+	wantArgv(t, got, err, "-name", "vmdock-a,,b"+nameOptions, "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot", "-msg", "timestamp=on")
 }
 
 func TestMachineArgs(t *testing.T) {

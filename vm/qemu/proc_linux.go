@@ -8,6 +8,11 @@ import (
 	"syscall"
 )
 
+// nameOptions name QEMU's threads after their job ("CPU 0/TCG",
+// "worker", "IO iothread0") in /proc/<pid>/task/*/comm, so top -H or a
+// look at the threads says which one spends the CPU of a paused VM.
+const nameOptions = ",debug-threads=on"
+
 // sysProcAttr ties a child's life to the host agent: Pdeathsig kills it
 // when the host agent dies (even by SIGKILL), and its own process group
 // keeps a terminal's Ctrl-C away from it so shutdown stays orderly.

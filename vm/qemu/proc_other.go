@@ -10,6 +10,10 @@ import (
 	"syscall"
 )
 
+// nameOptions is empty: QEMU builds that cannot name their threads print a
+// warning for debug-threads=on, and the per-thread look is a Linux one.
+const nameOptions = ""
+
 // sysProcAttr puts the child in its own process group so a terminal's
 // Ctrl-C reaches only the host agent, which then shuts the VM down in
 // order. Without Pdeathsig, pid files plus CleanupOrphans end children that
