@@ -116,8 +116,8 @@ if [[ -n ${BENCH_SECTIONS:-} ]]; then
 	exit 0
 fi
 
-stamp "bench: all sections but boot"
-"$vmdock" bench $quick --sections disk,tree,propagate,ports,api,domains,memory,sync --append "$out/bench.json"
+stamp "bench: all sections but boot (cost last: its paused row is the first pause of this boot)"
+"$vmdock" bench $quick --sections disk,tree,propagate,ports,api,domains,memory,sync,cost --append "$out/bench.json"
 "$vmdock" stop
 started=0
 
