@@ -214,31 +214,7 @@ func TestUseDuringPauseWaitsAndWakes(t *testing.T) {
 	m := New(f.config(10 * time.Second))
 	inPause, letPause := make(chan struct{}), make(chan struct{})
 	f.pauseHook = func(context.Context) error { close(inPause); <-letPause; return nil }
-	f.advance(11 * time.Second)
-	done := make(chan struct{})
-	go func() { m.maybePause(context.Background()); close(done) }()
-	<-inPause
-	held := make(chan error, 1)
-	go func() {
-		release, err := m.Hold(context.Background())
-		if err == nil {
-			release()
-		}
-		held <- err
-	}()
-	select {
-	case err := <-held:
-		t.Fatalf("Hold returned (%v) while the pause was under way", err)
-	case <-time.After(50 * time.Millisecond):
-	}
-	close(letPause)
-	<-done
-	if err := <-held; err != nil {
-		t.Fatal(err)
-	}
-	if got := f.ran(); got != "busy? prepare pause wake" || f.paused {
-		t.Fatalf("use during pause: %q, vm paused %v", got, f.paused)
-	}
+	useArrivesMidPause(t, f, m, inPause, letPause)
 }
 
 // A failed wake is the use's error; the count of uses stays right.
@@ -338,31 +314,7 @@ func TestUseDuringPauseDoesNotCutIt(t *testing.T) {
 			return ctx.Err()
 		}
 	}
-	f.advance(11 * time.Second)
-	done := make(chan struct{})
-	go func() { m.maybePause(context.Background()); close(done) }()
-	<-inPause
-	held := make(chan error, 1)
-	go func() {
-		release, err := m.Hold(context.Background())
-		if err == nil {
-			release()
-		}
-		held <- err
-	}()
-	select {
-	case err := <-held:
-		t.Fatalf("Hold returned (%v) while the pause was under way", err)
-	case <-time.After(50 * time.Millisecond):
-	}
-	close(letPause)
-	<-done
-	if err := <-held; err != nil {
-		t.Fatal(err)
-	}
-	if got := f.ran(); got != "busy? prepare pause wake" || f.paused || m.State().Paused {
-		t.Fatalf("use during pause: %q, vm paused %v, monitor paused %v", got, f.paused, m.State().Paused)
-	}
+	useArrivesMidPause(t, f, m, inPause, letPause)
 }
 
 // A Pause that fails after the VMM paused (a lost reply) is taken for
@@ -411,5 +363,38 @@ func TestFailedWakeOfARunningVM(t *testing.T) {
 	release()
 	if got := f.ran(); got != "busy? prepare pause wake status?" {
 		t.Fatalf("calls %q, want one wake and one status query", got)
+	}
+}
+
+// useArrivesMidPause lets m decide a pause of f, which blocks in its hook
+// until letPause (closing inPause first); meanwhile a use holds m. The use
+// must wait for the pause, then wake the VM: the VM and the monitor both
+// end up running.
+func useArrivesMidPause(t *testing.T, f *fakeVM, m *Monitor, inPause, letPause chan struct{}) {
+	t.Helper()
+	f.advance(11 * time.Second)
+	done := make(chan struct{})
+	go func() { m.maybePause(context.Background()); close(done) }()
+	<-inPause
+	held := make(chan error, 1)
+	go func() {
+		release, err := m.Hold(context.Background())
+		if err == nil {
+			release()
+		}
+		held <- err
+	}()
+	select {
+	case err := <-held:
+		t.Fatalf("Hold returned (%v) while the pause was under way", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(letPause)
+	<-done
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	if got := f.ran(); got != "busy? prepare pause wake" || f.paused || m.State().Paused {
+		t.Fatalf("use during pause: %q, vm paused %v, monitor paused %v", got, f.paused, m.State().Paused)
 	}
 }
