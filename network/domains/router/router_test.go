@@ -267,29 +267,7 @@ func TestLargeUploadStreams(t *testing.T) {
 
 func TestWebSocketUpgrade(t *testing.T) {
 	g := &guest{addrs: map[string]string{}}
-	// A minimal upgrade: the container switches protocols and echoes
-	// lines, which is all a WebSocket needs of the router.
-	backend(t, g, "172.17.0.2:80", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Upgrade") != "websocket" {
-			http.Error(w, "want upgrade", 400)
-			return
-		}
-		conn, brw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		fmt.Fprint(brw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
-		brw.Flush()
-		for {
-			line, err := brw.ReadString('\n')
-			if err != nil {
-				return
-			}
-			fmt.Fprint(brw, "echo "+line)
-			brw.Flush()
-		}
-	}))
+	wsEchoBackend(t, g, "172.17.0.2:80")
 	r := New()
 	r.Register("default", g.dial)
 	r.SetTable("default", domains.Build("default", []domains.Container{{ID: "1", Name: "ws", IP: "172.17.0.2"}})) //nolint:errcheck
@@ -370,4 +348,31 @@ func TestNoWebPortPageNamesTheLabel(t *testing.T) {
 	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, domains.LabelHTTPPort+"=11211") || g.dials.Load() != 0 {
 		t.Errorf("only port 11211: %d %q (dials %d), want the page naming the label and no dial", resp.StatusCode, body, g.dials.Load())
 	}
+}
+
+// wsEchoBackend is a minimal WebSocket container at addr: it switches
+// protocols and echoes lines, which is all a WebSocket needs of the router.
+func wsEchoBackend(t *testing.T, g *guest, addr string) {
+	t.Helper()
+	backend(t, g, addr, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") != "websocket" {
+			http.Error(w, "want upgrade", 400)
+			return
+		}
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		fmt.Fprint(brw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+		brw.Flush()
+		for {
+			line, err := brw.ReadString('\n')
+			if err != nil {
+				return
+			}
+			fmt.Fprint(brw, "echo "+line)
+			brw.Flush()
+		}
+	}))
 }

@@ -84,23 +84,7 @@ func TestLongGapsInAStreamSurvive(t *testing.T) {
 func TestWebSocketQuietLongerThanTheIdleTimeout(t *testing.T) {
 	shortIdle(t, 100*time.Millisecond)
 	g := &guest{addrs: map[string]string{}}
-	backend(t, g, "172.17.0.2:80", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		conn, brw, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		fmt.Fprint(brw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
-		brw.Flush()
-		for {
-			line, err := brw.ReadString('\n')
-			if err != nil {
-				return
-			}
-			fmt.Fprint(brw, "echo "+line)
-			brw.Flush()
-		}
-	}))
+	wsEchoBackend(t, g, "172.17.0.2:80")
 	r := New()
 	r.Register("default", g.dial)
 	r.SetTable("default", domains.Build("default", []domains.Container{{ID: "1", Name: "ws", IP: "172.17.0.2"}})) //nolint:errcheck
