@@ -61,6 +61,7 @@ func checkIPv6AndDockerSock(t *testing.T, e *env) {
 					GuestPort int      `json:"guestPort"`
 					HostAddrs []string `json:"hostAddrs"`
 					Warning   string   `json:"warning"`
+					Error     string   `json:"error"`
 				} `json:"ports"`
 			} `json:"hostAgent"`
 		}
@@ -73,7 +74,7 @@ func checkIPv6AndDockerSock(t *testing.T, e *env) {
 			if p.Proto == "tcp" && p.GuestPort == 18080 {
 				found = true
 				if !slices.Equal(p.HostAddrs, []string{"127.0.0.1:18080", "[::1]:18080"}) || p.Warning != "" {
-					t.Errorf("status --json port tcp/18080: hostAddrs %q, warning %q; want both loopbacks, no warning", p.HostAddrs, p.Warning)
+					t.Errorf("status --json port tcp/18080: hostAddrs %q, warning %q, error %q; want both loopbacks, no warning", p.HostAddrs, p.Warning, p.Error)
 				}
 			}
 		}
