@@ -82,13 +82,30 @@ boots() {
   line=${line#e2e boots: cold=}
   echo "${line% resumed=*}/${line#* resumed=}"
 }
-# The timing table, also when a phase fails (its row says so).
+# failure_messages NAME: the last messages Go tests printed in the phase's
+# log (t.Errorf/t.Fatalf lines, "    file_test.go:N: ...") and its FAIL
+# lines. CI shows only the end of a run's output; a failed e2e's reason is
+# otherwise hundreds of lines above the table.
+failure_messages() {
+  grep -E '^[[:space:]]+([A-Za-z0-9_]+\.go:[0-9]+: |--- FAIL)' "$logs/$1.log" 2>/dev/null | tail -n 25 | cut -c1-400 || true
+}
+# The timing table, also when a phase fails (its row says so), after the
+# failed phases' test messages.
 print_timings() {
   local rc=$? pid
   for pid in "${bg_pid[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
+  local row
+  for row in "${timings[@]}"; do
+    set -- $row
+    if [ "$2" = running ]; then
+      echo
+      echo "---- $1 failed; its test messages:"
+      failure_messages "$1"
+    fi
+  done
   echo
   printf '%-16s %8s %s\n' "phase" "seconds" "boots (cold/resumed)"
-  local row secs
+  local secs
   for row in "${timings[@]}"; do
     set -- $row
     secs=$2

@@ -26,7 +26,7 @@ phase quiet true
 phase e2e bash -c 'echo "=== RUN   TestE2E"; printf "\ne2e boots: cold=1 resumed=9\n"; printf "\ne2e boots: cold=6 resumed=0\n"'
 background bg bash -c 'echo "e2e boots: cold=1 resumed=2"'
 await bg
-phase broken bash -c 'echo "e2e boots: cold=3 resumed=0"; exit 3'
+phase broken bash -c 'echo "    x_test.go:12: the reason it failed"; for i in $(seq 300); do echo filler; done; echo "e2e boots: cold=3 resumed=0"; exit 3'
 phase never true
 `
 	cmd := exec.Command("bash", "-c", script)
@@ -49,6 +49,10 @@ phase never true
 		if !regexp.MustCompile(`(?m)^` + row + `$`).MatchString(table) {
 			t.Errorf("the table has no row %q:\n%s", row, table)
 		}
+	}
+	// the failed phase's test message comes again just before the table
+	if i := strings.LastIndex(string(out), "x_test.go:12: the reason it failed"); i < 0 || strings.Contains(string(out)[i:], "filler") {
+		t.Errorf("the failed phase's test message is not repeated after its log:\n%s", out[max(0, len(out)-600):])
 	}
 	if strings.Contains(table, "never") {
 		t.Errorf("a phase after the failed one ran:\n%s", table)
