@@ -85,7 +85,7 @@ func runBench(cmd *cobra.Command, g *globals, fl *benchFlags) error {
 	if st := instance.Status(ctx, inst); st.State != instance.StateRunning {
 		return fmt.Errorf("profile %q is not running (%s); start it with `vmdock start -p %s`", inst.Name, st, inst.Name)
 	}
-	cfg, err := config.Load(inst.ConfigPath(), g.host)
+	cfg, err := config.LoadInstance(inst.ConfigPath(), g.host, inst.RanNetStack)
 	if err != nil {
 		return err
 	}
@@ -323,7 +323,7 @@ func loadReport(path string) (*bench.Report, error) {
 // same disks) and holds its lock while the VM runs.
 func runRawBoot(cmd *cobra.Command, inst *store.Instance, h config.Host, paths ...string) error {
 	ctx := cmd.Context()
-	cfg, err := config.Load(inst.ConfigPath(), h)
+	cfg, err := config.LoadInstance(inst.ConfigPath(), h, inst.RanNetStack)
 	if err != nil {
 		return err
 	}
