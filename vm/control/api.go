@@ -49,6 +49,10 @@ const (
 	// format), so its memory can be read on a user's machine without a
 	// debug build.
 	HeapProfilePath = "/v1/debug/heap"
+	// CPUProfilePath serves a CPU profile of the host agent taken over
+	// ?seconds=N (1-60, default 10), pprof's format: where its time goes
+	// while, say, a published port streams.
+	CPUProfilePath = "/v1/debug/cpu"
 )
 
 // ExecUpgrade is the Upgrade header value of an exec request.
