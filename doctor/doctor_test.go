@@ -444,6 +444,7 @@ func TestDockerContext(t *testing.T) {
 func TestInstance(t *testing.T) {
 	fh := newFake(t, linux())
 	expect(t, fh.result(t, "instance"), OK, "not created yet", "")
+	expect(t, fh.result(t, "instance"), OK, "its next start's network: gvisor (user)", "")
 	fh.status = &instance.LiveStatus{State: instance.StateRunning, PID: 42}
 	expect(t, fh.result(t, "instance"), OK, "Running (host agent pid 42)", "")
 	fh.status.HostAgent = &control.Status{Network: &control.NetworkStatus{Stack: "slirp", Mode: "isolated"}}

@@ -68,7 +68,7 @@ func checkInstance(ctx context.Context, f Facts) Result {
 	created, st := f.InstanceStatus(ctx)
 	switch {
 	case !created:
-		return ok("profile %s not created yet; `vmdock start -p %s` creates it", name, name)
+		return ok("profile %s not created yet; `vmdock start -p %s` creates it%s", name, name, networkNote(f, st))
 	case st.State == instance.StateBroken:
 		return fail(fmt.Sprintf("`vmdock logs hostagent -p %s` says more; `vmdock stop -p %s`, then `vmdock start -p %s`", name, name, name),
 			"profile %s: %s", name, oneLine(st.String()))
