@@ -25,9 +25,9 @@ import (
 
 // benchFlags are bench's command-line flags.
 type benchFlags struct {
-	sections, jsonPath, svgPath, helper, appendPath string
-	quick, rawBoot, resumeCycle                     bool
-	variants                                        []string
+	sections, jsonPath, svgPath, helper, appendPath, versus string
+	quick, rawBoot, resumeCycle                             bool
+	variants                                                []string
 }
 
 func newBenchCmd(g *globals) *cobra.Command {
@@ -56,6 +56,7 @@ func newBenchCmd(g *globals) *cobra.Command {
 	f.StringVar(&fl.jsonPath, "json", "", "write the report as JSON to this file")
 	f.StringVar(&fl.svgPath, "svg", "", "write a bar chart of the ratios to this SVG file")
 	f.StringVar(&fl.appendPath, "append", "", "add this run's results to the JSON report in this file (created if missing)")
+	f.StringVar(&fl.versus, "versus", "", "network section: another running profile measured beside this one, rounds interleaved (e.g. one on slirp, one on gvisor)")
 	f.StringVar(&fl.helper, "helper", "", "guest helper binary (linux, static); default: vmdock-bench-helper-linux-<arch> next to vmdock")
 	f.StringSliceVar(&fl.variants, "variants", nil, `only these targets in the file sections, e.g. "sync mount,virtiofs share + exclude" (the native disk always runs)`)
 	f.BoolVar(&fl.quick, "quick", false, "smaller workloads (2000 files instead of 20000, 16 MB streams)")
@@ -105,7 +106,13 @@ func runBench(cmd *cobra.Command, g *globals, fl *benchFlags) error {
 	if err := bench.WriteMachine(out, m); err != nil {
 		return err
 	}
-	err = bench.Run(ctx, env, bench.Options{Sections: secs, Quick: fl.quick, Variants: fl.variants, Helper: helper, Progress: cmd.ErrOrStderr()}, rep)
+	opts := bench.Options{Sections: secs, Quick: fl.quick, Variants: fl.variants, Helper: helper, Progress: cmd.ErrOrStderr()}
+	if fl.versus != "" {
+		if opts.Versus, err = versusEnv(cmd, g, fl.versus, inst); err != nil {
+			return err
+		}
+	}
+	err = bench.Run(ctx, env, opts, rep)
 	if err != nil {
 		return err
 	}
@@ -113,6 +120,34 @@ func runBench(cmd *cobra.Command, g *globals, fl *benchFlags) error {
 		return err
 	}
 	return writeBenchFiles(fl, rep, m)
+}
+
+// versusEnv is the bench Env of the running profile name, the network
+// section's second instance.
+func versusEnv(cmd *cobra.Command, g *globals, name string, self *store.Instance) (*bench.Env, error) {
+	home, err := store.Home()
+	if err != nil {
+		return nil, err
+	}
+	inst, err := store.Open(home, name)
+	if err != nil {
+		return nil, fmt.Errorf("--versus: %w", err)
+	}
+	if inst.Dir == self.Dir {
+		return nil, fmt.Errorf("--versus %s: the profile measured already; accepted: another running profile", name)
+	}
+	if st := instance.Status(cmd.Context(), inst); st.State != instance.StateRunning {
+		return nil, fmt.Errorf("--versus %s: not running (%s); accepted: a running profile", name, st)
+	}
+	cfg, err := config.LoadInstance(inst.ConfigPath(), g.host, inst.RanNetStack)
+	if err != nil {
+		return nil, err
+	}
+	env, _, err := benchEnv(cmd, inst, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("--versus %s: %w", name, err)
+	}
+	return &env, nil
 }
 
 // benchReport is the report this run adds to: the one in appendPath if
@@ -208,6 +243,10 @@ func benchEnv(cmd *cobra.Command, inst *store.Instance, cfg config.Config) (benc
 		return env, m, fmt.Errorf("ask the host agent: %w", err)
 	}
 	env.HostAgentPID, env.VMPID = st.PID, st.Machine.PID
+	env.NetStack = cfg.Network.Stack
+	if st.Network != nil {
+		env.NetStack = st.Network.Stack
+	}
 	if st.Machine.Driver != "" {
 		m.Driver = st.Machine.Driver
 	}
