@@ -42,10 +42,13 @@ func newBenchCmd(g *globals) *cobra.Command {
 			"Sections: " + fmt.Sprint(bench.Sections) + ". tree, ports and api need the guest helper\n" +
 			"(`make bench` builds it into bin/), found next to the vmdock binary or given with --helper.\n" +
 			"domains needs the router on (domains.enabled, free ports) and the vmdock-test image loaded (`make bench` loads it).\n" +
+			"network compares the network paths (published port direct and tunnelled, a download from the host's loopback);\n" +
+			"with --versus PROFILE a second running instance (say slirp beside gvisor) is measured in the same rounds, interleaved.\n" +
 			"cost takes a few minutes (3 under TCG): it allocates 1 GiB in the guest, writes and deletes 1 GiB on the data disk,\n" +
 			"and sets the idle period to 10s until the VM pauses, then puts the period back.",
 		Example: `  vmdock bench --quick
-  vmdock bench --sections disk,tree --json bench.json --svg bench.svg`,
+  vmdock bench --sections disk,tree --json bench.json --svg bench.svg
+  vmdock bench -p gv --sections network --versus slirp`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runBench(cmd, g, &fl)
