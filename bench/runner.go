@@ -21,7 +21,7 @@ import (
 )
 
 // Sections, in run order.
-var Sections = []string{"disk", "tree", "propagate", "ports", "api", "domains", "boot", "memory", "sync", "cost"}
+var Sections = []string{"disk", "tree", "propagate", "ports", "network", "api", "domains", "boot", "memory", "sync", "cost"}
 
 // ExecFunc runs argv in the guest (instance.Exec without the instance).
 type ExecFunc func(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) (int, error)
@@ -80,6 +80,9 @@ type Env struct {
 	// agent dials over the agent channel, as the container-domains router
 	// does (the domains section's agent tunnel); nil when it cannot.
 	DialGuest func(ctx context.Context, addr string) (net.Conn, error)
+	// NetStack is the network stack the VM runs on (slirp, vznat, gvisor):
+	// the network section names its rows after it.
+	NetStack string
 	// DomainRoute finds the router's name for a container (by ID, full or
 	// a prefix); ok is false while the router has none. nil: no router.
 	DomainRoute func(ctx context.Context, containerID string) (rt DomainRoute, ok bool, err error)
@@ -95,6 +98,9 @@ type Options struct {
 	Variants []string
 	Helper   string // host path of the linux helper binary; "" skips helper sections
 	Progress io.Writer
+	// Versus is a second running instance the network section measures
+	// beside this one, rounds interleaved; nil: this one alone.
+	Versus *Env
 }
 
 // ParseSections checks a --sections value; empty means all.
@@ -140,7 +146,7 @@ func Run(ctx context.Context, env Env, opt Options, rep *Report) error {
 	}
 	defer r.cleanup()
 	funcs := map[string]func(context.Context) error{
-		"disk": r.disk, "tree": r.tree, "ports": r.ports, "api": r.api,
+		"disk": r.disk, "tree": r.tree, "ports": r.ports, "network": r.network, "api": r.api,
 		"boot": r.boot, "memory": r.memory, "sync": r.sync, "propagate": r.propagate,
 		"cost": r.cost, "domains": r.domains,
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/vmdock/vmdock/images"
 	"github.com/vmdock/vmdock/vm/config"
+	"github.com/vmdock/vmdock/vm/control"
 	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/instance"
 	"github.com/vmdock/vmdock/vm/macos"
@@ -443,8 +444,14 @@ func TestDockerContext(t *testing.T) {
 func TestInstance(t *testing.T) {
 	fh := newFake(t, linux())
 	expect(t, fh.result(t, "instance"), OK, "not created yet", "")
+	expect(t, fh.result(t, "instance"), OK, "its next start's network: gvisor (user)", "")
 	fh.status = &instance.LiveStatus{State: instance.StateRunning, PID: 42}
 	expect(t, fh.result(t, "instance"), OK, "Running (host agent pid 42)", "")
+	fh.status.HostAgent = &control.Status{Network: &control.NetworkStatus{Stack: "slirp", Mode: "isolated"}}
+	expect(t, fh.result(t, "instance"), OK, "Running (host agent pid 42); network slirp (isolated)", "")
+	fh.status = &instance.LiveStatus{State: instance.StateStopped}
+	fh.Config.Network.Stack, fh.Config.Network.Mode = "gvisor", "user"
+	expect(t, fh.result(t, "instance"), OK, "its next start's network: gvisor (user)", "")
 	fh.status = &instance.LiveStatus{State: instance.StateBroken, Reason: "the VM exited:\nkernel panic"}
 	expect(t, fh.result(t, "instance"), Fail, "Broken: the VM exited:; kernel panic", "vmdock logs hostagent -p default")
 }

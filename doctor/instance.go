@@ -68,12 +68,21 @@ func checkInstance(ctx context.Context, f Facts) Result {
 	created, st := f.InstanceStatus(ctx)
 	switch {
 	case !created:
-		return ok("profile %s not created yet; `vmdock start -p %s` creates it", name, name)
+		return ok("profile %s not created yet; `vmdock start -p %s` creates it%s", name, name, networkNote(f, st))
 	case st.State == instance.StateBroken:
 		return fail(fmt.Sprintf("`vmdock logs hostagent -p %s` says more; `vmdock stop -p %s`, then `vmdock start -p %s`", name, name, name),
 			"profile %s: %s", name, oneLine(st.String()))
 	case st.PID != 0:
-		return ok("profile %s: %s (host agent pid %d)", name, st.String(), st.PID)
+		return ok("profile %s: %s (host agent pid %d)%s", name, st.String(), st.PID, networkNote(f, st))
 	}
-	return ok("profile %s: %s", name, strings.TrimSpace(st.String()))
+	return ok("profile %s: %s%s", name, strings.TrimSpace(st.String()), networkNote(f, st))
+}
+
+// networkNote names the network the instance runs on, or the one its next
+// start runs on when it is not running.
+func networkNote(f Facts, st instance.LiveStatus) string {
+	if h := st.HostAgent; h != nil && h.Network != nil {
+		return fmt.Sprintf("; network %s (%s)", h.Network.Stack, h.Network.Mode)
+	}
+	return fmt.Sprintf("; its next start's network: %s (%s)", f.Config.Network.Stack, f.Config.Network.Mode)
 }

@@ -179,3 +179,26 @@ func UnixHTTPClient(sock string) *http.Client {
 		},
 	}}
 }
+
+// Download GETs url and reads the whole body, returning how many bytes
+// came and how long from the request to the last byte.
+func Download(ctx context.Context, url string) (int64, time.Duration, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, 0, fmt.Errorf("download %s: %w", url, err)
+	}
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, 0, fmt.Errorf("download %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, 0, fmt.Errorf("download %s: %s", url, resp.Status)
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	if err != nil {
+		return n, 0, fmt.Errorf("download %s: after %d bytes: %w", url, n, err)
+	}
+	return n, time.Since(start), nil
+}

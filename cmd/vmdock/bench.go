@@ -25,9 +25,9 @@ import (
 
 // benchFlags are bench's command-line flags.
 type benchFlags struct {
-	sections, jsonPath, svgPath, helper, appendPath string
-	quick, rawBoot, resumeCycle                     bool
-	variants                                        []string
+	sections, jsonPath, svgPath, helper, appendPath, versus string
+	quick, rawBoot, resumeCycle                             bool
+	variants                                                []string
 }
 
 func newBenchCmd(g *globals) *cobra.Command {
@@ -42,10 +42,13 @@ func newBenchCmd(g *globals) *cobra.Command {
 			"Sections: " + fmt.Sprint(bench.Sections) + ". tree, ports and api need the guest helper\n" +
 			"(`make bench` builds it into bin/), found next to the vmdock binary or given with --helper.\n" +
 			"domains needs the router on (domains.enabled, free ports) and the vmdock-test image loaded (`make bench` loads it).\n" +
+			"network compares the network paths (published port direct and tunnelled, a download from the host's loopback);\n" +
+			"with --versus PROFILE a second running instance (say slirp beside gvisor) is measured in the same rounds, interleaved.\n" +
 			"cost takes a few minutes (3 under TCG): it allocates 1 GiB in the guest, writes and deletes 1 GiB on the data disk,\n" +
 			"and sets the idle period to 10s until the VM pauses, then puts the period back.",
 		Example: `  vmdock bench --quick
-  vmdock bench --sections disk,tree --json bench.json --svg bench.svg`,
+  vmdock bench --sections disk,tree --json bench.json --svg bench.svg
+  vmdock bench -p gv --sections network --versus slirp`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runBench(cmd, g, &fl)
@@ -56,6 +59,7 @@ func newBenchCmd(g *globals) *cobra.Command {
 	f.StringVar(&fl.jsonPath, "json", "", "write the report as JSON to this file")
 	f.StringVar(&fl.svgPath, "svg", "", "write a bar chart of the ratios to this SVG file")
 	f.StringVar(&fl.appendPath, "append", "", "add this run's results to the JSON report in this file (created if missing)")
+	f.StringVar(&fl.versus, "versus", "", "network section: another running profile measured beside this one, rounds interleaved (e.g. one on slirp, one on gvisor)")
 	f.StringVar(&fl.helper, "helper", "", "guest helper binary (linux, static); default: vmdock-bench-helper-linux-<arch> next to vmdock")
 	f.StringSliceVar(&fl.variants, "variants", nil, `only these targets in the file sections, e.g. "sync mount,virtiofs share + exclude" (the native disk always runs)`)
 	f.BoolVar(&fl.quick, "quick", false, "smaller workloads (2000 files instead of 20000, 16 MB streams)")
@@ -85,7 +89,7 @@ func runBench(cmd *cobra.Command, g *globals, fl *benchFlags) error {
 	if st := instance.Status(ctx, inst); st.State != instance.StateRunning {
 		return fmt.Errorf("profile %q is not running (%s); start it with `vmdock start -p %s`", inst.Name, st, inst.Name)
 	}
-	cfg, err := config.Load(inst.ConfigPath(), g.host)
+	cfg, err := config.LoadInstance(inst.ConfigPath(), g.host, inst.RanNetStack)
 	if err != nil {
 		return err
 	}
@@ -105,7 +109,13 @@ func runBench(cmd *cobra.Command, g *globals, fl *benchFlags) error {
 	if err := bench.WriteMachine(out, m); err != nil {
 		return err
 	}
-	err = bench.Run(ctx, env, bench.Options{Sections: secs, Quick: fl.quick, Variants: fl.variants, Helper: helper, Progress: cmd.ErrOrStderr()}, rep)
+	opts := bench.Options{Sections: secs, Quick: fl.quick, Variants: fl.variants, Helper: helper, Progress: cmd.ErrOrStderr()}
+	if fl.versus != "" {
+		if opts.Versus, err = versusEnv(cmd, g, fl.versus, inst); err != nil {
+			return err
+		}
+	}
+	err = bench.Run(ctx, env, opts, rep)
 	if err != nil {
 		return err
 	}
@@ -113,6 +123,34 @@ func runBench(cmd *cobra.Command, g *globals, fl *benchFlags) error {
 		return err
 	}
 	return writeBenchFiles(fl, rep, m)
+}
+
+// versusEnv is the bench Env of the running profile name, the network
+// section's second instance.
+func versusEnv(cmd *cobra.Command, g *globals, name string, self *store.Instance) (*bench.Env, error) {
+	home, err := store.Home()
+	if err != nil {
+		return nil, err
+	}
+	inst, err := store.Open(home, name)
+	if err != nil {
+		return nil, fmt.Errorf("--versus: %w", err)
+	}
+	if inst.Dir == self.Dir {
+		return nil, fmt.Errorf("--versus %s: the profile measured already; accepted: another running profile", name)
+	}
+	if st := instance.Status(cmd.Context(), inst); st.State != instance.StateRunning {
+		return nil, fmt.Errorf("--versus %s: not running (%s); accepted: a running profile", name, st)
+	}
+	cfg, err := config.LoadInstance(inst.ConfigPath(), g.host, inst.RanNetStack)
+	if err != nil {
+		return nil, err
+	}
+	env, _, err := benchEnv(cmd, inst, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("--versus %s: %w", name, err)
+	}
+	return &env, nil
 }
 
 // benchReport is the report this run adds to: the one in appendPath if
@@ -208,6 +246,10 @@ func benchEnv(cmd *cobra.Command, inst *store.Instance, cfg config.Config) (benc
 		return env, m, fmt.Errorf("ask the host agent: %w", err)
 	}
 	env.HostAgentPID, env.VMPID = st.PID, st.Machine.PID
+	env.NetStack = cfg.Network.Stack
+	if st.Network != nil {
+		env.NetStack = st.Network.Stack
+	}
 	if st.Machine.Driver != "" {
 		m.Driver = st.Machine.Driver
 	}
@@ -323,7 +365,7 @@ func loadReport(path string) (*bench.Report, error) {
 // same disks) and holds its lock while the VM runs.
 func runRawBoot(cmd *cobra.Command, inst *store.Instance, h config.Host, paths ...string) error {
 	ctx := cmd.Context()
-	cfg, err := config.Load(inst.ConfigPath(), h)
+	cfg, err := config.LoadInstance(inst.ConfigPath(), h, inst.RanNetStack)
 	if err != nil {
 		return err
 	}

@@ -100,7 +100,7 @@ func defaultDigests(ctx context.Context, g *globals) map[string]bool {
 // configuredBaseURL is the profile's imageBaseURL, else the template's.
 func configuredBaseURL(g *globals) string {
 	if inst, err := g.instance(); err == nil {
-		if cfg, err := config.Load(inst.ConfigPath(), g.host); err == nil {
+		if cfg, err := config.LoadInstance(inst.ConfigPath(), g.host, inst.RanNetStack); err == nil {
 			return cfg.ImageBaseURL
 		}
 		if cfg, err := baseConfig(filepath.Dir(inst.Dir), g.host); err == nil {

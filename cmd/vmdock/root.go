@@ -59,7 +59,7 @@ func (g *globals) existingConfig() (*store.Instance, config.Config, error) {
 	if err != nil {
 		return nil, config.Config{}, err
 	}
-	cfg, err := config.Load(inst.ConfigPath(), g.host)
+	cfg, err := config.LoadInstance(inst.ConfigPath(), g.host, inst.RanNetStack)
 	if err != nil {
 		return nil, cfg, err
 	}

@@ -51,7 +51,7 @@ var configFlags = []configFlag{
 	stringFlag("loopback-alias-ip", func(c *config.Config) *string { return &c.Network.LoopbackAliasIP }, "address for --loopback-alias"),
 	stringFlag("port-bind", func(c *config.Config) *string { return &c.Network.PortBind }, "host address forwarded ports listen on"),
 	stringFlag("network-mode", func(c *config.Config) *string { return &c.Network.Mode }, "guest network: user or isolated"),
-	stringFlag("network-stack", func(c *config.Config) *string { return &c.Network.Stack }, "what carries the guest's network: slirp (qemu) or vznat (vz), or gvisor (the host agent's own stack)"),
+	stringFlag("network-stack", func(c *config.Config) *string { return &c.Network.Stack }, "what carries the guest's network: gvisor (the host agent's own stack; a new instance's default), or the VM type's own, slirp (qemu) or vznat (vz); an instance whose config names none keeps the one it ran"),
 	{name: "dns", define: defineDNS},
 	{name: "env", define: defineEnv},
 	stringFlag("image", func(c *config.Config) *string { return &c.Image }, "guest image: catalog name, path or URL (default: the built-in image for --arch)"),
@@ -98,8 +98,8 @@ func defineVMType(fs *pflag.FlagSet, d config.Config) applyFlag {
 			cfg.MountType = ""
 		}
 		if a.fresh && !a.changed("network-stack") && cfg.Network.Stack != driver.NetStackGvisor {
-			// So is its network stack, unless it asks for the one both
-			// VM types run.
+			// A VM type's own stack (a template's slirp, say) does not
+			// carry over to the other type: FillDefaults picks again.
 			cfg.Network.Stack = ""
 		}
 		return nil

@@ -13,6 +13,7 @@ import (
 	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/control"
+	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/instance"
 	"github.com/vmdock/vmdock/vm/resume"
 	"github.com/vmdock/vmdock/vm/store"
@@ -88,7 +89,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 			st := instance.Status(cmd.Context(), inst)
 			s := statusJSON{Profile: inst.Name, Status: st.State, Reason: st.Reason, Dir: inst.Dir, PID: st.PID,
 				HostAgent: st.HostAgent, LastError: st.LastError, Resumable: resumable(inst, st.State)}
-			if cfg, err := config.Load(inst.ConfigPath(), g.host); err != nil {
+			if cfg, err := config.LoadInstance(inst.ConfigPath(), g.host, inst.RanNetStack); err != nil {
 				s.ConfigError = err.Error()
 				s.DockerSocket = inst.DockerSocketPath()
 			} else {
@@ -159,6 +160,7 @@ func writeStatusText(w io.Writer, s statusJSON, st instance.LiveStatus) error {
 func writeConfigLines(tw io.Writer, c *config.Config, image *imageStatusJSON) {
 	fmt.Fprintf(tw, "vm:\t%s %s, %d CPUs, %g GiB memory, %d GiB disk\n", c.VMType, c.Arch, c.CPUs, c.MemoryGiB, c.DiskGiB)
 	fmt.Fprintf(tw, "runtime:\t%s\n", c.Runtime)
+	fmt.Fprintf(tw, "network:\t%s\n", networkLine(c.Network.Stack, c.Network.Mode))
 	if image != nil {
 		fmt.Fprintf(tw, "image:\t%s\n", image.line())
 	}
@@ -185,9 +187,25 @@ func writeConfigLines(tw io.Writer, c *config.Config, image *imageStatusJSON) {
 	}
 }
 
+// networkLine names a network stack and mode for people.
+func networkLine(stack, mode string) string {
+	what := map[string]string{
+		driver.NetStackGvisor: "the host agent's user-mode stack",
+		driver.NetStackSlirp:  "QEMU's user networking",
+		driver.NetStackVZNAT:  "Virtualization.framework's NAT",
+	}[stack]
+	if what == "" {
+		return stack + ", " + mode
+	}
+	return fmt.Sprintf("%s (%s), %s", stack, what, mode)
+}
+
 // writeHostAgentLines writes what the running host agent reports.
 func writeHostAgentLines(tw io.Writer, h *control.Status) {
 	fmt.Fprintf(tw, "host agent:\tpid %d, %s %s\n", h.PID, h.Phase, h.Step)
+	if n := h.Network; n != nil {
+		fmt.Fprintf(tw, "running on:\t%s\n", networkLine(n.Stack, n.Mode))
+	}
 	if h.Machine.Accel != "" {
 		accel := h.Machine.Accel
 		if h.Machine.AccelReason != "" {
@@ -245,7 +263,7 @@ func newListCmd(g *globals) *cobra.Command {
 			for _, inst := range insts {
 				st := instance.Status(cmd.Context(), inst)
 				r := listJSON{Profile: inst.Name, Status: st.State, Reason: st.Reason, Dir: inst.Dir}
-				if c, err := config.Load(inst.ConfigPath(), g.host); err == nil {
+				if c, err := config.LoadInstance(inst.ConfigPath(), g.host, inst.RanNetStack); err == nil {
 					r.Arch, r.CPUs, r.Memory, r.Disk, r.Runtime, r.VMType = c.Arch, c.CPUs, c.MemoryGiB, c.DiskGiB, c.Runtime, c.VMType
 				} else if r.Reason == "" {
 					r.Reason = "config: " + err.Error()

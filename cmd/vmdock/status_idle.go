@@ -12,7 +12,7 @@ import (
 // configuredIdle is the idle period the instance's config gives a start,
 // for messages; "?" when the config cannot be read.
 func configuredIdle(g *globals, inst *store.Instance) string {
-	cfg, err := config.Load(inst.ConfigPath(), g.host)
+	cfg, err := config.LoadInstance(inst.ConfigPath(), g.host, inst.RanNetStack)
 	if err != nil {
 		return "?"
 	}

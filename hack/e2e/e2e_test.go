@@ -4,9 +4,11 @@
 // without KVM) and runs every end-to-end check against it. It is gated by
 // the e2e build tag and VMDOCK_E2E=1; `make e2e` and .ci/run run it.
 //
-// Network safety: the instance runs with --network-mode isolated (QEMU
-// user networking with restrict=on), every image comes from a tarball built
-// here, and host-access checks only listen on this machine's loopback.
+// Network safety: the instance runs with --network-mode isolated (the
+// default gvisor stack relaying nothing; QEMU user networking with
+// restrict=on in the lane that keeps slirp), every image comes from a
+// tarball built here, and host-access checks only listen on this machine's
+// loopback, but for the isolation check's listener on its own address.
 package e2e
 
 import (
@@ -298,6 +300,7 @@ mounts:
 	checkPorts(t, e)
 	checkParallelStreams(t, e)
 	checkHostAccess(t, e)
+	checkNetStack(t, e, "gvisor")
 	checkDomains(t, e, domainPorts)
 	checkConfigSafety(t, e)
 	for _, sh := range []struct{ name, dir string }{{"9p", share9p}, {"virtiofs", shareVFS}, {"workdir", e.work}} {
@@ -558,9 +561,9 @@ func checkPorts(t *testing.T, e *env) {
 		}
 		t.Fatal("no UDP echo from the container through 127.0.0.1:18081")
 	})
-	e.timed("published TCP port takes the direct path, UDP the tunnel (status --json)", func(t *testing.T) {
+	e.timed("published TCP and UDP ports take the direct path through the gvisor stack (status --json)", func(t *testing.T) {
 		e.waitPortPath(t, "tcp", 18080, "direct")
-		e.waitPortPath(t, "udp", 18081, "tunnel")
+		e.waitPortPath(t, "udp", 18081, "direct")
 		waitForTestServer(t, 18080, 30*time.Second)
 	})
 	e.timed("a listener on the guest's loopback only is forwarded through the tunnel", func(t *testing.T) {

@@ -9,7 +9,8 @@ package e2e
 // router's, the corporate network's) are not here.
 //
 //	TestE2E            18080-18099  web 18080, UDP 18081 (checkPorts, the IPv6 checks), echo 18082
-//	                                (checkParallelStreams), reconnectPort, guest-loopback 18097-18099
+//	                                (checkParallelStreams), downloadPort 18083, leakProbePort 18084
+//	                                (netstack_test.go), reconnectPort, guest-loopback 18097-18099
 //	TestE2EResume      18100-18199  resumeWebPort, the idle pause's echo server 18123-18125,
 //	                                migrateWebPort
 //	TestE2EContainerd  18200-18299  nerdctlWebPort

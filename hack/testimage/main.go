@@ -22,7 +22,8 @@ import (
 const echoServerPkg = "github.com/vmdock/vmdock/hack/testimage/echoserver"
 
 // applets are the busybox links the tests use (plus a few harmless extras).
-var applets = []string{"sh", "echo", "cat", "ls", "nc", "wget", "sleep", "true", "env", "ps", "uname"}
+var applets = []string{"sh", "echo", "cat", "ls", "nc", "wget", "sleep", "true", "env", "ps", "uname",
+	"nslookup", "sha256sum", "seq", "xargs", "wc", "timeout", "grep"}
 
 var machines = map[string]elf.Machine{
 	"amd64": elf.EM_X86_64,

@@ -3,6 +3,7 @@ package forward
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -111,8 +112,21 @@ func TestReachableDirectly(t *testing.T) {
 		{"tcp", nil, false},
 	}
 	for _, c := range cases {
-		if got := reachableDirectly(c.proto, c.ips); got != c.want {
-			t.Errorf("reachableDirectly(%s, %v) = %v, want %v", c.proto, c.ips, got, c.want)
+		if got := reachableDirectly(c.proto, c.ips, false); got != c.want {
+			t.Errorf("reachableDirectly(%s, %v, no udp) = %v, want %v", c.proto, c.ips, got, c.want)
+		}
+	}
+	udpCases := []struct {
+		ips  []string
+		want bool
+	}{
+		{[]string{"0.0.0.0"}, true},
+		{[]string{"10.0.2.15"}, true},
+		{[]string{"127.0.0.1"}, false},
+	}
+	for _, c := range udpCases {
+		if got := reachableDirectly("udp", c.ips, true); got != c.want {
+			t.Errorf("reachableDirectly(udp, %v, udp) = %v, want %v", c.ips, got, c.want)
 		}
 	}
 }
@@ -387,5 +401,89 @@ func TestPortForwarderDialsThroughADirectDialer(t *testing.T) {
 	}
 	if d.dialed.Load() != 1 {
 		t.Errorf("DialDirect called %d times, want 1", d.dialed.Load())
+	}
+}
+
+// datagramDirect is a DirectPath that carries UDP itself, as the gvisor
+// stack does: its datagram dials reach a real UDP server, tagged so the
+// test sees which path a datagram took.
+type datagramDirect struct {
+	dialingDirect
+	udpAddr   string
+	udpDialed atomic.Int32
+	udpFail   bool
+}
+
+func (d *datagramDirect) DialDirectUDP(ctx context.Context, addr string) (net.Conn, error) {
+	if addr != "guest.invalid:80" {
+		return nil, errors.New("unexpected address " + addr)
+	}
+	if d.udpFail {
+		return nil, errors.New("stack refused")
+	}
+	d.udpDialed.Add(1)
+	var nd net.Dialer
+	return nd.DialContext(ctx, "udp", d.udpAddr)
+}
+
+// taggedUDPServer answers every datagram with tag and the datagram.
+func taggedUDPServer(t *testing.T, tag string) string {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	go func() {
+		buf := make([]byte, MaxPacket)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			pc.WriteTo(append([]byte(tag+":"), buf[:n]...), from)
+		}
+	}()
+	return pc.LocalAddr().String()
+}
+
+// A UDP port goes direct through a DirectDatagramDialer, each peer on a
+// datagram conn of its own, and status says so; when the datagram dial
+// fails the peer tunnels.
+func TestPortForwarderSendsUDPThroughADatagramDialer(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		g := newFakeGuest(t)
+		port := freePort(t)
+		g.route(port, taggedUDPServer(t, "tunnel"))
+		d := &datagramDirect{
+			dialingDirect: dialingDirect{fakeDirect: fakeDirect{to: map[int]string{port: "guest.invalid:80"}}},
+			udpAddr:       taggedUDPServer(t, "direct"), udpFail: fail,
+		}
+		f := newForwarder(t, g, PortForwarderConfig{Direct: d})
+		f.Apply(PortEvent{Added: true, Proto: "udp", IP: "0.0.0.0", Port: port})
+		if !eventually(2*time.Second, func() bool { return pathOf(f, port) == PathDirect }) {
+			t.Fatal("udp direct path never opened")
+		}
+		want, dials := "direct", 2
+		if fail {
+			want, dials = "tunnel", 0
+		}
+		for i := range 2 {
+			c, err := net.Dial("udp", portAddr(port))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			msg := fmt.Sprintf("peer%d", i)
+			if got := udpExchange(t, c, msg); got != want+":"+msg {
+				t.Errorf("fail=%v: peer %d got %q, want %q", fail, i, got, want+":"+msg)
+			}
+		}
+		if got := int(d.udpDialed.Load()); got != dials {
+			t.Errorf("fail=%v: DialDirectUDP called %d times, want %d (one per peer)", fail, got, dials)
+		}
+		if got := len(g.dialLog()); got != 2-dials {
+			t.Errorf("fail=%v: %d guest tunnel dials, want %d", fail, got, 2-dials)
+		}
 	}
 }

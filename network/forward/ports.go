@@ -36,7 +36,7 @@ type ForwardedPort struct {
 	// could (Error says why).
 	HostAddrs []string `json:"hostAddrs,omitempty"`
 	// Path is how new connections reach the guest: PathDirect or
-	// PathTunnel (tcp; udp always tunnels).
+	// PathTunnel (udp goes direct only through a DirectDatagramDialer).
 	Path string `json:"path,omitempty"`
 	// Error: no host address listens, so the port is not served.
 	Error string `json:"error,omitempty"`
@@ -75,6 +75,14 @@ type DirectPath interface {
 // The forwarder dials such a path's addresses through DialDirect.
 type DirectDialer interface {
 	DialDirect(ctx context.Context, addr string) (net.Conn, error)
+}
+
+// DirectDatagramDialer is a DirectDialer that carries UDP as well: an
+// in-process stack sends a host peer's datagrams to the guest's address
+// itself, where a host route would need a NAT address the OS may refuse.
+// The conn it returns is connected: one Write, one datagram.
+type DirectDatagramDialer interface {
+	DialDirectUDP(ctx context.Context, addr string) (net.Conn, error)
 }
 
 // AddrPath is the DirectPath to a guest whose own address the host routes
@@ -174,6 +182,8 @@ type PortForwarder struct {
 	listenTCP  func(addr string) (net.Listener, error)
 	listenUDP  func(addr string) (net.PacketConn, error)
 	directDial func(ctx context.Context, addr string) (net.Conn, error)
+	// directUDP dials a UDP direct path; nil when Direct carries no UDP.
+	directUDP func(ctx context.Context, addr string) (net.Conn, error)
 }
 
 // directHandshakes is the direct path's own limit, at least one.
@@ -292,7 +302,17 @@ func NewPortForwarder(opts PortForwarderConfig) *PortForwarder {
 		listenTCP:  func(addr string) (net.Listener, error) { return net.Listen("tcp", addr) },
 		listenUDP:  func(addr string) (net.PacketConn, error) { return net.ListenPacket("udp", addr) },
 		directDial: directDialFor(opts.Direct),
+		directUDP:  directUDPFor(opts.Direct),
 	}
+}
+
+// directUDPFor is how the forwarder sends a UDP peer's datagrams over p,
+// or nil when p carries only TCP.
+func directUDPFor(p DirectPath) func(ctx context.Context, addr string) (net.Conn, error) {
+	if d, ok := p.(DirectDatagramDialer); ok {
+		return d.DialDirectUDP
+	}
+	return nil
 }
 
 // directDialFor is how the forwarder dials the addresses p returns.
@@ -373,10 +393,12 @@ func (f *PortForwarder) Apply(ev PortEvent) {
 
 // reachableDirectly reports whether a guest listener bound on ips can be
 // reached from the VM's network: one bound only to the guest's loopback
-// cannot (QEMU's hostfwd connects to the guest's network address).
-func reachableDirectly(proto string, ips []string) bool {
-	if proto != "tcp" {
-		return false // UDP stays on the tunnel: it measures no faster
+// cannot (QEMU's hostfwd connects to the guest's network address). UDP
+// goes direct only when the path carries datagrams itself (udpDirect):
+// through QEMU's hostfwd it measured no faster than the tunnel.
+func reachableDirectly(proto string, ips []string, udpDirect bool) bool {
+	if proto != "tcp" && (proto != "udp" || !udpDirect) {
+		return false
 	}
 	for _, s := range ips {
 		a, err := netip.ParseAddr(s)
@@ -390,7 +412,7 @@ func reachableDirectly(proto string, ips []string) bool {
 // maybeDirect opens fw's direct path in the background when the port can
 // use one; called with f.mu held. Connections that arrive meanwhile tunnel.
 func (f *PortForwarder) maybeDirect(fw *forward) {
-	if f.opts.Direct == nil || f.directRefused || fw.directing || fw.err != nil || !reachableDirectly(fw.key.proto, ipsOf(fw)) {
+	if f.opts.Direct == nil || f.directRefused || fw.directing || fw.err != nil || !reachableDirectly(fw.key.proto, ipsOf(fw), f.directUDP != nil) {
 		return
 	}
 	fw.directing = true

@@ -32,7 +32,25 @@ type udpSession struct {
 
 	mu     sync.Mutex
 	closed bool
-	stream *PacketStream
+	stream datagrams
+}
+
+// datagrams is a session's way to the guest: a PacketStream through the
+// guest agent, or a connected datagram conn on the direct path.
+type datagrams interface {
+	ReadPacket(buf []byte) (int, error)
+	WritePacket(p []byte) error
+	Close() error
+}
+
+// datagramConn is a connected datagram conn as datagrams.
+type datagramConn struct{ net.Conn }
+
+func (c datagramConn) ReadPacket(buf []byte) (int, error) { return c.Read(buf) }
+
+func (c datagramConn) WritePacket(p []byte) error {
+	_, err := c.Write(p)
+	return err
 }
 
 // udpQueue bounds datagrams waiting for a session's guest stream; beyond
@@ -105,13 +123,12 @@ func (r *udpRelay) run(s *udpSession) {
 		return
 	}
 	defer release()
-	conn, err := r.f.opts.Dial(ctx, "udp", addr)
+	ps, err := r.dialGuest(ctx, addr)
 	cancel()
 	if err != nil {
 		r.f.opts.Log.Warn("dial guest udp port", "guest", addr, "err", err)
 		return
 	}
-	ps := NewPacketStream(conn)
 	if !s.setStream(ps) {
 		ps.Close()
 		return
@@ -131,8 +148,29 @@ func (r *udpRelay) run(s *udpSession) {
 	}
 }
 
+// dialGuest opens a session's way to the guest port: the direct path
+// when the port has one, else (or when it fails) a stream through the
+// guest agent to addr.
+func (r *udpRelay) dialGuest(ctx context.Context, addr string) (datagrams, error) {
+	r.f.mu.Lock()
+	direct := r.fw.direct
+	r.f.mu.Unlock()
+	if direct != "" && r.f.directUDP != nil {
+		c, err := r.f.directUDP(ctx, direct)
+		if err == nil {
+			return datagramConn{c}, nil
+		}
+		r.f.opts.Log.Warn("direct path to the guest udp port failed; tunnelling", "guest", addr, "direct", direct, "err", err)
+	}
+	conn, err := r.f.opts.Dial(ctx, "udp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return NewPacketStream(conn), nil
+}
+
 // replies copies the guest's datagrams back to the host peer.
-func (r *udpRelay) replies(s *udpSession, ps *PacketStream) {
+func (r *udpRelay) replies(s *udpSession, ps datagrams) {
 	defer r.f.wg.Done()
 	defer r.drop(s)
 	buf := make([]byte, MaxPacket)
@@ -206,7 +244,7 @@ func (r *udpRelay) close() {
 
 func (s *udpSession) touch() { s.last.Store(time.Now().UnixNano()) }
 
-func (s *udpSession) setStream(ps *PacketStream) bool {
+func (s *udpSession) setStream(ps datagrams) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {

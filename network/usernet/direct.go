@@ -17,7 +17,7 @@ import (
 // many, unlike slirp's hostfwd.
 const directHandshakes = 64
 
-// DirectPath reaches the guest's TCP ports through the stack itself: no
+// DirectPath reaches the guest's TCP and UDP ports through the stack itself: no
 // host socket and no rule per port, the host agent dials the guest's
 // address in-process (network/forward's DirectPath and DirectDialer).
 type DirectPath struct{ s *Stack }
@@ -41,14 +41,36 @@ func (p DirectPath) Handshakes() int { return directHandshakes }
 
 // DialDirect dials addr (an address OpenPort returned) through the stack.
 func (p DirectPath) DialDirect(ctx context.Context, addr string) (net.Conn, error) {
-	ap, err := netip.ParseAddrPort(addr)
-	if err != nil || !ap.Addr().Is4() {
-		return nil, fmt.Errorf("usernet dial %q: accepted: an IPv4 address and port", addr)
+	full, err := stackAddr(addr)
+	if err != nil {
+		return nil, err
 	}
-	full := tcpip.FullAddress{NIC: nicID, Addr: tcpip.AddrFrom4(ap.Addr().As4()), Port: ap.Port()}
 	c, err := gonet.DialContextTCP(ctx, p.s.stack, full, ipv4.ProtocolNumber)
 	if err != nil {
 		return nil, fmt.Errorf("usernet dial %s: %w", addr, err)
 	}
 	return c, nil
+}
+
+// DialDirectUDP opens a connected datagram conn to addr (an address
+// OpenPort returned) through the stack, from an ephemeral port of the
+// gateway's address: the guest's replies come back to it alone.
+func (p DirectPath) DialDirectUDP(_ context.Context, addr string) (net.Conn, error) {
+	full, err := stackAddr(addr)
+	if err != nil {
+		return nil, err
+	}
+	c, err := gonet.DialUDP(p.s.stack, nil, &full, ipv4.ProtocolNumber)
+	if err != nil {
+		return nil, fmt.Errorf("usernet udp dial %s: %w", addr, err)
+	}
+	return c, nil
+}
+
+func stackAddr(addr string) (tcpip.FullAddress, error) {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil || !ap.Addr().Is4() {
+		return tcpip.FullAddress{}, fmt.Errorf("usernet dial %q: accepted: an IPv4 address and port", addr)
+	}
+	return tcpip.FullAddress{NIC: nicID, Addr: tcpip.AddrFrom4(ap.Addr().As4()), Port: ap.Port()}, nil
 }

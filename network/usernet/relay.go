@@ -88,9 +88,25 @@ func (s *Stack) udpForwarder() *udp.Forwarder {
 			guest.Close()
 			return
 		}
-		go relayUDP(guest, host, s.cfg.UDPIdle)
+		idle := s.cfg.UDPIdle
+		if requestResponsePorts[id.LocalPort] {
+			idle = min(idle, requestResponseIdle)
+		}
+		go relayUDP(guest, host, idle)
 	})
 }
+
+// requestResponsePorts are UDP ports whose flows are one question and its
+// answer (DNS): a container asking another resolver than the guest's opens
+// a flow per lookup, and a lookup storm kept one host socket each for the
+// whole idle time. Their flows end after requestResponseIdle instead.
+// Swapped by tests, which cannot serve port 53.
+var requestResponsePorts = map[uint16]bool{53: true}
+
+// requestResponseIdle outlasts a resolver's retry (glibc waits 5 s by
+// default, and a retry after the flow ended simply opens a new one) and
+// leaves a storm's sockets gone well within 10 s.
+const requestResponseIdle = 5 * time.Second
 
 // relayUDP copies datagrams both ways until neither side has sent one for
 // idle, then closes both: the flow's host socket lives only as long as the

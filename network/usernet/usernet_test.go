@@ -134,6 +134,56 @@ func TestDirectPathEchoesThroughStack(t *testing.T) {
 	}
 }
 
+// A host peer's datagrams reach a UDP server on the guest's address
+// through the stack, and its replies come back on the same conn.
+func TestDirectPathCarriesUDP(t *testing.T) {
+	s := newStack(t, Config{})
+	guest := guestClient(t, s)
+	srv, err := gonet.DialUDP(guest, &tcpip.FullAddress{NIC: 1, Port: 5353}, nil, ipv4.ProtocolNumber)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			n, from, err := srv.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			srv.WriteTo(append([]byte("guest:"), buf[:n]...), from)
+		}
+	}()
+	d := s.Direct()
+	addr, err := d.OpenPort(context.Background(), 5353)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := d.DialDirectUDP(context.Background(), addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	buf := make([]byte, 2048)
+	for i := range 3 {
+		msg := "ping" + strconv.Itoa(i)
+		if _, err := c.Write([]byte(msg)); err != nil {
+			t.Fatal(err)
+		}
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		n, err := c.Read(buf)
+		if err != nil {
+			t.Fatalf("reply to %s: %v", msg, err)
+		}
+		if got := string(buf[:n]); got != "guest:"+msg {
+			t.Fatalf("reply %q, want %q", got, "guest:"+msg)
+		}
+	}
+	if _, err := d.DialDirectUDP(context.Background(), "[::1]:53"); err == nil {
+		t.Fatal("an IPv6 address accepted")
+	}
+}
+
 // A guest UDP flow reaches a host loopback echo server; once idle longer
 // than UDPIdle its host socket is gone, so the next datagram of the same
 // guest flow comes from a new host port.

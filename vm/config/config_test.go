@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vmdock/vmdock/vm/driver"
 )
 
 var linuxHost = Host{OS: "linux", Arch: "amd64", CPUs: 4, Accel: "kvm", Virtiofsd: "/usr/lib/qemu/virtiofsd"}
@@ -177,8 +179,9 @@ func TestParseConfig(t *testing.T) {
 		{name: "empty file is the defaults", yaml: "", check: func(c Config) bool { return c.CPUs == Default(linuxHost).CPUs }},
 		{name: "override", yaml: "cpus: 1\nmemory: 1.5\n", check: func(c Config) bool { return c.CPUs == 1 && c.MemoryGiB == 1.5 }},
 		{name: "qemu mount default follows vmType", yaml: "vmType: vz\n", check: func(c Config) bool { return c.MountType == "virtiofs" }},
-		{name: "network stack follows vmType", yaml: "vmType: vz\n", check: func(c Config) bool { return c.Network.Stack == "vznat" }},
-		{name: "network stack default on qemu", yaml: "vmType: qemu\n", check: func(c Config) bool { return c.Network.Stack == "slirp" }},
+		{name: "network stack default on vz", yaml: "vmType: vz\n", check: func(c Config) bool { return c.Network.Stack == "gvisor" }},
+		{name: "network stack default on qemu", yaml: "vmType: qemu\n", check: func(c Config) bool { return c.Network.Stack == "gvisor" }},
+		{name: "network stack slirp kept", yaml: "network:\n  stack: slirp\n", check: func(c Config) bool { return c.Network.Stack == "slirp" }},
 		{name: "network stack gvisor", yaml: "network:\n  stack: gvisor\n", check: func(c Config) bool { return c.Network.Stack == "gvisor" }},
 		{name: "nested virtualization off by default", yaml: "", check: func(c Config) bool { return !c.VZNested }},
 		{name: "nested virtualization from YAML", yaml: "vzNestedVirtualization: true\n", check: func(c Config) bool { return c.VZNested }},
@@ -200,5 +203,48 @@ func TestParseConfig(t *testing.T) {
 				t.Fatalf("Parse = %+v, %v", c, err)
 			}
 		})
+	}
+}
+
+// An instance's saved config without network.stack keeps the stack the
+// instance ran (what ran says for its vmType); a config that names one,
+// or an instance that never ran, is not touched.
+func TestLoadInstanceKeepsTheStackItRan(t *testing.T) {
+	ranOwn := func(vmType string) string { return driver.OwnNetStack(vmType) }
+	ranGvisor := func(string) string { return driver.NetStackGvisor }
+	never := func(string) string { return "" }
+	tests := []struct {
+		name, yaml string
+		host       Host
+		ran        func(string) string
+		want       string
+	}{
+		{"qemu instance from before the key keeps slirp", "cpus: 2\n", linuxHost, ranOwn, "slirp"},
+		{"vz instance from before the key keeps vznat", "vmType: vz\n", macHost, ranOwn, "vznat"},
+		{"instance that ran gvisor keeps it", "cpus: 2\n", linuxHost, ranGvisor, "gvisor"},
+		{"instance that never ran gets the default", "cpus: 2\n", linuxHost, never, "gvisor"},
+		{"a stack the config names wins", "network:\n  stack: gvisor\n", linuxHost, ranOwn, "gvisor"},
+		{"slirp named stays slirp", "network:\n  stack: slirp\n", linuxHost, ranGvisor, "slirp"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "vmdock.yaml")
+			if err := os.WriteFile(path, []byte(tt.yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c, err := LoadInstance(path, tt.host, tt.ran)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Network.Stack != tt.want {
+				t.Errorf("network.stack = %q, want %q", c.Network.Stack, tt.want)
+			}
+			if p, err := Parse([]byte(tt.yaml), tt.host); err != nil || (p.Network.Stack != "gvisor" && !strings.Contains(tt.yaml, "stack")) {
+				t.Errorf("Parse (a new instance) = %q, %v; want the default gvisor", p.Network.Stack, err)
+			}
+		})
+	}
+	if _, err := LoadInstance(filepath.Join(t.TempDir(), "missing.yaml"), linuxHost, ranOwn); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing config: %v, want os.ErrNotExist", err)
 	}
 }

@@ -77,13 +77,11 @@ func (c *Config) FillDefaults(h Host) {
 	}
 }
 
-// DefaultNetworkStack is the VM type's own network: QEMU's slirp, vz's NAT.
-func DefaultNetworkStack(vmType string) string {
-	if vmType == driver.TypeVZ {
-		return driver.NetStackVZNAT
-	}
-	return driver.NetStackSlirp
-}
+// DefaultNetworkStack is a new instance's network on either VM type: the
+// host agent's own stack, whose outbound connections are the host's and so
+// follow its VPN routes and DNS. An existing instance keeps the one it ran
+// (LoadInstance).
+func DefaultNetworkStack(string) string { return driver.NetStackGvisor }
 
 // MaxBytes caps what is read of a config or template: a real one is
 // a few KiB, and reading a huge file whole would cost its size many times
@@ -119,9 +117,28 @@ func Read(path string) ([]byte, error) {
 	return b, nil
 }
 
+// LoadInstance reads an instance's saved config like Load, except that a
+// config without network.stack keeps the stack the instance ran: ran
+// returns it for the config's vmType ("" for an instance that never
+// booted, which gets the default), so a new default never moves an
+// existing instance to another network.
+func LoadInstance(path string, h Host, ran func(vmType string) string) (Config, error) {
+	b, err := Read(path)
+	if err != nil {
+		return Config{}, err
+	}
+	c, err := parse(b, h, ran)
+	if err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
 // Parse decodes YAML over the defaults for h. A file that names a
 // vmType but no mountType gets the mount type that suits that vmType.
-func Parse(b []byte, h Host) (Config, error) {
+func Parse(b []byte, h Host) (Config, error) { return parse(b, h, nil) }
+
+func parse(b []byte, h Host, ran func(vmType string) string) (Config, error) {
 	c := Default(h)
 	c.MountType = ""
 	c.Network.Stack = ""
@@ -135,6 +152,9 @@ func Parse(b []byte, h Host) (Config, error) {
 	}
 	if err := checkWholeNumbers(b); err != nil {
 		return Config{}, err
+	}
+	if c.Network.Stack == "" && ran != nil {
+		c.Network.Stack = ran(c.VMType)
 	}
 	c.FillDefaults(h)
 	return c, nil

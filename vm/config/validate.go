@@ -220,7 +220,7 @@ func (c Config) validateImageBaseURL() []error {
 // validateNetworkStack checks network.stack against vmType: each VM type
 // has its own stack, and both take gvisor.
 func (c Config) validateNetworkStack() []error {
-	own := DefaultNetworkStack(c.VMType)
+	own := driver.OwnNetStack(c.VMType)
 	if c.Network.Stack == own || c.Network.Stack == driver.NetStackGvisor {
 		return nil
 	}

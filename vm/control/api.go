@@ -49,6 +49,10 @@ const (
 	// format), so its memory can be read on a user's machine without a
 	// debug build.
 	HeapProfilePath = "/v1/debug/heap"
+	// CPUProfilePath serves a CPU profile of the host agent taken over
+	// ?seconds=N (1-60, default 10), pprof's format: where its time goes
+	// while, say, a published port streams.
+	CPUProfilePath = "/v1/debug/cpu"
 )
 
 // ExecUpgrade is the Upgrade header value of an exec request.
@@ -68,7 +72,10 @@ type Status struct {
 	Phase   string             `json:"phase"`
 	Step    string             `json:"step,omitempty"`
 	Machine driver.MachineInfo `json:"machine"`
-	Ports   []ForwardedPort    `json:"ports"`
+	// Network is what carries the VM's network in this boot: its stack
+	// (slirp, vznat, gvisor) and mode; nil before the vm step.
+	Network *NetworkStatus  `json:"network,omitempty"`
+	Ports   []ForwardedPort `json:"ports"`
 	// Runtime is the container runtime the guest runs (docker, containerd);
 	// its socket is RuntimeSocket.
 	Runtime       string   `json:"runtime"`
@@ -96,6 +103,12 @@ type Status struct {
 	// AgentSessions counts the guest agent sessions since the host agent
 	// started: 1 until a reconnect.
 	AgentSessions int `json:"agentSessions,omitempty"`
+}
+
+// NetworkStatus is the network a running VM is on.
+type NetworkStatus struct {
+	Stack string `json:"stack"` // slirp, vznat or gvisor
+	Mode  string `json:"mode"`  // user or isolated
 }
 
 // IdleStatus is the idle pause as the host agent runs it.

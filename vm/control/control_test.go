@@ -283,3 +283,34 @@ func TestSetIdle(t *testing.T) {
 		t.Errorf("without a handler: %v", err)
 	}
 }
+
+// The CPU profile route profiles for the seconds asked and serves pprof's
+// gzipped protobuf; a bad duration is refused naming what is accepted.
+func TestCPUProfile(t *testing.T) {
+	c := serve(t, &fakeAgent{})
+	ctx := context.Background()
+	start := time.Now()
+	resp, err := c.do(ctx, http.MethodGet, CPUProfilePath+"?seconds=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || !strings.HasPrefix(string(body), "\x1f\x8b") {
+		t.Fatalf("status %d, %d bytes, %v; want a gzipped profile", resp.StatusCode, len(body), err)
+	}
+	if took := time.Since(start); took < time.Second {
+		t.Errorf("a 1 s profile came back after %v", took)
+	}
+	for _, q := range []string{"0", "61", "ten"} {
+		resp, err := c.do(ctx, http.MethodGet, CPUProfilePath+"?seconds="+q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "accepted: a whole number from 1 to 60") {
+			t.Errorf("seconds=%s: status %d %q", q, resp.StatusCode, body)
+		}
+	}
+}

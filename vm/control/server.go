@@ -1,12 +1,14 @@
 package control
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"runtime/pprof"
+	"strconv"
 	"time"
 
 	"github.com/vmdock/vmdock/internal/connpipe"
@@ -62,6 +64,7 @@ func Listen(path string, h Handlers) (*Server, error) {
 	s.mux.HandleFunc("POST "+SyncResumePath, s.syncAction(h.SyncResume))
 	s.mux.HandleFunc("POST "+IdlePath, s.handleSetIdle)
 	s.mux.HandleFunc("GET "+HeapProfilePath, handleHeapProfile)
+	s.mux.HandleFunc("GET "+CPUProfilePath, handleCPUProfile)
 	s.srv = &http.Server{Handler: s.mux, ReadHeaderTimeout: 5 * time.Second}
 	go s.srv.Serve(ln)
 	return s, nil
@@ -93,6 +96,30 @@ func handleHeapProfile(w http.ResponseWriter, r *http.Request) {
 	if err := pprof.Lookup("heap").WriteTo(w, debug); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 	}
+}
+
+func handleCPUProfile(w http.ResponseWriter, r *http.Request) {
+	seconds := 10
+	if q := r.URL.Query().Get("seconds"); q != "" {
+		n, err := strconv.Atoi(q)
+		if err != nil || n < 1 || n > 60 {
+			http.Error(w, fmt.Sprintf("seconds %q: accepted: a whole number from 1 to 60", q), http.StatusBadRequest)
+			return
+		}
+		seconds = n
+	}
+	var buf bytes.Buffer
+	if err := pprof.StartCPUProfile(&buf); err != nil {
+		http.Error(w, "cpu profile: "+err.Error(), http.StatusConflict)
+		return
+	}
+	select {
+	case <-time.After(time.Duration(seconds) * time.Second):
+	case <-r.Context().Done():
+	}
+	pprof.StopCPUProfile()
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Write(buf.Bytes())
 }
 
 func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {

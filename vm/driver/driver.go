@@ -37,6 +37,15 @@ const (
 	NetStackGvisor = "gvisor"
 )
 
+// OwnNetStack is vmType's own network, the one every instance ran before
+// gvisor was the default: QEMU's slirp, vz's NAT.
+func OwnNetStack(vmType string) string {
+	if vmType == TypeVZ {
+		return NetStackVZNAT
+	}
+	return NetStackSlirp
+}
+
 // Accelerators. AccelAuto lets the driver pick the fastest one that really
 // runs a guest on this host; the others are demands that fail loudly.
 const (

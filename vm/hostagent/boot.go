@@ -134,8 +134,19 @@ func (ha *hostAgent) stepSpec(context.Context) error {
 	return writeSpec(ha.inst.SpecPath(), ha.boot.spec)
 }
 
-// stepVM resumes the saved VM, or boots it.
+// stepVM resumes the saved VM, or boots it, and records the network
+// stack it runs on: a config that names none keeps that one.
 func (ha *hostAgent) stepVM(ctx context.Context) error {
+	if err := ha.startOrResumeVM(ctx); err != nil {
+		return err
+	}
+	if err := ha.inst.RecordNetStack(ha.boot.spec.NetStack); err != nil {
+		slog.Warn("the instance's network stack is not recorded", "err", err)
+	}
+	return nil
+}
+
+func (ha *hostAgent) startOrResumeVM(ctx context.Context) error {
 	if ha.boot.resumeFrom == nil {
 		return ha.startVM(ctx)
 	}

@@ -185,7 +185,7 @@ type stopSignal struct {
 // a requested stop, an error when booting failed or the VM died.
 func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 	opts.setDefaults()
-	cfg, err := config.Load(inst.ConfigPath(), opts.Host)
+	cfg, err := config.LoadInstance(inst.ConfigPath(), opts.Host, inst.RanNetStack)
 	if err != nil {
 		return err
 	}
@@ -411,6 +411,7 @@ func (ha *hostAgent) status() control.Status {
 	}
 	if ha.run.machine != nil {
 		st.Machine = ha.run.machine.Info()
+		st.Network = &control.NetworkStatus{Stack: ha.boot.spec.NetStack, Mode: ha.boot.spec.Network}
 		st.Errors = append(st.Errors, st.Machine.Problems...)
 	}
 	if ha.run.tunnels != nil {

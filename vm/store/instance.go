@@ -98,6 +98,34 @@ func (i *Instance) RecordDataRuntime(runtime string) error {
 	return nil
 }
 
+// NetStackPath records the network stack the instance last booted with
+// (see RanNetStack).
+func (i *Instance) NetStackPath() string { return i.path("network.stack") }
+
+// RanNetStack is the network stack the instance ran for a config of
+// vmType that names none: what RecordNetStack wrote, else vmType's own
+// (slirp, vznat) when a root disk exists (an instance booted before the
+// record was kept, when that was the only choice), else "" (never booted).
+func (i *Instance) RanNetStack(vmType string) string {
+	if b, err := os.ReadFile(i.NetStackPath()); err == nil {
+		if s := strings.TrimSpace(string(b)); s != "" {
+			return s
+		}
+	}
+	if _, err := os.Stat(i.DiskPath()); err == nil {
+		return driver.OwnNetStack(vmType)
+	}
+	return ""
+}
+
+// RecordNetStack notes the network stack a boot runs on.
+func (i *Instance) RecordNetStack(stack string) error {
+	if err := atomicfile.WriteFile(i.NetStackPath(), []byte(stack+"\n"), 0o600); err != nil {
+		return fmt.Errorf("record the network stack: %w", err)
+	}
+	return nil
+}
+
 // UpgradeImagePath marks a start that remakes the root disk from the
 // image a fresh instance would get (`start --upgrade-image`); the host
 // agent removes it once the new disk is in place.
@@ -126,7 +154,7 @@ var instanceFiles = func() map[string]bool {
 		i.ConfigPath(), i.LockPath(), i.DiskPath(), i.DataDiskPath(), i.BootDiskPath(),
 		i.AgentSocketPath(), i.ControlSocketPath(), i.PIDPath(), i.DockerSocketPath(),
 		i.ContainerdSocketPath(), i.SerialLogPath(), i.HostAgentLogPath(), i.GuestAgentLogPath(), i.StatePath(),
-		i.SpecPath(), i.BrokenPath(), i.DataRuntimePath(), i.UpgradeImagePath(),
+		i.SpecPath(), i.BrokenPath(), i.DataRuntimePath(), i.UpgradeImagePath(), i.NetStackPath(),
 		driver.QMPSocketFile, driver.QEMUPIDFile, driver.QEMULogFile, driver.EFIVarsFile,
 		driver.VZMACFile, driver.VZMachineIDFile,
 	} {

@@ -173,3 +173,33 @@ func TestMigrateRecordPathIsInTheInstanceFolder(t *testing.T) {
 		t.Errorf("MigrateRecordPath = %q", got)
 	}
 }
+
+// The stack an instance ran: none before it booted, its VM type's own for
+// one that booted before the record was kept, else the record, which each
+// boot rewrites.
+func TestRanNetStack(t *testing.T) {
+	inst := &Instance{Name: "x", Dir: t.TempDir()}
+	if got := inst.RanNetStack("qemu"); got != "" {
+		t.Fatalf("never booted: %q, want none", got)
+	}
+	if err := os.WriteFile(inst.DiskPath(), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := inst.RanNetStack("qemu"); got != "slirp" {
+		t.Errorf("qemu instance without a record: %q, want slirp", got)
+	}
+	if got := inst.RanNetStack("vz"); got != "vznat" {
+		t.Errorf("vz instance without a record: %q, want vznat", got)
+	}
+	for _, stack := range []string{"gvisor", "slirp"} {
+		if err := inst.RecordNetStack(stack); err != nil {
+			t.Fatal(err)
+		}
+		if got := inst.RanNetStack("qemu"); got != stack {
+			t.Errorf("after recording %s: %q", stack, got)
+		}
+	}
+	if !IsInstanceFile(filepath.Base(inst.NetStackPath())) {
+		t.Errorf("%s is not an instance file: delete would leave it", inst.NetStackPath())
+	}
+}

@@ -36,7 +36,7 @@ func main() {
 }
 
 // subcommands is what run accepts, for its error messages.
-const subcommands = "tree, serve, echo, stream, http, grpc, portscan, commits, files, install"
+const subcommands = "tree, serve, echo, stream, download, http, grpc, portscan, commits, files, install"
 
 // helperFlags are the flags every subcommand parses; each uses its own.
 type helperFlags struct {
@@ -54,7 +54,7 @@ func parseHelperFlags(name string, args []string) (*helperFlags, error) {
 	fs.IntVar(&f.n, "n", 100, "files (tree), requests (http) or transactions (commits)")
 	fs.Uint64Var(&f.seed, "seed", 1, "tree size seed")
 	fs.StringVar(&f.tarball, "tar", "", "install: the dependency tarball")
-	fs.StringVar(&f.addr, "addr", "127.0.0.1:0", "TCP address")
+	fs.StringVar(&f.addr, "addr", "127.0.0.1:0", "TCP address (download: the URL)")
 	fs.DurationVar(&f.maxLife, "max", 10*time.Minute, "serve: exit after this long")
 	fs.IntVar(&f.conns, "conns", 1, "parallel connections")
 	fs.IntVar(&f.rounds, "rounds", 20, "rounds per connection")
@@ -108,6 +108,9 @@ func measure(ctx context.Context, name string, f *helperFlags) (any, error) {
 	case "stream":
 		d, err := probe.EchoThroughput(ctx, probe.TCPDialer(f.addr), f.nbytes)
 		return map[string]float64{"seconds": d.Seconds()}, err
+	case "download":
+		n, d, err := probe.Download(ctx, f.addr)
+		return map[string]float64{"bytes": float64(n), "seconds": d.Seconds()}, err
 	case "http":
 		lat, err := probe.HTTPLatency(ctx, probe.UnixHTTPClient(f.sock), "http://docker"+f.path, f.n)
 		return map[string][]int64{"us": micros(lat)}, err
