@@ -69,6 +69,10 @@ type Disk struct {
 const (
 	SerialRoot = "vmdock-root"
 	SerialData = "vmdock-data"
+	// SerialBoot is the cidata boot disk's: the guest finds it in sysfs
+	// before udev has linked anything, so its agent starts without
+	// waiting for the coldplug of every device.
+	SerialBoot = "vmdock-cidata"
 )
 
 // maxSerialBytes is virtio-blk's ID size (VIRTIO_BLK_ID_BYTES); vz
