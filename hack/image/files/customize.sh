@@ -14,9 +14,10 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 [ -n "$tools" ] || { echo "customize.sh: no tools directory (nerdctl, buildkitd, buildctl) given" >&2; exit 1; }
 
 cp -rT "$here/overlay" "$root"
-chmod 0755 "$root/usr/lib/vmdock/prepare-agent"
+chmod 0755 "$root/usr/lib/vmdock/prepare-agent" "$root/etc/initramfs-tools/hooks/vmdock-trim"
 chmod 0644 "$root/usr/lib/systemd/system/vmdock-agent.service" "$root/etc/fstab" \
 	"$root/etc/systemd/network/20-eth0.network" "$root/etc/initramfs-tools/conf.d/vmdock" \
+	"$root/usr/share/initramfs-tools/modules.d/vmdock" \
 	"$root/usr/lib/systemd/system/buildkit.service" "$root/etc/buildkit/buildkitd.toml" \
 	"$root/etc/nerdctl/nerdctl.toml"
 
@@ -110,8 +111,9 @@ kver=$(ls "$root/usr/lib/modules" | sort -V | tail -n1)
 "$here/files/trim-modules.sh" "$root/usr/lib/modules/$kver"
 guest_depmod "$kver"
 
-cp "$here/files/initramfs-modules" "$root/etc/initramfs-tools/modules"
-chroot "$root" update-initramfs -u -k "$kver"
+# The initramfs was made once, as the kernel was installed, with the
+# configuration files/initramfs-setup.sh put in place before any package
+# (what trim-modules removes is nothing it holds).
 
 # Leftovers that only cost space.
 rm -rf "$root/var/cache/apt/"*.bin "$root/var/lib/apt/lists/"* "$root/var/log/"*.log \
