@@ -94,6 +94,9 @@ guest_systemctl disable docker.service docker.socket containerd.service buildkit
 #   postinst made hwdb.bin) and journalctl's catalog (explanations for
 #   `journalctl -x` only). Under TCG each costs a second or more of the
 #   CPU the boot is bound by.
+# - what serves people or hardware the guest does not have: logind (no one
+#   logs in), the drm and pstore module loads, debugfs, tracefs and
+#   hugetlbfs mounts. Each is a process or a mount the boot waits through.
 # (mask by hand: systemctl mask refuses units that are not installed, and
 # we want them masked even if a later package brings them in)
 for u in \
@@ -103,6 +106,8 @@ for u in \
 	fstrim.timer fstrim.service dpkg-db-backup.timer dpkg-db-backup.service \
 	systemd-networkd-wait-online.service \
 	getty.target getty@.service serial-getty@.service autovt@.service console-getty.service \
+	systemd-logind.service modprobe@drm.service modprobe@efi_pstore.service \
+	sys-kernel-debug.mount sys-kernel-tracing.mount dev-hugepages.mount \
 	ldconfig.service systemd-hwdb-update.service systemd-journal-catalog-update.service; do
 	ln -sfn /dev/null "$root/etc/systemd/system/$u"
 done
