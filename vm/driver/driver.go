@@ -276,6 +276,10 @@ type MachineInfo struct {
 	// Problems are faults the VM runs on with, such as a dead virtiofsd:
 	// its share fails in the guest until the next start.
 	Problems []string `json:"problems,omitempty"`
+	// DeadShares are the host folders of the shares whose server died
+	// (Problems says so in words): the guest ends their connections before
+	// a power-off, whose unmount would otherwise wait on them.
+	DeadShares []string `json:"deadShares,omitempty"`
 }
 
 // WithConsole makes console the kernel's /dev/console. Images name every
