@@ -45,7 +45,7 @@ type Machine struct {
 	// (nil under tcg), so the next start emulates instead of failing again.
 	accelFailed func(cause error)
 	problems    []string
-	deadShares  []string // host folders whose virtiofsd died
+	deadShares  []string    // host folders whose virtiofsd died
 	hostfwds    map[int]int // guest port -> host loopback port (OpenPort)
 }
 
