@@ -347,6 +347,13 @@ func (s *Server) binfmt(ctx context.Context) error {
 		s.log().Debug("binfmt handlers registered at boot", "formats", names)
 		return nil
 	}
+	if s.binfmtsOnlyFromBinfmtD() {
+		// The agent starts before the boot's systemd-binfmt has run:
+		// make sure it runs, without waiting for it (nothing before
+		// docker is ready needs a foreign binary).
+		_, err := s.OS.Run(ctx, "systemctl", "start", "--no-block", "systemd-binfmt")
+		return err
+	}
 	_, err := s.OS.Run(ctx, "update-binfmts", "--enable")
 	if err == nil {
 		return nil

@@ -18,6 +18,8 @@ chmod 0755 "$root/usr/lib/vmdock/prepare-agent" "$root/etc/initramfs-tools/hooks
 chmod 0644 "$root/usr/lib/systemd/system/vmdock-agent.service" "$root/etc/fstab" \
 	"$root/etc/systemd/network/20-eth0.network" "$root/etc/initramfs-tools/conf.d/vmdock" \
 	"$root/usr/share/initramfs-tools/modules.d/vmdock" \
+	"$root/etc/systemd/system/containerd.service.d/vmdock-boot.conf" \
+	"$root/etc/systemd/system/docker.service.d/vmdock-boot.conf" \
 	"$root/usr/lib/systemd/system/buildkit.service" "$root/etc/buildkit/buildkitd.toml" \
 	"$root/etc/nerdctl/nerdctl.toml"
 
@@ -94,6 +96,8 @@ guest_systemctl disable docker.service docker.socket containerd.service buildkit
 #   postinst made hwdb.bin) and journalctl's catalog (explanations for
 #   `journalctl -x` only). Under TCG each costs a second or more of the
 #   CPU the boot is bound by.
+# - binfmt-support's unit: its database is empty (qemu-user-static's
+#   formats are binfmt.d files, which systemd-binfmt registers).
 # - what serves people or hardware the guest does not have: logind (no one
 #   logs in), the drm and pstore module loads, debugfs, tracefs and
 #   hugetlbfs mounts. Each is a process or a mount the boot waits through.
@@ -106,7 +110,7 @@ for u in \
 	fstrim.timer fstrim.service dpkg-db-backup.timer dpkg-db-backup.service \
 	systemd-networkd-wait-online.service \
 	getty.target getty@.service serial-getty@.service autovt@.service console-getty.service \
-	systemd-logind.service modprobe@drm.service modprobe@efi_pstore.service \
+	binfmt-support.service systemd-logind.service modprobe@drm.service modprobe@efi_pstore.service \
 	sys-kernel-debug.mount sys-kernel-tracing.mount dev-hugepages.mount \
 	ldconfig.service systemd-hwdb-update.service systemd-journal-catalog-update.service; do
 	ln -sfn /dev/null "$root/etc/systemd/system/$u"
