@@ -266,6 +266,27 @@ func SchemeSupported(ref string) bool {
 	return false
 }
 
+// AbsRef is ref with a relative file path made absolute: a reference is
+// saved in the instance's config and resolved by the host agent, whose
+// folder is not the user's. A path is a reference with a path separator,
+// or a file that exists here; catalog and imported names, URLs and
+// absolute paths are returned as they are.
+func AbsRef(ref string) (string, error) {
+	if ref == "" || ref == NameVMDock || strings.Contains(ref, "://") || filepath.IsAbs(ref) {
+		return ref, nil
+	}
+	if !strings.ContainsRune(ref, filepath.Separator) {
+		if _, err := os.Stat(ref); err != nil {
+			return ref, nil
+		}
+	}
+	abs, err := filepath.Abs(ref)
+	if err != nil {
+		return ref, fmt.Errorf("image %q: %w", ref, err)
+	}
+	return abs, nil
+}
+
 // CheckRef refuses a reference whose URL scheme resolve cannot fetch.
 func CheckRef(ref string) error {
 	if !SchemeSupported(ref) {

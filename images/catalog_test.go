@@ -475,3 +475,30 @@ func cachedData(t *testing.T, dir string) []string {
 	}
 	return out
 }
+
+// A relative path given to `start --image` names a file in the user's
+// folder; the host agent, which resolves the saved reference, runs
+// elsewhere.
+func TestAbsRefMakesRelativePathsAbsolute(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if err := os.WriteFile("local.tar.zst", []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for ref, want := range map[string]string{
+		"out/vmdock-amd64.tar.zst":          filepath.Join(dir, "out", "vmdock-amd64.tar.zst"),
+		"./x.tar.zst":                       filepath.Join(dir, "x.tar.zst"),
+		"local.tar.zst":                     filepath.Join(dir, "local.tar.zst"),
+		"my-imported":                       "my-imported",
+		"vmdock":                            "vmdock",
+		"":                                  "",
+		"/abs/img.tar.zst":                  "/abs/img.tar.zst",
+		"https://example.test/i.tar.zst":    "https://example.test/i.tar.zst",
+		"file:///srv/images/vmdock.tar.zst": "file:///srv/images/vmdock.tar.zst",
+	} {
+		got, err := AbsRef(ref)
+		if err != nil || got != want {
+			t.Errorf("AbsRef(%q) = %q, %v; want %q", ref, got, err, want)
+		}
+	}
+}

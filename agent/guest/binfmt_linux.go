@@ -152,6 +152,17 @@ func (s *Server) binfmtsRegistered() ([]string, bool) {
 	return names, true
 }
 
+// binfmtsOnlyFromBinfmtD reports whether every format comes from the
+// packages' binfmt.d files (update-binfmts' database is empty), which
+// systemd-binfmt registers.
+func (s *Server) binfmtsOnlyFromBinfmtD() bool {
+	if des, err := os.ReadDir(s.path(binfmtsAdminDir)); err == nil && len(des) > 0 {
+		return false
+	}
+	confs, _ := filepath.Glob(filepath.Join(s.path(binfmtDPackages), "*.conf"))
+	return len(confs) > 0
+}
+
 // declaredBinfmts are the format names of update-binfmts' database and of
 // the packages' binfmt.d files, sorted, each once.
 func (s *Server) declaredBinfmts() []string {

@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
+	"path"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -45,9 +48,8 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 
 func (s *Server) runSerial(ctx context.Context, dev string) error {
 	for {
-		f, err := os.OpenFile(dev, os.O_RDWR, 0)
+		f, err := s.openPort(dev)
 		if err != nil {
-			// udev may not have created the link yet.
 			s.log().Debug("open agent port", "dev", dev, "err", err)
 			if err := sleepCtx(ctx, time.Second); err != nil {
 				return err
@@ -67,6 +69,40 @@ func (s *Server) runSerial(ctx context.Context, dev string) error {
 			return err
 		}
 	}
+}
+
+// portLinks is where udev links virtio-serial ports by name.
+const portLinks = "/dev/virtio-ports"
+
+// openPort opens the agent's virtio-serial port. The agent starts before
+// udev's coldplug, so udev's link may not exist yet: a missing link is
+// looked up by the port's name in sysfs, which names the port as soon as
+// the kernel has it (the /dev node itself is devtmpfs's, no udev needed).
+func (s *Server) openPort(dev string) (*os.File, error) {
+	f, err := os.OpenFile(dev, os.O_RDWR, 0)
+	if err == nil || !errors.Is(err, fs.ErrNotExist) || path.Dir(dev) != portLinks {
+		return f, err
+	}
+	node, ok := s.portByName(path.Base(dev))
+	if !ok {
+		return nil, err
+	}
+	return os.OpenFile(s.path(node), os.O_RDWR, 0)
+}
+
+// portByName is the /dev node of the virtio-serial port called name.
+func (s *Server) portByName(name string) (string, bool) {
+	des, err := os.ReadDir(s.path("/sys/class/virtio-ports"))
+	if err != nil {
+		return "", false
+	}
+	for _, de := range des {
+		b, err := os.ReadFile(s.path(path.Join("/sys/class/virtio-ports", de.Name(), "name")))
+		if err == nil && strings.TrimSpace(string(b)) == name {
+			return "/dev/" + de.Name(), true
+		}
+	}
+	return "", false
 }
 
 // announce writes agent.RestartLine if a host is connected, without

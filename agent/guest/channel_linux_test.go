@@ -2,10 +2,13 @@ package guest
 
 import (
 	"context"
+	"errors"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -150,5 +153,38 @@ func TestRestartAnnouncementEndsAStaleSessionMidFrame(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Before udev's coldplug there is no /dev/virtio-ports link: the agent
+// finds its port by name in sysfs and opens the kernel's node.
+func TestOpenPortFindsItsPortInSysfsWithoutUdevLinks(t *testing.T) {
+	root := t.TempDir()
+	for port, name := range map[string]string{"vport1p1": "org.qemu.guest_agent.0", "vport1p2": agent.SerialName} {
+		dir := filepath.Join(root, "sys", "class", "virtio-ports", port)
+		must(t, os.MkdirAll(dir, 0o755))
+		must(t, os.WriteFile(filepath.Join(dir, "name"), []byte(name+"\n"), 0o644))
+	}
+	must(t, os.MkdirAll(filepath.Join(root, "dev"), 0o755))
+	for _, node := range []string{"vport1p1", "vport1p2"} {
+		must(t, os.WriteFile(filepath.Join(root, "dev", node), []byte(node), 0o644))
+	}
+	s := &Server{Log: slog.New(slog.DiscardHandler), Root: root}
+
+	f, err := s.openPort(agent.GuestConfig{}.Serial())
+	if err != nil {
+		t.Fatalf("openPort without the udev link: %v", err)
+	}
+	b, _ := io.ReadAll(f)
+	f.Close()
+	if string(b) != "vport1p2" {
+		t.Errorf("opened the node holding %q, want vport1p2 (the port named %s)", b, agent.SerialName)
+	}
+
+	if _, err := s.openPort("/dev/virtio-ports/org.vmdock.nothing"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a port no sysfs entry names: %v, want not-exist (the agent retries)", err)
+	}
+	if _, err := s.openPort(filepath.Join(root, "elsewhere")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a configured path outside /dev/virtio-ports is not looked up: %v", err)
 	}
 }

@@ -49,7 +49,7 @@ func (s *Server) startContainerd(ctx context.Context) error {
 	if _, err := s.releaseReserveIfFull(); err != nil {
 		s.Log.Warn("data disk reserve", "err", err)
 	}
-	if _, err := s.OS.Run(ctx, "systemctl", "start", "containerd"); err != nil {
+	if err := s.startUnitsNow(ctx, []string{"containerd"}); err != nil {
 		return fmt.Errorf("start containerd: %w", err)
 	}
 	s.mu.Lock()

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
@@ -431,6 +432,26 @@ func (s *Server) startDNS(ip string, given []string) error {
 
 // startDNSOn listens on listen (UDP and TCP on the same port) and answers
 // the local names with ip.
+// listenDNS listens for UDP and TCP on the same address. With port 0
+// (tests) TCP must take the port UDP got, which another program may hold
+// for TCP: another port is tried then.
+func listenDNS(addr string) (net.PacketConn, net.Listener, error) {
+	for try := 0; ; try++ {
+		pc, err := net.ListenPacket("udp4", addr)
+		if err != nil {
+			return nil, nil, err
+		}
+		l, err := net.Listen("tcp4", pc.LocalAddr().String())
+		if err == nil {
+			return pc, l, nil
+		}
+		pc.Close()
+		if _, port, _ := net.SplitHostPort(addr); port != "0" || !errors.Is(err, syscall.EADDRINUSE) || try == 9 {
+			return nil, nil, err
+		}
+	}
+}
+
 func (s *Server) startDNSOn(listen, ip string, given []string) error {
 	s.dnsMu.Lock()
 	defer s.dnsMu.Unlock()
@@ -445,14 +466,8 @@ func (s *Server) startDNSOn(listen, ip string, given []string) error {
 		<-r.done
 		s.dns = nil
 	}
-	pc, err := net.ListenPacket("udp4", listen)
+	pc, l, err := listenDNS(listen)
 	if err != nil {
-		return fmt.Errorf("dns server: %w", err)
-	}
-	// With port 0 (tests) TCP must take the port UDP got.
-	l, err := net.Listen("tcp4", pc.LocalAddr().String())
-	if err != nil {
-		pc.Close()
 		return fmt.Errorf("dns server: %w", err)
 	}
 	srv, err := newDNSServer(s.log(), net.ParseIP(ip), pc.LocalAddr().String())

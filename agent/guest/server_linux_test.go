@@ -445,7 +445,7 @@ func TestStartDocker(t *testing.T) {
 	}()
 	c, _ := connect(t, s)
 	must(t, c.StartDocker(ctx(t)))
-	if !strings.Contains(fos.ran(), "systemctl start containerd docker") {
+	if !strings.Contains(fos.ran(), "systemctl start --job-mode=ignore-dependencies containerd docker.socket\nsystemctl start --job-mode=ignore-dependencies docker.service") {
 		t.Fatalf("commands: %s", fos.ran())
 	}
 	if b, _ := os.ReadFile(filepath.Join(s.Root, containerdConfig)); string(b) != containerdConfigText {

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
@@ -32,39 +33,30 @@ var (
 
 // setup prepares the system for this boot. Every step is idempotent, so a
 // reconnecting host agent may send it again; failures of independent steps
-// are all reported.
+// are all reported. The slow steps that share nothing (the root's growth,
+// the data disk's format and mount, the trust store, and the chain of
+// the rest) run side by side: under TCG each is seconds of a boot, and
+// the guest has more than one vCPU.
 func (s *Server) setup(ctx context.Context, st agent.Setup) error {
-	var errs []error
-	// Each step's time goes to the log: under TCG a step that forks a
-	// lot costs a minute, and the boot's setup step only shows the sum.
-	step := func(name string, run func() error) {
-		start := time.Now()
-		err := run()
-		took := time.Since(start)
-		level := slog.LevelDebug
-		if took >= time.Second {
-			level = slog.LevelInfo
-		}
-		s.log().Log(ctx, level, "setup step", "step", name, "took", took.Round(time.Millisecond))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", name, err))
-		}
-	}
+	var first setupSteps
 	if st.TimeUnixNs > 0 {
-		step("time", func() error { return s.OS.SetClock(time.Unix(0, st.TimeUnixNs)) })
+		first.add("time", func() error { return s.OS.SetClock(time.Unix(0, st.TimeUnixNs)) })
 	}
 	if st.Hostname != "" {
-		step("hostname", func() error { return s.setHostname(st.Hostname) })
+		first.add("hostname", func() error { return s.setHostname(st.Hostname) })
 	}
-	step("dns", func() error { return s.setDNS(st.DNS) })
+	first.add("dns", func() error { return s.setDNS(st.DNS) })
 	if len(st.Env) > 0 {
-		step("environment", func() error { return s.setEnv(st.Env) })
+		first.add("environment", func() error { return s.setEnv(st.Env) })
 	}
+	errs := first.run(ctx, s.log())
+
+	var grow, disk, trust, rest setupSteps
 	if st.GrowRoot {
-		step("grow root", func() error { return s.growRoot(ctx) })
+		grow.add("grow root", func() error { return s.growRoot(ctx) })
 	}
 	if st.DataDisk != "" {
-		step("data disk", func() error {
+		disk.add("data disk", func() error {
 			dev, err := s.dataDiskDevice(st.DataDisk, st.DataDiskFallback)
 			if err != nil {
 				return err
@@ -72,20 +64,68 @@ func (s *Server) setup(ctx context.Context, st agent.Setup) error {
 			return s.dataDisk(ctx, dev)
 		})
 	}
-	if st.Binfmt {
-		step("binfmt", func() error { return s.binfmt(ctx) })
-	}
-	if st.Rosetta {
-		step("rosetta", func() error { return s.rosetta(ctx) })
-	}
 	// Before the daemons start (the OpDocker/OpContainerd requests that
 	// follow): they read both only then.
-	step("CA certificates and proxy", func() error { return s.corpNet(ctx, st) })
-	if st.HostAccessIP != "" {
-		step("host access", func() error { return s.setupHostAccess(ctx, st.HostAccessIP, st.DNS) })
+	trust.add("CA certificates and proxy", func() error { return s.corpNet(ctx, st) })
+	if st.Binfmt {
+		rest.add("binfmt", func() error { return s.binfmt(ctx) })
 	}
-	step("ssh agent", func() error { return s.setupSSHAgent(st.SSHAgent) })
+	if st.Rosetta {
+		rest.add("rosetta", func() error { return s.rosetta(ctx) })
+	}
+	if st.HostAccessIP != "" {
+		rest.add("host access", func() error { return s.setupHostAccess(ctx, st.HostAccessIP, st.DNS) })
+	}
+	rest.add("ssh agent", func() error { return s.setupSSHAgent(st.SSHAgent) })
+
+	chains := []*setupSteps{&grow, &disk, &trust, &rest}
+	chainErrs := make([][]error, len(chains))
+	var wg sync.WaitGroup
+	for i, c := range chains {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			chainErrs[i] = c.run(ctx, s.log())
+		}()
+	}
+	wg.Wait()
+	for _, e := range chainErrs {
+		errs = append(errs, e...)
+	}
 	return errors.Join(errs...)
+}
+
+// setupSteps is a chain of setup steps run one after the other.
+type setupSteps []setupStep
+
+type setupStep struct {
+	name string
+	run  func() error
+}
+
+func (c *setupSteps) add(name string, run func() error) {
+	*c = append(*c, setupStep{name, run})
+}
+
+// run runs the chain, logging each step's time (at info from a second up:
+// under TCG a step that forks a lot costs a minute, and the boot's setup
+// step only shows the sum), and returns its steps' errors.
+func (c setupSteps) run(ctx context.Context, log *slog.Logger) []error {
+	var errs []error
+	for _, st := range c {
+		start := time.Now()
+		err := st.run()
+		took := time.Since(start)
+		level := slog.LevelDebug
+		if took >= time.Second {
+			level = slog.LevelInfo
+		}
+		log.Log(ctx, level, "setup step", "step", st.name, "took", took.Round(time.Millisecond))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", st.name, err))
+		}
+	}
+	return errs
 }
 
 func (s *Server) setHostname(name string) error {
@@ -306,6 +346,13 @@ func (s *Server) binfmt(ctx context.Context) error {
 	if names, ok := s.binfmtsRegistered(); ok {
 		s.log().Debug("binfmt handlers registered at boot", "formats", names)
 		return nil
+	}
+	if s.binfmtsOnlyFromBinfmtD() {
+		// The agent starts before the boot's systemd-binfmt has run:
+		// make sure it runs, without waiting for it (nothing before
+		// docker is ready needs a foreign binary).
+		_, err := s.OS.Run(ctx, "systemctl", "start", "--no-block", "systemd-binfmt")
+		return err
 	}
 	_, err := s.OS.Run(ctx, "update-binfmts", "--enable")
 	if err == nil {

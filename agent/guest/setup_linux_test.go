@@ -298,6 +298,21 @@ func TestBinfmt(t *testing.T) {
 	}
 }
 
+// With every format in binfmt.d (qemu-user-static in trixie) and the boot's
+// systemd-binfmt not run yet (the agent starts first), binfmt starts it
+// without waiting, instead of an update-binfmts with nothing to enable.
+func TestBinfmtStartsSystemdBinfmtForBinfmtDFormats(t *testing.T) {
+	s, fos := newTestServer(t)
+	confs := filepath.Join(s.Root, binfmtDPackages)
+	must(t, os.MkdirAll(confs, 0o755))
+	must(t, os.MkdirAll(filepath.Join(s.Root, binfmtsAdminDir), 0o755))
+	must(t, os.WriteFile(filepath.Join(confs, "qemu-x86_64.conf"), []byte(qemuX8664Line+"\n"), 0o644))
+	must(t, s.binfmt(context.Background()))
+	if got := fos.ran(); got != "systemctl start --no-block systemd-binfmt" {
+		t.Fatalf("ran %q, want systemd-binfmt started without waiting", got)
+	}
+}
+
 // binfmt runs nothing when the boot registered and enabled every format
 // update-binfmts' database and the packages' binfmt.d files declare, and
 // runs update-binfmts as before when one is missing or disabled.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/vmdock/vmdock/images"
 	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/driver"
@@ -54,7 +55,7 @@ var configFlags = []configFlag{
 	stringFlag("network-stack", func(c *config.Config) *string { return &c.Network.Stack }, "what carries the guest's network: gvisor (the host agent's own stack; a new instance's default), or the VM type's own, slirp (qemu) or vznat (vz); an instance whose config names none keeps the one it ran"),
 	{name: "dns", define: defineDNS},
 	{name: "env", define: defineEnv},
-	stringFlag("image", func(c *config.Config) *string { return &c.Image }, "guest image: catalog name, path or URL (default: the built-in image for --arch)"),
+	{name: "image", define: defineImage},
 	boolFlag("activate", func(c *config.Config) *bool { return &c.Activate }, "switch the docker context to this instance"),
 	boolFlag("resume", func(c *config.Config) *bool { return &c.Resume }, "stop saves the running VM and start resumes it where it was (qemu without 9p/virtiofs shares)"),
 	{name: "idle", define: defineIdle},
@@ -120,6 +121,18 @@ func defineMounts(fs *pflag.FlagSet, _ config.Config) applyFlag {
 			cfg.Mounts = append(cfg.Mounts, config.Mount(m))
 		}
 		return errors.Join(errs...)
+	}
+}
+
+// defineImage takes a relative image path as the file it names here: the
+// host agent resolves the saved reference elsewhere, and later starts run
+// from other folders.
+func defineImage(fs *pflag.FlagSet, d config.Config) applyFlag {
+	v := fs.String("image", d.Image, "guest image: catalog name, path or URL (default: the built-in image for --arch)")
+	return func(cfg *config.Config, _ applyContext) error {
+		ref, err := images.AbsRef(*v)
+		cfg.Image = ref
+		return err
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -152,5 +153,20 @@ func TestVMTypeFlagResetsNetworkStackOnlyWhenFresh(t *testing.T) {
 	}
 	if cfg, _ := applyArgs(t, base, true, "--vm-type", "qemu", "--network-stack", "slirp"); cfg.Network.Stack != "slirp" {
 		t.Errorf("fresh --vm-type --network-stack slirp: stack %q, want slirp", cfg.Network.Stack)
+	}
+}
+
+// The config keeps an image path given relative to the folder start ran
+// in as the absolute path of that file: the host agent resolves it
+// elsewhere (it once said "no such file" for hack/image/out/...).
+func TestImageFlagSavesRelativePathsAbsolute(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	cfg, errs := applyArgs(t, savedConfig(), true, "--image", "out/vmdock-amd64.tar.zst")
+	if want := filepath.Join(dir, "out", "vmdock-amd64.tar.zst"); len(errs) > 0 || cfg.Image != want {
+		t.Errorf("--image out/...: image %q (%v), want %q", cfg.Image, errs, want)
+	}
+	if cfg, _ := applyArgs(t, savedConfig(), true, "--image", "vmdock"); cfg.Image != "vmdock" {
+		t.Errorf("--image vmdock: image %q, want the catalog name", cfg.Image)
 	}
 }

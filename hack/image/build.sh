@@ -171,7 +171,7 @@ mmdebstrap --variant=minbase --mode=root --architectures="$arch" \
 	--dpkgopt='path-include=/usr/share/doc/*/copyright' \
 	--dpkgopt='path-exclude=/usr/share/lintian/*' \
 	--include="$pkglist" \
-	--setup-hook="mkdir -p \"\$1/etc/initramfs-tools/conf.d\" && cp '$here/overlay/etc/initramfs-tools/conf.d/vmdock' \"\$1/etc/initramfs-tools/conf.d/\"" \
+	--setup-hook="'$here/files/initramfs-setup.sh' \"\$1\"" \
 	--customize-hook="'$here/files/customize.sh' \"\$1\" '$tools' '$arch'" \
 	"$suite" "$rootfs" "${sources[@]}"
 

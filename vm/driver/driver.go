@@ -78,6 +78,10 @@ type Disk struct {
 const (
 	SerialRoot = "vmdock-root"
 	SerialData = "vmdock-data"
+	// SerialBoot is the cidata boot disk's: the guest finds it in sysfs
+	// before udev has linked anything, so its agent starts without
+	// waiting for the coldplug of every device.
+	SerialBoot = "vmdock-cidata"
 )
 
 // maxSerialBytes is virtio-blk's ID size (VIRTIO_BLK_ID_BYTES); vz
@@ -281,6 +285,10 @@ type MachineInfo struct {
 	// Problems are faults the VM runs on with, such as a dead virtiofsd:
 	// its share fails in the guest until the next start.
 	Problems []string `json:"problems,omitempty"`
+	// DeadShares are the host folders of the shares whose server died
+	// (Problems says so in words): the guest ends their connections before
+	// a power-off, whose unmount would otherwise wait on them.
+	DeadShares []string `json:"deadShares,omitempty"`
 }
 
 // WithConsole makes console the kernel's /dev/console. Images name every

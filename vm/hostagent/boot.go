@@ -504,7 +504,7 @@ func (ha *hostAgent) buildSpec(img *images.Image) (driver.Spec, error) {
 		Disks: []driver.Disk{
 			{Path: ha.inst.DiskPath(), Format: "raw", Serial: driver.SerialRoot},
 			{Path: ha.inst.DataDiskPath(), Format: "raw", Serial: driver.SerialData},
-			{Path: ha.inst.BootDiskPath(), Format: "raw", ReadOnly: true, CDROM: true},
+			{Path: ha.inst.BootDiskPath(), Format: "raw", ReadOnly: true, CDROM: true, Serial: driver.SerialBoot},
 		},
 		Network:   ha.cfg.Network.Mode,
 		NetStack:  ha.cfg.Network.Stack,

@@ -62,8 +62,8 @@ func TestDisksAreFoundBySerial(t *testing.T) {
 		if spec.Cmdline != tt.wantRoot {
 			t.Errorf("%s: cmdline %q, want %q", tt.name, spec.Cmdline, tt.wantRoot)
 		}
-		if spec.Disks[0].Serial != "vmdock-root" || spec.Disks[1].Serial != "vmdock-data" || spec.Disks[2].Serial != "" {
-			t.Errorf("%s: disk serials %+v, want root and data", tt.name, spec.Disks)
+		if spec.Disks[0].Serial != "vmdock-root" || spec.Disks[1].Serial != "vmdock-data" || spec.Disks[2].Serial != "vmdock-cidata" {
+			t.Errorf("%s: disk serials %+v, want root, data and cidata (prepare-agent finds the boot disk by it in sysfs)", tt.name, spec.Disks)
 		}
 	}
 	s := ha.guestSetup()

@@ -14,9 +14,12 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 [ -n "$tools" ] || { echo "customize.sh: no tools directory (nerdctl, buildkitd, buildctl) given" >&2; exit 1; }
 
 cp -rT "$here/overlay" "$root"
-chmod 0755 "$root/usr/lib/vmdock/prepare-agent"
+chmod 0755 "$root/usr/lib/vmdock/prepare-agent" "$root/etc/initramfs-tools/hooks/vmdock-trim"
 chmod 0644 "$root/usr/lib/systemd/system/vmdock-agent.service" "$root/etc/fstab" \
 	"$root/etc/systemd/network/20-eth0.network" "$root/etc/initramfs-tools/conf.d/vmdock" \
+	"$root/usr/share/initramfs-tools/modules.d/vmdock" \
+	"$root/etc/systemd/system/containerd.service.d/vmdock-boot.conf" \
+	"$root/etc/systemd/system/docker.service.d/vmdock-boot.conf" \
 	"$root/usr/lib/systemd/system/buildkit.service" "$root/etc/buildkit/buildkitd.toml" \
 	"$root/etc/nerdctl/nerdctl.toml"
 
@@ -68,6 +71,15 @@ guest_depmod() {
 	fi
 }
 
+# iptables through its legacy backend: dockerd runs iptables some forty
+# times as it starts (its chains, the bridge's rules), and under TCG a call
+# through the nft backend, which reads the whole ruleset first, took 1.6x
+# the legacy call's time. The agent's iptables-restore follows the same
+# alternative. The builder's update-alternatives does it offline.
+for t in iptables ip6tables; do
+	update-alternatives --root "$root" --quiet --set "$t" "/usr/sbin/$t-legacy"
+done
+
 guest_systemctl enable vmdock-agent.service systemd-networkd.service systemd-resolved.service
 # The agent starts these after it has mounted the data disk at
 # /var/lib/docker and /var/lib/containerd; buildkit only for the containerd
@@ -84,6 +96,11 @@ guest_systemctl disable docker.service docker.socket containerd.service buildkit
 #   postinst made hwdb.bin) and journalctl's catalog (explanations for
 #   `journalctl -x` only). Under TCG each costs a second or more of the
 #   CPU the boot is bound by.
+# - binfmt-support's unit: its database is empty (qemu-user-static's
+#   formats are binfmt.d files, which systemd-binfmt registers).
+# - what serves people or hardware the guest does not have: logind (no one
+#   logs in), the drm and pstore module loads, debugfs, tracefs and
+#   hugetlbfs mounts. Each is a process or a mount the boot waits through.
 # (mask by hand: systemctl mask refuses units that are not installed, and
 # we want them masked even if a later package brings them in)
 for u in \
@@ -93,6 +110,8 @@ for u in \
 	fstrim.timer fstrim.service dpkg-db-backup.timer dpkg-db-backup.service \
 	systemd-networkd-wait-online.service \
 	getty.target getty@.service serial-getty@.service autovt@.service console-getty.service \
+	binfmt-support.service systemd-logind.service modprobe@drm.service modprobe@efi_pstore.service \
+	sys-kernel-debug.mount sys-kernel-tracing.mount dev-hugepages.mount \
 	ldconfig.service systemd-hwdb-update.service systemd-journal-catalog-update.service; do
 	ln -sfn /dev/null "$root/etc/systemd/system/$u"
 done
@@ -101,8 +120,9 @@ kver=$(ls "$root/usr/lib/modules" | sort -V | tail -n1)
 "$here/files/trim-modules.sh" "$root/usr/lib/modules/$kver"
 guest_depmod "$kver"
 
-cp "$here/files/initramfs-modules" "$root/etc/initramfs-tools/modules"
-chroot "$root" update-initramfs -u -k "$kver"
+# The initramfs was made once, as the kernel was installed, with the
+# configuration files/initramfs-setup.sh put in place before any package
+# (what trim-modules removes is nothing it holds).
 
 # Leftovers that only cost space.
 rm -rf "$root/var/cache/apt/"*.bin "$root/var/lib/apt/lists/"* "$root/var/log/"*.log \
