@@ -211,6 +211,9 @@ func writeHostAgentLines(tw io.Writer, h *control.Status) {
 		if h.Machine.AccelReason != "" {
 			accel += " (" + h.Machine.AccelReason + ")"
 		}
+		if h.Machine.CPUNote != "" {
+			accel += "; " + h.Machine.CPUNote
+		}
 		fmt.Fprintf(tw, "accel:\t%s\n", accel)
 	}
 	if h.Idle != nil {

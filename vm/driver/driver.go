@@ -285,6 +285,9 @@ type MachineInfo struct {
 	// Problems are faults the VM runs on with, such as a dead virtiofsd:
 	// its share fails in the guest until the next start.
 	Problems []string `json:"problems,omitempty"`
+	// CPUNote says why the guest runs with fewer vCPUs than it asked for
+	// (under TCG, one); "" when it has them all.
+	CPUNote string `json:"cpuNote,omitempty"`
 	// DeadShares are the host folders of the shares whose server died
 	// (Problems says so in words): the guest ends their connections before
 	// a power-off, whose unmount would otherwise wait on them.

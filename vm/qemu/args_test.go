@@ -60,7 +60,7 @@ func TestArgs(t *testing.T) {
 				"-cpu":     {"max"},
 				"-display": {"none"},
 				"-vga":     {"none"},
-				"-smp":     {"2"},
+				"-smp":     {"1"}, // the spec asks for 2; TCG gets one (GuestCPUs)
 				"-m":       {"2048"},
 				"-kernel":  {"/img/vmlinuz"},
 				"-initrd":  {"/img/initrd.img"},
@@ -359,7 +359,7 @@ func TestArgsGroupOrder(t *testing.T) {
 	wantArgv(t, argv, err,
 		"-name", "vmdock-default"+nameOptions, "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot", "-msg", "timestamp=on",
 		"-machine", "q35", "-accel", "tcg,thread=single,tb-size=128", "-cpu", "max", "-vga", "none",
-		"-smp", "2", "-m", "2048",
+		"-smp", "1", "-m", "2048", // 2 asked; one under TCG
 		"-kernel", "/img/vmlinuz", "-initrd", "/img/initrd.img", "-append", "root=/dev/vda mitigations=off loglevel=6 console=ttyS0",
 		"-pidfile", dir+"/qemu.pid",
 		"-chardev", "socket,id=qmp,path="+dir+"/qmp.sock,server=on,wait=off", "-mon", "chardev=qmp,mode=control",
@@ -658,5 +658,35 @@ func TestShareArgs(t *testing.T) {
 func allShares(s *driver.Spec, t string) {
 	for i := range s.Shares {
 		s.Shares[i].Type = t
+	}
+}
+
+// Under TCG the guest gets one vCPU whatever it asked for (one host thread
+// emulates them all); with a hardware accelerator it gets every one.
+func TestTCGGuestsGetOneVCPU(t *testing.T) {
+	for _, tt := range []struct {
+		cpus  int
+		accel string
+		want  int
+	}{{4, "tcg", 1}, {1, "tcg", 1}, {4, "kvm", 4}, {2, "hvf", 2}, {0, "tcg", 0}} {
+		if got := GuestCPUs(tt.cpus, tt.accel); got != tt.want {
+			t.Errorf("GuestCPUs(%d, %s) = %d, want %d", tt.cpus, tt.accel, got, tt.want)
+		}
+	}
+	spec := driver.Spec{Name: "x", Dir: "/d", Arch: driver.ArchAMD64, CPUs: 4, MemoryMiB: 1024, Kernel: "/k", Network: driver.NetworkUser}
+	for accel, want := range map[string]string{"tcg": "1", "kvm": "4"} {
+		args, err := Args(spec, HostEnv{Accel: accel, Version: Version{7, 2, 22}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := slices.Index(args, "-smp"); i < 0 || args[i+1] != want {
+			t.Errorf("%s: -smp %v, want %s", accel, args, want)
+		}
+	}
+	if n := cpuNote(4, "tcg"); !strings.Contains(n, "1 vCPU of the 4 asked") {
+		t.Errorf("cpuNote(4, tcg) = %q", n)
+	}
+	if n := cpuNote(4, "kvm"); n != "" {
+		t.Errorf("cpuNote(4, kvm) = %q, want none", n)
 	}
 }

@@ -61,12 +61,21 @@ type daemon struct {
 	done    chan struct{}
 }
 
+// cpuNote says when the guest runs with fewer vCPUs than cpus.
+func cpuNote(cpus int, accel string) string {
+	if n := GuestCPUs(cpus, accel); n != cpus {
+		return fmt.Sprintf("%d vCPU of the %d asked: under TCG one host thread runs every vCPU, so more would only slow the guest", n, cpus)
+	}
+	return ""
+}
+
 // quitGrace is how long Stop waits for QMP quit before SIGKILL, and how
 // long virtiofsd gets to notice that qemu is gone.
 const quitGrace = 5 * time.Second
 
 func (m *Machine) Info() driver.MachineInfo {
-	info := driver.MachineInfo{Driver: driver.TypeQEMU, Accel: m.accel.Accel, AccelReason: m.accel.Reason, Version: m.version}
+	info := driver.MachineInfo{Driver: driver.TypeQEMU, Accel: m.accel.Accel, AccelReason: m.accel.Reason, Version: m.version,
+		CPUNote: cpuNote(m.spec.CPUs, m.accel.Accel)}
 	m.mu.Lock()
 	info.Problems = append([]string(nil), m.problems...)
 	info.DeadShares = append([]string(nil), m.deadShares...)
