@@ -348,11 +348,12 @@ func (s *Server) binfmt(ctx context.Context) error {
 		return nil
 	}
 	if s.binfmtsOnlyFromBinfmtD() {
-		// The agent starts before the boot's systemd-binfmt has run:
-		// make sure it runs, without waiting for it (nothing before
-		// docker is ready needs a foreign binary).
-		_, err := s.OS.Run(ctx, "systemctl", "start", "--no-block", "systemd-binfmt")
-		return err
+		// The agent starts before the boot's systemd-binfmt (pulled in
+		// by sysinit.target) has run; it registers these formats, and
+		// nothing before docker is ready needs a foreign binary. Even a
+		// systemctl call costs seconds of a TCG boot.
+		s.log().Debug("binfmt handlers come from binfmt.d; the boot's systemd-binfmt registers them")
+		return nil
 	}
 	_, err := s.OS.Run(ctx, "update-binfmts", "--enable")
 	if err == nil {
