@@ -343,16 +343,17 @@ func (s *Server) mountOnceWith(target string, mount func() error) error {
 // nothing runs: update-binfmts is a process that reads every format file,
 // about a second under TCG to find it has nothing to do.
 func (s *Server) binfmt(ctx context.Context) error {
-	if names, ok := s.binfmtsRegistered(); ok {
-		s.log().Debug("binfmt handlers registered at boot", "formats", names)
-		return nil
-	}
 	if s.binfmtsOnlyFromBinfmtD() {
 		// The agent starts before the boot's systemd-binfmt (pulled in
 		// by sysinit.target) has run; it registers these formats, and
-		// nothing before docker is ready needs a foreign binary. Even a
-		// systemctl call costs seconds of a TCG boot.
+		// nothing before docker is ready needs a foreign binary. Not
+		// even a look at binfmt_misc: the boot mounts it on first
+		// access, which waits seconds for systemd under TCG.
 		s.log().Debug("binfmt handlers come from binfmt.d; the boot's systemd-binfmt registers them")
+		return nil
+	}
+	if names, ok := s.binfmtsRegistered(); ok {
+		s.log().Debug("binfmt handlers registered at boot", "formats", names)
 		return nil
 	}
 	_, err := s.OS.Run(ctx, "update-binfmts", "--enable")
