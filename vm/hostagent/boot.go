@@ -562,10 +562,33 @@ func (ha *hostAgent) followGuestLog(c *agent.Client) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { <-c.Done(); cancel() }()
-	req := agent.ExecRequest{Argv: []string{"journalctl", "-b", "-u", "vmdock-agent", "-f", "-o", "short-iso", "--no-pager"}}
+	ha.mu.Lock()
+	first := ha.session.count == 1
+	ha.mu.Unlock()
+	req := agent.ExecRequest{Argv: guestLogFollower(first)}
 	if _, err := c.Exec(ctx, req, nil, f, f, nil); err != nil && ctx.Err() == nil {
 		slog.Debug("guest agent log follower ended", "err", err)
 	}
+}
+
+// guestLogFollower is the guest command that follows the agent's journal.
+// The agent starts before journald has made its files, and a journalctl
+// started then misses every line written when they appear: it waits for
+// them first (shell builtins and a short sleep, a few rounds at most). The
+// first session of a boot copies the boot's whole agent journal; a later
+// one (the agent or this host agent restarted) only its last lines, which
+// the log already has.
+func guestLogFollower(firstSession bool) []string {
+	lines := "-n 10"
+	if firstSession {
+		lines = "--no-tail"
+	}
+	script := `i=0; while [ $i -lt 100 ]; do
+  for f in /run/log/journal/*/system.journal /var/log/journal/*/system.journal; do [ -e "$f" ] && break 2; done
+  sleep 0.2; i=$((i+1))
+done
+exec journalctl -b -u vmdock-agent -f ` + lines + ` -o short-iso --no-pager`
+	return []string{"sh", "-c", script}
 }
 
 func (ha *hostAgent) hostname() string {

@@ -2,6 +2,7 @@ package hostagent
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -112,5 +113,37 @@ func TestInstanceFilesOfARun(t *testing.T) {
 	}
 	if err := removeIfExists(busy); err == nil || !strings.Contains(err.Error(), busy) {
 		t.Errorf("removing a non-empty folder: %v, want an error naming it", err)
+	}
+}
+
+// The follower of the agent's journal waits for journald's files (the
+// agent starts before journald) and copies the whole boot on the first
+// session, only the last lines on a later one.
+func TestGuestLogFollowerWaitsForTheJournal(t *testing.T) {
+	first, later := guestLogFollower(true), guestLogFollower(false)
+	if len(first) != 3 || first[0] != "sh" || first[1] != "-c" {
+		t.Fatalf("follower %q, want sh -c SCRIPT", first)
+	}
+	for _, want := range []string{"/run/log/journal/*/system.journal", "exec journalctl -b -u vmdock-agent -f --no-tail"} {
+		if !strings.Contains(first[2], want) {
+			t.Errorf("first session's script lacks %q:\n%s", want, first[2])
+		}
+	}
+	if !strings.Contains(later[2], "-f -n 10 ") || strings.Contains(later[2], "--no-tail") {
+		t.Errorf("a later session copies the whole journal again:\n%s", later[2])
+	}
+	// The script itself: with no journal it gives up waiting after its
+	// rounds and runs journalctl (here a stand-in on PATH).
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "journalctl")
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho journalctl \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := strings.Replace(first[2], "i -lt 100", "i -lt 2", 1)
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "journalctl -b -u vmdock-agent -f --no-tail -o short-iso --no-pager") {
+		t.Errorf("script ran %q, %v", out, err)
 	}
 }
