@@ -565,9 +565,32 @@ func (ha *hostAgent) followGuestLog(c *agent.Client) {
 	ha.mu.Lock()
 	first := ha.session.count == 1
 	ha.mu.Unlock()
+	if first && !ha.waitBootOver(ctx) {
+		return
+	}
 	req := agent.ExecRequest{Argv: guestLogFollower(first)}
 	if _, err := c.Exec(ctx, req, nil, f, f, nil); err != nil && ctx.Err() == nil {
 		slog.Debug("guest agent log follower ended", "err", err)
+	}
+}
+
+// waitBootOver waits until the boot is over, ready or failed (false: ctx
+// ended). A boot's first journal follower starts then: journalctl reading
+// the journal costs seconds of a TCG boot's CPU, and its --no-tail copies
+// the lines written meanwhile anyway.
+func (ha *hostAgent) waitBootOver(ctx context.Context) bool {
+	for {
+		ha.mu.Lock()
+		phase := ha.run.phase
+		ha.mu.Unlock()
+		if phase != control.PhaseStarting && phase != "" {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
 }
 

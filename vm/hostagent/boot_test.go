@@ -1,15 +1,18 @@
 package hostagent
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/images"
 	"github.com/vmdock/vmdock/vm/config"
+	"github.com/vmdock/vmdock/vm/control"
 	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/store"
 )
@@ -145,5 +148,24 @@ func TestGuestLogFollowerWaitsForTheJournal(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "journalctl -b -u vmdock-agent -f --no-tail -o short-iso --no-pager") {
 		t.Errorf("script ran %q, %v", out, err)
+	}
+}
+
+// The boot's first journal follower waits for the boot to end, ready or
+// failed, so its journalctl does not take CPU from the boot.
+func TestGuestLogFollowerWaitsForTheBootToEnd(t *testing.T) {
+	ha := &hostAgent{run: runState{phase: control.PhaseStarting}}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if ha.waitBootOver(ctx) {
+		t.Fatal("waitBootOver returned during the boot")
+	}
+	for _, p := range []string{control.PhaseRunning, control.PhaseStopping} {
+		ha.setPhase(p)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if !ha.waitBootOver(ctx) {
+			t.Errorf("phase %s: still waiting", p)
+		}
+		cancel()
 	}
 }
