@@ -247,13 +247,6 @@ func (c *Client) Quiesce(ctx context.Context) error {
 	return err
 }
 
-// AbortShares ends the guest's FUSE connections of the virtiofs shares
-// mounted at targets, whose host daemon died.
-func (c *Client) AbortShares(ctx context.Context, targets []string) error {
-	_, err := c.call(ctx, Request{Op: OpAbortShares, Shares: targets})
-	return err
-}
-
 // PowerOff asks the guest to shut down; it answers before doing so.
 func (c *Client) PowerOff(ctx context.Context) error {
 	_, err := c.call(ctx, Request{Op: OpPowerOff})

@@ -48,10 +48,6 @@ const (
 	OpTouch      = "touch"      // Touch: guest paths whose host side changed
 	OpIdleCheck  = "idle-check" // -> IdleReport: what keeps the guest busy
 	OpQuiesce    = "quiesce"    // give memory and disk back, stop pinging: the VM pauses next
-	// Shares: guest paths of virtiofs shares whose host daemon died; their
-	// FUSE connections are ended so nothing waits on them (the power-off's
-	// unmount included).
-	OpAbortShares = "abort-shares"
 )
 
 // Request is the first line of every stream.
@@ -68,13 +64,11 @@ type Request struct {
 	// Touch lists guest paths in shares whose host side changed: the guest
 	// sets each one's times to what they are, so its kernel raises the
 	// inotify event that virtiofs and 9p do not.
-	Touch []string `json:"touch,omitempty"`
-	// Shares lists guest share paths (abort-shares).
-	Shares []string       `json:"shares,omitempty"`
-	Mount  *MountRequest  `json:"mount,omitempty"`
-	Exec   *ExecRequest   `json:"exec,omitempty"`
-	Time   int64          `json:"time,omitempty"` // unix nanoseconds
-	Extra  map[string]any `json:"extra,omitempty"`
+	Touch []string       `json:"touch,omitempty"`
+	Mount *MountRequest  `json:"mount,omitempty"`
+	Exec  *ExecRequest   `json:"exec,omitempty"`
+	Time  int64          `json:"time,omitempty"` // unix nanoseconds
+	Extra map[string]any `json:"extra,omitempty"`
 }
 
 // Response is the first line the peer sends back.

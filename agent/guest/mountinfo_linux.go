@@ -13,7 +13,6 @@ type mountEntry struct {
 	Target string
 	FSType string
 	Source string
-	Dev    string // major:minor
 }
 
 // readMounts parses mountinfo: "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw".
@@ -34,7 +33,7 @@ func readMounts(path string) ([]mountEntry, error) {
 		if len(a) < 5 || len(b) < 2 {
 			continue
 		}
-		out = append(out, mountEntry{Target: unescapeMount(a[4]), FSType: b[0], Source: unescapeMount(b[1]), Dev: a[2]})
+		out = append(out, mountEntry{Target: unescapeMount(a[4]), FSType: b[0], Source: unescapeMount(b[1])})
 	}
 	return out, sc.Err()
 }

@@ -259,8 +259,6 @@ func (s *Server) answer(ctx context.Context, req agent.Request) (agent.Response,
 		return resp, s.startContainerd(dctx)
 	case agent.OpTouch:
 		return resp, s.touch(req.Touch)
-	case agent.OpAbortShares:
-		return resp, s.abortShares(req.Shares)
 	case agent.OpIdleCheck:
 		n, err := runningContainers(s.path("/proc"))
 		resp.Idle = &agent.IdleReport{RunningContainers: n}

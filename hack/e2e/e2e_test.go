@@ -336,14 +336,7 @@ mounts:
 	checkVirtiofsdKill(t, e)
 	writeBeforeStop(t, e, syncDir)
 	e.timed("vmdock stop", func(t *testing.T) {
-		began := time.Now()
 		e.run(5*time.Minute, e.vmdock, "stop")
-		// The guest's unmount of the dead share waited for an answer
-		// until the host's 90 s power-off limit, unless the guest ended
-		// that share's connection first.
-		if took := time.Since(began); took > time.Minute {
-			t.Errorf("vmdock stop after the virtiofsd kill took %s: the power-off waited on the dead share", took.Round(time.Second))
-		}
 		checkNothingLeft(t, e)
 		if cur := strings.TrimSpace(e.run(time.Minute, "docker", "context", "show")); cur != "dummy" {
 			t.Fatalf("current context after stop = %q, want the user's dummy back", cur)

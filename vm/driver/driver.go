@@ -288,10 +288,6 @@ type MachineInfo struct {
 	// CPUNote says why the guest runs with fewer vCPUs than it asked for
 	// (under TCG, one); "" when it has them all.
 	CPUNote string `json:"cpuNote,omitempty"`
-	// DeadShares are the host folders of the shares whose server died
-	// (Problems says so in words): the guest ends their connections before
-	// a power-off, whose unmount would otherwise wait on them.
-	DeadShares []string `json:"deadShares,omitempty"`
 }
 
 // WithConsole makes console the kernel's /dev/console. Images name every

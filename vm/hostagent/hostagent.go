@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -453,7 +452,6 @@ func (ha *hostAgent) shutdown(req control.StopRequest) string {
 		if c != nil && !req.NoSave && ha.saveVM(ctx, m, c) {
 			how = control.StopBySave
 		} else {
-			ha.abortDeadShares(ctx, m, c)
 			how = ha.powerOff(ctx, m, c)
 		}
 	}
@@ -461,28 +459,6 @@ func (ha *hostAgent) shutdown(req control.StopRequest) string {
 		slog.Warn("shutdown", "err", err)
 	}
 	return how
-}
-
-// abortDeadShares has the guest end its connections to the shares whose
-// server died (virtiofsd killed): the power-off's unmount of such a share
-// waits for an answer that never comes, and the stop would take the whole
-// StopTimeout and end in a kill.
-func (ha *hostAgent) abortDeadShares(ctx context.Context, m driver.Machine, c *agent.Client) {
-	dead := m.Info().DeadShares
-	if c == nil || len(dead) == 0 {
-		return
-	}
-	var targets []string
-	for _, sh := range ha.boot.spec.Shares {
-		if slices.Contains(dead, sh.HostPath) {
-			targets = append(targets, sh.GuestPath)
-		}
-	}
-	actx, cancel := context.WithTimeout(ctx, ha.opts.AgentAnswer)
-	defer cancel()
-	if err := c.AbortShares(actx, targets); err != nil {
-		slog.Warn("end the guest's connections to dead shares", "shares", targets, "err", err)
-	}
 }
 
 // powerOff asks the guest agent first (it knows how to stop dockerd

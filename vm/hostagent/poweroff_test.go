@@ -12,7 +12,6 @@ import (
 	"github.com/hashicorp/yamux"
 
 	"github.com/vmdock/vmdock/agent"
-	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/vm/control"
 	"github.com/vmdock/vmdock/vm/driver"
 )
@@ -128,74 +127,5 @@ func TestPowerOffPaths(t *testing.T) {
 				t.Fatalf("stop notes %q, want one with %q", all, tt.note)
 			}
 		})
-	}
-}
-
-// deadShareMachine is a stub VM one of whose virtiofsd died.
-type deadShareMachine struct {
-	*stubMachine
-	dead []string
-}
-
-func (m deadShareMachine) Info() driver.MachineInfo { return driver.MachineInfo{DeadShares: m.dead} }
-
-// Before the power-off, the guest ends its connections to the shares whose
-// virtiofsd died (by their guest paths), so its unmount does not wait on
-// them; the live share is left alone.
-func TestPowerOffEndsTheGuestsConnectionsToDeadShares(t *testing.T) {
-	m := deadShareMachine{stubMachine: newStubMachine(true), dead: []string{"/Users/me/dead"}}
-	host, guest := net.Pipe()
-	t.Cleanup(func() { host.Close(); guest.Close() })
-	got := make(chan []string, 1)
-	go func() {
-		if agent.GuestHello(guest) != nil {
-			return
-		}
-		sess, err := yamux.Server(guest, agent.YamuxConfig(slog.Default()))
-		if err != nil {
-			return
-		}
-		for {
-			st, err := sess.AcceptStream()
-			if err != nil {
-				return
-			}
-			var req agent.Request
-			if agent.ReadJSONLine(st, &req) != nil {
-				return
-			}
-			agent.Reply(st, nil)
-			switch req.Op {
-			case agent.OpAbortShares:
-				got <- req.Shares
-			case agent.OpPowerOff:
-				m.exit()
-			}
-		}
-	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c, err := agent.Connect(ctx, host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	ha := &hostAgent{events: control.NewEventLog(), opts: Options{AgentAnswer: time.Second, StopTimeout: time.Minute}}
-	ha.opts.setDefaults()
-	ha.boot.spec.Shares = []mounts.Share{
-		{HostPath: "/Users/me/dead", GuestPath: "/Users/me/dead", Type: mounts.TypeVirtiofs},
-		{HostPath: "/Users/me/live", GuestPath: "/Users/me/live", Type: mounts.TypeVirtiofs},
-	}
-	ha.abortDeadShares(ctx, m, c)
-	if path := ha.powerOff(ctx, m, c); path != control.StopByAgent {
-		t.Errorf("power-off path %q, want the agent's", path)
-	}
-	select {
-	case shares := <-got:
-		if len(shares) != 1 || shares[0] != "/Users/me/dead" {
-			t.Errorf("abort-shares asked for %q, want only the dead share", shares)
-		}
-	default:
-		t.Error("the guest was never asked to end the dead share's connection")
 	}
 }
