@@ -200,7 +200,7 @@ func TestPortForwarderDialsTheDirectPathOneAtATime(t *testing.T) {
 // A path that takes many handshakes (a routed guest, vz's NAT) gets them
 // at once, up to its limit.
 func TestPortForwarderDialsAParallelDirectPathUpToItsLimit(t *testing.T) {
-	most, direct := directBurst(t, 4, 20*time.Millisecond)
+	most, direct := directBurst(t, 4, 5*time.Millisecond)
 	if most < 2 || most > 4 {
 		t.Errorf("%d direct dials ran at once, want 2 to 4", most)
 	}
@@ -428,23 +428,7 @@ func (d *datagramDirect) DialDirectUDP(ctx context.Context, addr string) (net.Co
 
 // taggedUDPServer answers every datagram with tag and the datagram.
 func taggedUDPServer(t *testing.T, tag string) string {
-	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { pc.Close() })
-	go func() {
-		buf := make([]byte, MaxPacket)
-		for {
-			n, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			pc.WriteTo(append([]byte(tag+":"), buf[:n]...), from)
-		}
-	}()
-	return pc.LocalAddr().String()
+	return udpServerTagged(t, tag).LocalAddr().String()
 }
 
 // A UDP port goes direct through a DirectDatagramDialer, each peer on a

@@ -168,7 +168,10 @@ func serveEcho(ln net.Listener) {
 	}
 }
 
-func echoUDPServer(t *testing.T) net.PacketConn {
+func echoUDPServer(t *testing.T) net.PacketConn { return udpServerTagged(t, "echo") }
+
+// udpServerTagged answers every datagram with tag, ':' and the datagram.
+func udpServerTagged(t *testing.T, tag string) net.PacketConn {
 	t.Helper()
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
@@ -182,7 +185,7 @@ func echoUDPServer(t *testing.T) net.PacketConn {
 			if err != nil {
 				return
 			}
-			pc.WriteTo(append([]byte("echo:"), buf[:n]...), from)
+			pc.WriteTo(append([]byte(tag+":"), buf[:n]...), from)
 		}
 	}()
 	return pc
