@@ -51,8 +51,11 @@ func TestHTTPLoadKeepsConnectionsAlive(t *testing.T) {
 	if res.elapsed < 300*time.Millisecond {
 		t.Errorf("elapsed %v, shorter than the round", res.elapsed)
 	}
-	if n := conns.Load(); n > domainsConns {
-		t.Errorf("%d connections for %d keep-alive clients: not kept alive", n, domainsConns)
+	// Kept alive, each client reuses its connection (a loaded machine
+	// may make one client open a second); not kept alive, each request
+	// opens one, and there are at least 10.
+	if n := conns.Load(); n > 2*domainsConns {
+		t.Errorf("%d connections for %d keep-alive clients and %d requests: not kept alive", n, domainsConns, len(res.latencies))
 	}
 	for _, l := range res.latencies {
 		if l <= 0 {
