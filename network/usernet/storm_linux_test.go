@@ -127,15 +127,6 @@ func udpEchoServer(t *testing.T) net.PacketConn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pc.Close() })
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := pc.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			pc.WriteTo(buf[:n], from)
-		}
-	}()
+	go serveUDPEcho(pc, "")
 	return pc
 }

@@ -144,16 +144,7 @@ func TestDirectPathCarriesUDP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := srv.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			srv.WriteTo(append([]byte("guest:"), buf[:n]...), from)
-		}
-	}()
+	go serveUDPEcho(srv, "guest:")
 	d := s.Direct()
 	addr, err := d.OpenPort(context.Background(), 5353)
 	if err != nil {
@@ -275,5 +266,18 @@ func TestDHCPLeasesTheGuestSlirpAddressing(t *testing.T) {
 	}
 	if d := offer.DNS(); len(d) != 1 || d[0].String() != GatewayIP {
 		t.Errorf("DNS %v, want %s", d, GatewayIP)
+	}
+}
+
+// serveUDPEcho answers every datagram on pc with prefix and the datagram
+// until pc is closed.
+func serveUDPEcho(pc net.PacketConn, prefix string) {
+	buf := make([]byte, 2048)
+	for {
+		n, from, err := pc.ReadFrom(buf)
+		if err != nil {
+			return
+		}
+		pc.WriteTo(append([]byte(prefix), buf[:n]...), from)
 	}
 }
