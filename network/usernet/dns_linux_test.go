@@ -27,8 +27,7 @@ const inNamespaceEnv = "USERNET_TEST_MOUNT_NS"
 // query arrives: the test owns /etc/resolv.conf and /etc/hosts (bound over
 // the real ones in a private mount namespace), whose first nameserver is
 // dead and second a dnsmasq; switching the file to another dnsmasq shows
-// in the guest's answers, hosts entries resolve, and isolated answers
-// nothing.
+// in the guest's answers, hosts entries resolve, and isolated refuses.
 func TestDNSFollowsHostResolver(t *testing.T) {
 	if os.Getenv(inNamespaceEnv) == "" {
 		reexecInMountNamespace(t)
@@ -51,8 +50,24 @@ func TestDNSFollowsHostResolver(t *testing.T) {
 	waitForAnswer(t, guest, GatewayIP, "svc.corp.test.", "10.4.5.6", 10*time.Second)
 
 	isolated := guestClient(t, newStack(t, Config{Isolated: true}))
-	if a, err := query(isolated, GatewayIP, "svc.corp.test.", 2*time.Second); err == nil {
-		t.Fatalf("isolated guest got a DNS answer: %v", a)
+	if r, err := exchange(isolated, GatewayIP, "svc.corp.test.", 2*time.Second); err != nil || r.Rcode != dns.RcodeRefused || len(r.Answer) > 0 {
+		t.Fatalf("isolated guest's query: %v, %v; want REFUSED, no answer", r, err)
+	}
+}
+
+// An isolated stack refuses the guest's queries on both DNS addresses
+// rather than dropping them: a dropped query held every lookup (a proxied
+// docker pull's too) for the resolver's whole timeout.
+func TestIsolatedRefusesDNS(t *testing.T) {
+	guest := guestClient(t, newStack(t, Config{Isolated: true}))
+	for _, server := range []string{GatewayIP, DNSIP} {
+		r, err := exchange(guest, server, "example.com.", 5*time.Second)
+		if err != nil {
+			t.Fatalf("query to %s: %v; want a REFUSED answer", server, err)
+		}
+		if r.Rcode != dns.RcodeRefused || len(r.Answer) > 0 || !r.Response {
+			t.Fatalf("query to %s answered %s with %d records; want REFUSED and none", server, dns.RcodeToString[r.Rcode], len(r.Answer))
+		}
 	}
 }
 
@@ -134,6 +149,20 @@ func waitForAnswer(t *testing.T, guest *stack.Stack, server, name, want string, 
 
 // query asks server for name's A records from inside the guest.
 func query(guest *stack.Stack, server, name string, timeout time.Duration) ([]string, error) {
+	r, err := exchange(guest, server, name, timeout)
+	if err != nil {
+		return nil, err
+	}
+	var ips []string
+	for _, a := range r.Answer {
+		if rec, ok := a.(*dns.A); ok {
+			ips = append(ips, rec.A.String())
+		}
+	}
+	return ips, nil
+}
+
+func exchange(guest *stack.Stack, server, name string, timeout time.Duration) (*dns.Msg, error) {
 	raddr := tcpip.FullAddress{NIC: 1, Addr: addr4(net.ParseIP(server)), Port: 53}
 	conn, err := gonet.DialUDP(guest, nil, &raddr, ipv4.ProtocolNumber)
 	if err != nil {
@@ -144,15 +173,6 @@ func query(guest *stack.Stack, server, name string, timeout time.Duration) ([]st
 	defer cancel()
 	c := dns.Client{Timeout: timeout}
 	m := new(dns.Msg).SetQuestion(name, dns.TypeA)
-	r, _, xerr := c.ExchangeWithConnContext(ctx, m, &dns.Conn{Conn: conn})
-	if xerr != nil {
-		return nil, xerr
-	}
-	var ips []string
-	for _, a := range r.Answer {
-		if rec, ok := a.(*dns.A); ok {
-			ips = append(ips, rec.A.String())
-		}
-	}
-	return ips, nil
+	r, _, err := c.ExchangeWithConnContext(ctx, m, &dns.Conn{Conn: conn})
+	return r, err
 }

@@ -45,8 +45,8 @@ const DefaultUDPIdle = 30 * time.Second
 
 // Config is what the stack lets the guest do.
 type Config struct {
-	// Isolated lets nothing out: no TCP or UDP relayed to the host and no
-	// DNS. DHCP still runs so the guest has its address; host access goes
+	// Isolated lets nothing out: no TCP or UDP relayed to the host, and
+	// DNS queries refused. DHCP still runs so the guest has its address; host access goes
 	// through the guest agent's tunnel, not this stack.
 	Isolated bool
 	// UDPIdle: 0 means DefaultUDPIdle.
@@ -66,8 +66,8 @@ type Stack struct {
 	mu      sync.Mutex
 }
 
-// New builds the stack and starts its DHCP and (unless isolated) DNS
-// services; plug a NIC in with ServeQEMU or ServeVfkit.
+// New builds the stack and starts its DHCP and DNS services (an isolated
+// stack's DNS refuses every query); plug a NIC in with ServeQEMU or ServeVfkit.
 func New(cfg Config) (*Stack, error) {
 	if cfg.UDPIdle <= 0 {
 		cfg.UDPIdle = DefaultUDPIdle
@@ -149,7 +149,7 @@ func (s *Stack) startServices(tcfg *types.Configuration, pool *tap.IPPool) error
 		}
 	}()
 	if s.cfg.Isolated {
-		return nil
+		return s.refuseDNS()
 	}
 	return s.startDNS()
 }
