@@ -248,6 +248,13 @@ func (c *Client) Quiesce(ctx context.Context) error {
 }
 
 // PowerOff asks the guest to shut down; it answers before doing so.
+// Settle stops the guest's container runtimes and flushes its disks, for
+// a VM the host ends instead of powering it off.
+func (c *Client) Settle(ctx context.Context) error {
+	_, err := c.call(ctx, Request{Op: OpSettle})
+	return err
+}
+
 func (c *Client) PowerOff(ctx context.Context) error {
 	_, err := c.call(ctx, Request{Op: OpPowerOff})
 	return err

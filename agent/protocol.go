@@ -48,6 +48,7 @@ const (
 	OpTouch      = "touch"      // Touch: guest paths whose host side changed
 	OpIdleCheck  = "idle-check" // -> IdleReport: what keeps the guest busy
 	OpQuiesce    = "quiesce"    // give memory and disk back, stop pinging: the VM pauses next
+	OpSettle     = "settle"     // stop the container runtimes, flush the disks: the host ends the VM next
 )
 
 // Request is the first line of every stream.

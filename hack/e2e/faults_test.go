@@ -272,7 +272,7 @@ func checkVirtiofsdKill(t *testing.T, e *env) {
 			json.Unmarshal([]byte(out), &st)
 			if len(st.HostAgent.Errors) > 0 && strings.Contains(strings.Join(st.HostAgent.Errors, " "), "virtiofsd") {
 				t.Logf("after %.1fs: %q", time.Since(start).Seconds(), st.HostAgent.Errors)
-				e.reliable("kill -9 of virtiofsd", time.Since(start), "status lists the dead share; the next cold start (`vmdock stop` then `start`, or `vmdock restart`) brings it back", "none on the host side (writes in flight fail in the guest)")
+				e.reliable("kill -9 of virtiofsd", time.Since(start), "status lists the dead share; `vmdock stop` stops the guest's runtimes, flushes its disks and ends the VM (the share cannot be unmounted); the next cold start (`start`, or `vmdock restart`) brings it back", "none on the host side (writes in flight fail in the guest)")
 				break
 			}
 			if time.Since(start) > 10*time.Second {

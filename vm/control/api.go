@@ -282,4 +282,5 @@ const (
 	StopBySelf     = "guest"  // the guest powered itself off
 	StopDuringBoot = "boot"   // the stop came during the boot, which was undone
 	StopBySave     = "saved"  // the VM was saved for the next start to resume
+	StopBySettle   = "settled" // the guest stopped its runtimes and synced, then the VM was ended
 )

@@ -285,6 +285,10 @@ type MachineInfo struct {
 	// Problems are faults the VM runs on with, such as a dead virtiofsd:
 	// its share fails in the guest until the next start.
 	Problems []string `json:"problems,omitempty"`
+	// DeadShares are the host folders of virtiofs shares whose daemon died:
+	// the guest cannot unmount them (its kernel waits for the daemon's
+	// answer), so it cannot power off either, and the stop ends the VM.
+	DeadShares []string `json:"deadShares,omitempty"`
 	// CPUNote says why the guest runs with fewer vCPUs than it asked for
 	// (under TCG, one); "" when it has them all.
 	CPUNote string `json:"cpuNote,omitempty"`

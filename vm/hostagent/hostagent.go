@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -53,6 +54,10 @@ type Options struct {
 	// ACPITimeout bounds the wait for the guest to obey the ACPI power
 	// button (the fall back when the agent is gone) before the VM is ended.
 	ACPITimeout time.Duration
+	// SettleTimeout bounds the guest agent's settle (its container
+	// runtimes stopped, its disks flushed) before a VM that cannot power
+	// off is ended; docker gives each container 10 s to stop.
+	SettleTimeout time.Duration
 	// Host is this machine as the command line detected it; the instance's
 	// config is read with its defaults.
 	Host config.Host
@@ -83,6 +88,9 @@ func (o *Options) setDefaults() {
 		// With the agent gone, stop must still end within ~15 s; a guest
 		// that needs longer to shut down by the power button is killed.
 		o.ACPITimeout = 8 * time.Second
+	}
+	if o.SettleTimeout == 0 {
+		o.SettleTimeout = 45 * time.Second
 	}
 }
 
@@ -467,11 +475,14 @@ func (ha *hostAgent) shutdown(req control.StopRequest) string {
 // running after that is killed (by Stop itself, or the machine step's
 // undo). It returns the path that took the guest down.
 func (ha *hostAgent) powerOff(ctx context.Context, m driver.Machine, c *agent.Client) string {
+	if dead := m.Info().DeadShares; c != nil && len(dead) > 0 {
+		return ha.settleAndEnd(ctx, m, c, dead)
+	}
 	exited := make(chan struct{})
 	go func() { m.Wait(); close(exited) }()
 	why := "the guest agent is not connected"
 	if c != nil {
-		err := askPowerOff(ctx, c, ha.opts.AgentAnswer)
+		err := askBounded(ctx, ha.opts.AgentAnswer, c.PowerOff)
 		if err == nil {
 			select {
 			case <-exited:
@@ -505,14 +516,33 @@ func (ha *hostAgent) powerOff(ctx context.Context, m driver.Machine, c *agent.Cl
 	return control.StopByForce
 }
 
-// askPowerOff bounds the guest agent's answer itself: with the agent dead
+// settleAndEnd ends a VM that could not power off: a virtiofs share whose
+// daemon died cannot be unmounted in the guest (its kernel waits for the
+// daemon's answer), so systemd's power-off would hang there until the stop
+// timeout. The guest agent stops the container runtimes and flushes the
+// disks instead, and then the VM is ended.
+func (ha *hostAgent) settleAndEnd(ctx context.Context, m driver.Machine, c *agent.Client, dead []string) string {
+	ha.stopNote(fmt.Sprintf("the virtiofs share of %s lost its daemon and cannot be unmounted in the guest: "+
+		"the guest stops its container runtimes and flushes its disks, then the VM is ended", strings.Join(dead, ", ")))
+	how := control.StopBySettle
+	if err := askBounded(ctx, ha.opts.SettleTimeout, c.Settle); err != nil {
+		ha.stopNote(fmt.Sprintf("the guest agent did not settle (%v); ending the VM", err))
+		how = control.StopByForce
+	}
+	if err := m.Stop(ctx, true); err != nil {
+		slog.Warn("end the VM", "err", err)
+	}
+	return how
+}
+
+// askBounded bounds the guest agent's answer itself: with the agent dead
 // behind a channel that stays open, opening the request's stream waits for
 // yamux's write timeout (30 s) whatever ctx says.
-func askPowerOff(ctx context.Context, c *agent.Client, timeout time.Duration) error {
+func askBounded(ctx context.Context, timeout time.Duration, ask func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	answer := make(chan error, 1)
-	go func() { answer <- c.PowerOff(ctx) }()
+	go func() { answer <- ask(ctx) }()
 	select {
 	case err := <-answer:
 		return err

@@ -19,9 +19,12 @@ import (
 // stubMachine is a VM that obeys the ACPI power button or ignores it; a
 // graceful Stop that runs out of time ends it, as the drivers do.
 type stubMachine struct {
-	obeysACPI bool
-	once      sync.Once
-	done      chan struct{}
+	obeysACPI  bool
+	deadShares []string
+	once       sync.Once
+	done       chan struct{}
+	// forced says the VM was ended rather than powered off.
+	forced bool
 }
 
 func newStubMachine(obeysACPI bool) *stubMachine {
@@ -31,12 +34,15 @@ func newStubMachine(obeysACPI bool) *stubMachine {
 func (m *stubMachine) exit() { m.once.Do(func() { close(m.done) }) }
 
 func (m *stubMachine) DialAgent(context.Context) (net.Conn, error) { return nil, net.ErrClosed }
-func (m *stubMachine) Info() driver.MachineInfo                    { return driver.MachineInfo{} }
+func (m *stubMachine) Info() driver.MachineInfo {
+	return driver.MachineInfo{DeadShares: m.deadShares}
+}
 func (m *stubMachine) Wait() error                                 { <-m.done; return nil }
 func (m *stubMachine) Stop(ctx context.Context, force bool) error {
 	if !force && !m.obeysACPI {
 		<-ctx.Done()
 	}
+	m.forced = m.forced || force
 	m.exit()
 	return nil
 }
@@ -56,14 +62,23 @@ func guestAgent(t *testing.T, m *stubMachine, answers bool) *agent.Client {
 		if err != nil {
 			return
 		}
-		st, err := sess.AcceptStream()
-		if err != nil {
-			return
-		}
-		var req agent.Request
-		if agent.ReadJSONLine(st, &req) == nil && req.Op == agent.OpPowerOff {
-			agent.Reply(st, nil)
-			m.exit()
+		for {
+			st, err := sess.AcceptStream()
+			if err != nil {
+				return
+			}
+			var req agent.Request
+			if agent.ReadJSONLine(st, &req) != nil {
+				return
+			}
+			switch req.Op {
+			case agent.OpPowerOff:
+				agent.Reply(st, nil)
+				m.exit()
+				return
+			case agent.OpSettle:
+				agent.Reply(st, nil) // settled: the VM runs on until it is ended
+			}
 		}
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -77,11 +92,12 @@ func guestAgent(t *testing.T, m *stubMachine, answers bool) *agent.Client {
 }
 
 func TestPowerOffPaths(t *testing.T) {
-	const answer, acpi = 300 * time.Millisecond, 500 * time.Millisecond
+	const answer, acpi, settle = 300 * time.Millisecond, 500 * time.Millisecond, 700 * time.Millisecond
 	tests := []struct {
 		name      string
 		agent     string // "", "answers", "silent"
 		obeysACPI bool
+		deadShare string
 		want      string
 		note      string
 		max       time.Duration
@@ -91,15 +107,22 @@ func TestPowerOffPaths(t *testing.T) {
 		{name: "agent silent, ACPI ignored", agent: "silent", want: control.StopByForce, note: "did not power off within", max: answer + acpi + time.Second},
 		{name: "no agent, ACPI works", obeysACPI: true, want: control.StopByACPI, note: "not connected", max: acpi / 2},
 		{name: "no agent, ACPI ignored", want: control.StopByForce, note: "did not power off within", max: acpi + time.Second},
+		// A guest with a dead virtiofs share would hang in its power-off
+		// (neither the agent's nor ACPI's): it settles and is ended.
+		{name: "dead share, agent answers", agent: "answers", deadShare: "/Users/me/src", want: control.StopBySettle, note: "/Users/me/src lost its daemon", max: answer},
+		{name: "dead share, agent silent", agent: "silent", deadShare: "/Users/me/src", want: control.StopByForce, note: "did not settle", max: settle + time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := newStubMachine(tt.obeysACPI)
+			if tt.deadShare != "" {
+				m.deadShares = []string{tt.deadShare}
+			}
 			var c *agent.Client
 			if tt.agent != "" {
 				c = guestAgent(t, m, tt.agent == "answers")
 			}
-			ha := &hostAgent{events: control.NewEventLog(), opts: Options{AgentAnswer: answer, ACPITimeout: acpi, StopTimeout: time.Minute}}
+			ha := &hostAgent{events: control.NewEventLog(), opts: Options{AgentAnswer: answer, ACPITimeout: acpi, SettleTimeout: settle, StopTimeout: time.Minute}}
 			ha.opts.setDefaults()
 			start := time.Now()
 			got := ha.powerOff(context.Background(), m, c)
@@ -114,6 +137,9 @@ func TestPowerOffPaths(t *testing.T) {
 			case <-m.done:
 			default:
 				t.Fatal("powerOff returned with the VM still running")
+			}
+			if tt.deadShare != "" && !m.forced {
+				t.Fatal("the VM with a dead share was not ended")
 			}
 			past, _, cancel := ha.events.Follow()
 			cancel()

@@ -296,6 +296,7 @@ var stopPaths = map[string]string{
 	control.StopBySelf:     "the guest had powered itself off",
 	control.StopDuringBoot: "the boot was stopped and undone",
 	control.StopBySave:     "the VM was saved; the next start resumes it (`start --cold` boots afresh)",
+	control.StopBySettle:   "the guest stopped its container runtimes and flushed its disks; the VM was ended (a share it could not unmount)",
 }
 
 // stopPath reads the host agent's events until its stop event, printing

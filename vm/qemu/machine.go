@@ -45,6 +45,7 @@ type Machine struct {
 	// (nil under tcg), so the next start emulates instead of failing again.
 	accelFailed func(cause error)
 	problems    []string
+	deadShares  []string
 	hostfwds    map[int]int // guest port -> host loopback port (OpenPort)
 }
 
@@ -77,6 +78,7 @@ func (m *Machine) Info() driver.MachineInfo {
 		CPUNote: cpuNote(m.spec.CPUs, m.accel.Accel)}
 	m.mu.Lock()
 	info.Problems = append([]string(nil), m.problems...)
+	info.DeadShares = append([]string(nil), m.deadShares...)
 	m.mu.Unlock()
 	if m.cmd != nil && m.cmd.Process != nil {
 		info.PID = m.cmd.Process.Pid
@@ -299,6 +301,7 @@ func (m *Machine) watchDaemons() {
 			m.log.Error("virtiofsd exited while the VM runs", "share", d.share, "state", d.exitState())
 			m.mu.Lock()
 			m.problems = append(m.problems, problem)
+			m.deadShares = append(m.deadShares, d.share)
 			m.mu.Unlock()
 		}(d)
 	}

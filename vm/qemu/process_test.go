@@ -395,6 +395,9 @@ func TestVirtiofsd(t *testing.T) {
 		if len(p) != 1 || !strings.Contains(p[0], "virtiofsd for "+spec.Shares[1].HostPath+" exited (signal: killed)") {
 			t.Fatalf("problems = %q", p)
 		}
+		if d := m.Info().DeadShares; len(d) != 1 || d[0] != spec.Shares[1].HostPath {
+			t.Fatalf("dead shares = %q, want [%s]", d, spec.Shares[1].HostPath)
+		}
 		if st, err := m.QueryStatus(context.Background()); err != nil || st != "prelaunch" {
 			t.Errorf("qemu should run on: QueryStatus = %q, %v", st, err)
 		}
