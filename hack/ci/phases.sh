@@ -8,6 +8,22 @@
 
 # Phase rows in order: "NAME SECONDS" once done, "NAME running" before.
 timings=()
+# Each phase runs in its own cgroup of the unified (v2) hierarchy, whether
+# the machine mounts it at /sys/fs/cgroup or beside v1's controllers, so
+# its CPU-seconds count every process it started: the host agents, which
+# leave their session, and their QEMUs included. Where none can be made
+# (no cgroup2 mount, no permission) the column says -.
+ci_cgroups=$(awk '$3 == "cgroup2" {print $2; exit}' /proc/mounts 2>/dev/null || true)
+[ -n "$ci_cgroups" ] && ci_cgroups=$ci_cgroups/vmdock-ci-$$
+cpu_join() { # cpu_join NAME: this shell, and what it starts, into NAME's cgroup
+  [ -n "$ci_cgroups" ] || return 0
+  { mkdir -p "$ci_cgroups/$1" && echo "$BASHPID" >"$ci_cgroups/$1/cgroup.procs"; } 2>/dev/null || true
+}
+cpu_seconds() { # cpu_seconds NAME: the CPU-seconds NAME's processes used, or -
+  local stat=$ci_cgroups/$1/cpu.stat
+  if [ -z "$ci_cgroups" ] || [ ! -r "$stat" ]; then echo -; return; fi
+  awk '$1 == "usage_usec" {printf "%.0f\n", $2 / 1e6}' "$stat"
+}
 declare -A started
 row_done() { # row_done NAME [END]: the row of NAME gets its time, up to END (default now)
   local i end=${2:-$(date +%s)}
@@ -22,7 +38,7 @@ phase() { # phase NAME CMD...: run CMD and print how long it took
   started[$name]=$(date +%s)
   echo "==> $name"
   timings+=("$name running")
-  "$@" 2>&1 | tee "$logs/$name.log"
+  { cpu_join "$name"; "$@"; } 2>&1 | tee "$logs/$name.log"
   row_done "$name"
   echo "<== $name: $(( $(date +%s) - started[$name] ))s"
 }
@@ -49,7 +65,8 @@ background() { # background NAME CMD...
   # It notes when it ended: awaited after another, its row still says
   # how long it ran.
   rm -f "$logs/$name.end"
-  CI_END_FILE="$logs/$name.end" setsid bash -c "$(declare -f lowest)"'
+  CI_END_FILE="$logs/$name.end" CI_CGROUPS=$ci_cgroups CI_PHASE=$name setsid bash -c "$(declare -f lowest cpu_join)"'
+    ci_cgroups=$CI_CGROUPS; cpu_join "$CI_PHASE"
     rc=0; "$@" || rc=$?; date +%s >"$CI_END_FILE"; exit $rc' bash "$@" >"$logs/$name.log" 2>&1 &
   bg_pid[$name]=$!
 }
@@ -104,14 +121,17 @@ print_timings() {
     fi
   done
   echo
-  printf '%-16s %8s %s\n' "phase" "seconds" "boots (cold/resumed)"
-  local secs
+  printf '%-16s %8s %11s %s\n' "phase" "seconds" "cpu-seconds" "boots (cold/resumed)"
+  local secs cpu cpu_total=0
   for row in "${timings[@]}"; do
     set -- $row
     secs=$2
     if [ "$2" = running ]; then secs="FAILED after $(( $(date +%s) - started[$1] ))"; fi
-    printf '%-16s %8s %s\n' "$1" "$secs" "$(boots "$1")"
+    cpu=$(cpu_seconds "$1")
+    if [ "$cpu" != - ]; then cpu_total=$(( cpu_total + cpu )); fi
+    printf '%-16s %8s %11s %s\n' "$1" "$secs" "$cpu" "$(boots "$1")"
   done
-  printf '%-16s %8s\n' "total" "$(( $(date +%s) - ci_start ))"
+  printf '%-16s %8s %11s\n' "total" "$(( $(date +%s) - ci_start ))" "$cpu_total"
+  if [ -n "$ci_cgroups" ]; then rmdir "$ci_cgroups"/* "$ci_cgroups" 2>/dev/null || true; fi
   return $rc
 }

@@ -23,6 +23,7 @@ ci_start=$(date +%s)
 source ` + filepath.Join(repoRoot(t), "hack", "ci", "phases.sh") + `
 trap print_timings EXIT
 phase quiet true
+phase busy bash -c 'setsid bash -c "end=\$((SECONDS + 2)); while [ \$SECONDS -lt \$end ]; do :; done" & wait'
 phase e2e bash -c 'echo "=== RUN   TestE2E"; printf "\ne2e boots: cold=1 resumed=9\n"; printf "\ne2e boots: cold=6 resumed=0\n"'
 background bg bash -c 'echo "e2e boots: cold=1 resumed=2"'
 await bg
@@ -39,15 +40,22 @@ phase never true
 		table = table[i+1:]
 	}
 	for _, row := range []string{
-		`phase +seconds boots \(cold/resumed\)`,
-		`quiet +\d+ -`,
-		`e2e +\d+ 6/0`,
-		`bg +\d+ 1/2`,
-		`broken +FAILED after \d+ 3/0`,
-		`total +\d+`,
+		`phase +seconds cpu-seconds boots \(cold/resumed\)`,
+		`quiet +\d+ +(\d+|-) -`,
+		`e2e +\d+ +(\d+|-) 6/0`,
+		`bg +\d+ +(\d+|-) 1/2`,
+		`broken +FAILED after \d+ +(\d+|-) 3/0`,
+		`total +\d+ +\d+`,
 	} {
 		if !regexp.MustCompile(`(?m)^` + row + `$`).MatchString(table) {
 			t.Errorf("the table has no row %q:\n%s", row, table)
+		}
+	}
+	// A phase's CPU-seconds count a process that left its session, as
+	// the host agents do; where cgroups can be made (root, cgroup2).
+	if cgroupsWritable() {
+		if m := regexp.MustCompile(`(?m)^busy +\d+ +(\d+) -$`).FindStringSubmatch(table); m == nil || m[1] == "0" {
+			t.Errorf("the busy phase (2 s of CPU in a process of its own session) shows no CPU-seconds:\n%s", table)
 		}
 	}
 	// the failed phase's test message comes again just before the table
@@ -70,4 +78,25 @@ func exitCode(err error) int {
 		return 0
 	}
 	return -1
+}
+
+// cgroupsWritable says whether this process may make a cgroup in the
+// unified hierarchy, as phases.sh does for each phase.
+func cgroupsWritable() bool {
+	mounts, err := os.ReadFile("/proc/mounts")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(mounts), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 2 && f[2] == "cgroup2" {
+			dir, err := os.MkdirTemp(f[1], "vmdock-ci-probe-")
+			if err != nil {
+				return false
+			}
+			os.Remove(dir)
+			return true
+		}
+	}
+	return false
 }
