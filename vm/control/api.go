@@ -276,11 +276,11 @@ const (
 
 // How the guest went down: the detail of the host agent's "stop" event.
 const (
-	StopByAgent    = "agent"  // the guest agent ran the power-off
-	StopByACPI     = "acpi"   // the guest obeyed the ACPI power button
-	StopByForce    = "forced" // the VM was killed
-	StopBySelf     = "guest"  // the guest powered itself off
-	StopDuringBoot = "boot"   // the stop came during the boot, which was undone
-	StopBySave     = "saved"  // the VM was saved for the next start to resume
+	StopByAgent    = "agent"   // the guest agent ran the power-off
+	StopByACPI     = "acpi"    // the guest obeyed the ACPI power button
+	StopByForce    = "forced"  // the VM was killed
+	StopBySelf     = "guest"   // the guest powered itself off
+	StopDuringBoot = "boot"    // the stop came during the boot, which was undone
+	StopBySave     = "saved"   // the VM was saved for the next start to resume
 	StopBySettle   = "settled" // the guest stopped its runtimes and synced, then the VM was ended
 )

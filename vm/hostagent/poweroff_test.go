@@ -37,7 +37,7 @@ func (m *stubMachine) DialAgent(context.Context) (net.Conn, error) { return nil,
 func (m *stubMachine) Info() driver.MachineInfo {
 	return driver.MachineInfo{DeadShares: m.deadShares}
 }
-func (m *stubMachine) Wait() error                                 { <-m.done; return nil }
+func (m *stubMachine) Wait() error { <-m.done; return nil }
 func (m *stubMachine) Stop(ctx context.Context, force bool) error {
 	if !force && !m.obeysACPI {
 		<-ctx.Done()
