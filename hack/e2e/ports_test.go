@@ -3,7 +3,8 @@
 package e2e
 
 // The fixed host ports the e2e tests publish, a hundred per test and no
-// port in two tests: .ci/run runs TestE2EContainerd beside TestE2EResume,
+// port in two tests: .ci/run runs TestE2EResume beside TestE2E and then
+// TestE2EContainerd, and TestE2EArm64 beside TestE2EContainerd,
 // and a port one instance's forwarder still holds must never be the one
 // another test waits on. Ports a check can take from the OS (the domains
 // router's, the corporate network's) are not here.
