@@ -100,6 +100,10 @@ type Info struct {
 	// default route (none in an isolated VM, or before DHCP): where a host
 	// that routes to the VM network reaches the guest's ports.
 	Addrs []string `json:"addrs,omitempty"`
+	// DNSUpstreams are the resolvers the guest's DNS forwarder sends what
+	// it does not answer itself to (ip:port), the guest's own resolvers
+	// when no forwarder runs; empty: no name outside the guest resolves.
+	DNSUpstreams []string `json:"dnsUpstreams"`
 }
 
 // Setup prepares the guest system once per boot, before mounts and dockerd.

@@ -73,6 +73,7 @@ var checks = []check{
 	{"docker-credentials", checkDockerCredentials},
 	{"docker-context", checkDockerContext},
 	{"instance", checkInstance},
+	{"guest-dns", checkGuestDNS},
 }
 
 // Names lists every check in report order.

@@ -456,6 +456,21 @@ func TestInstance(t *testing.T) {
 	expect(t, fh.result(t, "instance"), Fail, "Broken: the VM exited:; kernel panic", "vmdock logs hostagent -p default")
 }
 
+// A running guest with no resolver to forward to fails: every lookup of an
+// outside name in its containers does.
+func TestGuestDNS(t *testing.T) {
+	fh := newFake(t, linux())
+	expect(t, fh.result(t, "guest-dns"), OK, "not running", "")
+	fh.status = &instance.LiveStatus{State: instance.StateRunning, PID: 42, HostAgent: &control.Status{
+		GuestDNS: &control.GuestDNSStatus{Upstreams: []string{}},
+	}}
+	expect(t, fh.result(t, "guest-dns"), Fail, "the guest's DNS has no upstream", "network.dns")
+	fh.status.HostAgent.GuestDNS.Upstreams = []string{"10.0.2.3:53"}
+	expect(t, fh.result(t, "guest-dns"), OK, "resolves through 10.0.2.3:53", "")
+	fh.status.HostAgent.GuestDNS = &control.GuestDNSStatus{Upstreams: []string{}, Error: "context deadline exceeded"}
+	expect(t, fh.result(t, "guest-dns"), Warn, "did not say", "vmdock logs guest")
+}
+
 func TestReportOutput(t *testing.T) {
 	fh := newFake(t, mac("12.7", "arm64"))
 	fh.outputs["codesign"] = "code object is not signed at all"

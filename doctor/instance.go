@@ -86,3 +86,23 @@ func networkNote(f Facts, st instance.LiveStatus) string {
 	}
 	return fmt.Sprintf("; its next start's network: %s (%s)", f.Config.Network.Stack, f.Config.Network.Mode)
 }
+
+// checkGuestDNS fails when the running guest has no resolver to forward
+// to: every pull, build and API call by name then fails in its containers.
+func checkGuestDNS(ctx context.Context, f Facts) Result {
+	name := f.Instance.Name
+	created, st := f.InstanceStatus(ctx)
+	h := st.HostAgent
+	if !created || st.State != instance.StateRunning || h == nil || h.GuestDNS == nil {
+		return ok("profile %s is not running: nothing to check", name)
+	}
+	d := h.GuestDNS
+	switch {
+	case d.Error != "":
+		return warn(fmt.Sprintf("`vmdock logs guest -p %s` says more", name), "the guest agent did not say where its DNS goes: %s", oneLine(d.Error))
+	case len(d.Upstreams) == 0:
+		return fail(fmt.Sprintf("set `network.dns` in the profile's vmdock.yaml (e.g. [10.0.2.3]) or `vmdock restart -p %s`; `vmdock logs guest -p %s` shows the DNS server's upstreams", name, name),
+			"profile %s: the guest's DNS has no upstream: no name outside vmdock resolves in the guest or its containers", name)
+	}
+	return ok("profile %s: the guest resolves through %s", name, strings.Join(d.Upstreams, ", "))
+}

@@ -70,8 +70,8 @@ func newDNSServer(log *slog.Logger, local net.IP, self string) (*dnsServer, erro
 }
 
 // setUpstreams takes IPs ("10.0.2.3") or IP:port pairs; the listen address
-// itself and duplicates are skipped.
-func (d *dnsServer) setUpstreams(addrs []string) error {
+// itself and duplicates are skipped. It says whether the list changed.
+func (d *dnsServer) setUpstreams(addrs []string) (bool, error) {
 	var out []string
 	seen := map[string]bool{}
 	for _, a := range addrs {
@@ -81,7 +81,7 @@ func (d *dnsServer) setUpstreams(addrs []string) error {
 		}
 		host, port, err := net.SplitHostPort(hp)
 		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 || net.ParseIP(host) == nil {
-			return fmt.Errorf("DNS upstream %q: want an IP address or IP:port", a)
+			return false, fmt.Errorf("DNS upstream %q: want an IP address or IP:port", a)
 		}
 		if hp == d.self || seen[hp] {
 			continue
@@ -93,15 +93,18 @@ func (d *dnsServer) setUpstreams(addrs []string) error {
 		out = out[:dnsMaxUpstreams]
 	}
 	d.mu.Lock()
+	defer d.mu.Unlock()
+	if slices.Equal(out, d.upstreams) {
+		return false, nil
+	}
 	d.upstreams = out
-	d.mu.Unlock()
-	return nil
+	return true, nil
 }
 
 func (d *dnsServer) currentUpstreams() []string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return d.upstreams
+	return slices.Clone(d.upstreams)
 }
 
 // serve answers on pc and l until ctx ends, then closes both and waits for
@@ -382,8 +385,9 @@ func isReplyTo(msg []byte, id uint16) bool {
 
 // dnsUpstreams picks the resolvers the guest itself uses: the configured
 // ones, else DHCP's, else systemd-resolved's upstream list, else
-// resolv.conf. Resolved's stub (127.0.0.53) is fine: the agent shares the
-// guest's network namespace.
+// resolv.conf's. Resolved's stub (127.0.0.53) is never one: with upstreams
+// of its own resolved lists them in its upstream file, and without it
+// only fails every query, while the list stays non-empty and looks fine.
 func (s *Server) dnsUpstreams(given []string) []string {
 	if len(given) > 0 {
 		return given
@@ -392,11 +396,18 @@ func (s *Server) dnsUpstreams(given []string) []string {
 		return l
 	}
 	for _, f := range []string{"/run/systemd/resolve/resolv.conf", "/etc/resolv.conf"} {
-		if l := readNameservers(s.path(f)); len(l) > 0 {
+		l := slices.DeleteFunc(readNameservers(s.path(f)), isResolvedStub)
+		if len(l) > 0 {
 			return l
 		}
 	}
 	return nil
+}
+
+// isResolvedStub says whether ip is one of systemd-resolved's local
+// listeners.
+func isResolvedStub(ip string) bool {
+	return ip == "127.0.0.53" || ip == "127.0.0.54"
 }
 
 func readNameservers(p string) []string {
@@ -419,10 +430,24 @@ func readNameservers(p string) []string {
 type dnsRunner struct {
 	listen string
 	ip     string
-	srv    *dnsServer
-	stop   context.CancelFunc
-	done   chan struct{}
+	// given are the configured resolvers; none: the guest's own, looked
+	// up again every dnsRecheck.
+	given []string
+	srv   *dnsServer
+	stop  context.CancelFunc
+	done  chan struct{}
 }
+
+// The guest's resolvers are looked for again every dnsRecheck, and every
+// dnsRecheckNone while there are none: the boot does not wait for the
+// network, so the server usually starts before the DHCP lease names them,
+// and a later lease (a resumed guest, another network) may name others.
+// Reading two small files costs nothing next to a stale list, which fails
+// every lookup of every container.
+const (
+	dnsRecheck     = 5 * time.Second
+	dnsRecheckNone = time.Second
+)
 
 // startDNS serves DNS on ip:53 for the agent's lifetime; a second setup
 // only refreshes the upstreams.
@@ -430,8 +455,6 @@ func (s *Server) startDNS(ip string, given []string) error {
 	return s.startDNSOn(net.JoinHostPort(ip, "53"), ip, given)
 }
 
-// startDNSOn listens on listen (UDP and TCP on the same port) and answers
-// the local names with ip.
 // listenDNS listens for UDP and TCP on the same address. With port 0
 // (tests) TCP must take the port UDP got, which another program may hold
 // for TCP: another port is tried then.
@@ -452,15 +475,16 @@ func listenDNS(addr string) (net.PacketConn, net.Listener, error) {
 	}
 }
 
+// startDNSOn listens on listen (UDP and TCP on the same port) and answers
+// the local names with ip.
 func (s *Server) startDNSOn(listen, ip string, given []string) error {
 	s.dnsMu.Lock()
 	defer s.dnsMu.Unlock()
-	// The containerd runtime points the guest's resolv.conf at this server;
-	// asking itself would loop.
-	ups := slices.DeleteFunc(s.dnsUpstreams(given), func(u string) bool { return u == ip })
 	if r := s.dns; r != nil {
 		if r.listen == listen && r.ip == ip {
-			return r.srv.setUpstreams(ups)
+			r.given = given
+			_, err := s.refreshUpstreams(r)
+			return err
 		}
 		r.stop()
 		<-r.done
@@ -471,23 +495,66 @@ func (s *Server) startDNSOn(listen, ip string, given []string) error {
 		return fmt.Errorf("dns server: %w", err)
 	}
 	srv, err := newDNSServer(s.log(), net.ParseIP(ip), pc.LocalAddr().String())
-	if err == nil {
-		err = srv.setUpstreams(ups)
-	}
 	if err != nil {
 		pc.Close()
 		l.Close()
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &dnsRunner{listen: listen, ip: ip, srv: srv, stop: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(r.done)
-		srv.serve(ctx, pc, l)
-	}()
+	r := &dnsRunner{listen: listen, ip: ip, given: given, srv: srv, stop: cancel, done: make(chan struct{})}
+	if _, err := s.refreshUpstreams(r); err != nil {
+		cancel()
+		pc.Close()
+		l.Close()
+		return err
+	}
 	s.dns = r
 	s.log().Info("dns server listening", "addr", srv.self, "upstreams", srv.currentUpstreams())
+	go func() {
+		defer close(r.done)
+		go s.followUpstreams(ctx, r)
+		srv.serve(ctx, pc, l)
+	}()
 	return nil
+}
+
+// refreshUpstreams sets r's upstreams to the guest's current resolvers
+// and says whether they changed. Called with dnsMu held.
+func (s *Server) refreshUpstreams(r *dnsRunner) (bool, error) {
+	// The containerd runtime points the guest's resolv.conf at this server;
+	// asking itself would loop.
+	ups := slices.DeleteFunc(s.dnsUpstreams(r.given), func(u string) bool { return u == r.ip })
+	return r.srv.setUpstreams(ups)
+}
+
+// followUpstreams keeps r's upstreams on the guest's current resolvers
+// until ctx ends, and logs each change: the guest's DNS is a boot's most
+// visible failure when it has none.
+func (s *Server) followUpstreams(ctx context.Context, r *dnsRunner) {
+	t := time.NewTimer(dnsRecheckNone)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.dnsMu.Lock()
+		changed, err := s.refreshUpstreams(r)
+		s.dnsMu.Unlock()
+		ups := r.srv.currentUpstreams()
+		switch {
+		case err != nil:
+			s.log().Warn("dns upstreams", "err", err)
+		case changed:
+			s.log().Info("dns upstreams changed", "upstreams", ups)
+		}
+		next := dnsRecheck
+		if len(ups) == 0 {
+			next = dnsRecheckNone
+		}
+		t.Reset(next)
+	}
 }
 
 // stopDNS ends the server's DNS server, if any, and waits for it.
@@ -500,6 +567,18 @@ func (s *Server) stopDNS() {
 		r.stop()
 		<-r.done
 	}
+}
+
+// currentDNSUpstreams are the forwarder's upstreams, or the guest's own
+// resolvers when no forwarder runs; never nil.
+func (s *Server) currentDNSUpstreams() []string {
+	s.dnsMu.Lock()
+	r := s.dns
+	s.dnsMu.Unlock()
+	if r != nil {
+		return append([]string{}, r.srv.currentUpstreams()...)
+	}
+	return append([]string{}, s.dnsUpstreams(nil)...)
 }
 
 // dnsIP is the address containers should use as their resolver, or "" when

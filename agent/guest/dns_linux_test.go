@@ -401,7 +401,10 @@ func TestDNSUpstreams(t *testing.T) {
 		{"given wins", []string{"1.1.1.1"}, map[string]string{leasesDir + "/2": "DNS=10.0.2.3\n"}, []string{"1.1.1.1"}},
 		{"dhcp lease", nil, map[string]string{leasesDir + "/2": "DNS=10.0.2.3 10.0.2.4\n", "etc/resolv.conf": "nameserver 9.9.9.9\n"}, []string{"10.0.2.3", "10.0.2.4"}},
 		{"resolved upstreams", nil, map[string]string{"run/systemd/resolve/resolv.conf": "# x\nnameserver 10.0.2.3\nnameserver fe80::1%eth0\nsearch lan\n", "etc/resolv.conf": "nameserver 127.0.0.53\n"}, []string{"10.0.2.3"}},
-		{"resolv.conf", nil, map[string]string{"etc/resolv.conf": "nameserver 127.0.0.53\noptions edns0\n"}, []string{"127.0.0.53"}},
+		{"resolv.conf", nil, map[string]string{"etc/resolv.conf": "nameserver 192.0.2.9\noptions edns0\n"}, []string{"192.0.2.9"}},
+		// Resolved without upstreams of its own: its stub would fail every
+		// query while the list looked fine.
+		{"resolved's stub only", nil, map[string]string{"etc/resolv.conf": "nameserver 127.0.0.53\noptions edns0\n"}, nil},
 		{"isolated", nil, nil, nil},
 	}
 	for _, tt := range tests {
@@ -419,16 +422,50 @@ func TestDNSUpstreams(t *testing.T) {
 	}
 }
 
+// The server starts before the DHCP lease names the guest's resolvers
+// (nothing in the boot waits for the network): it takes them when the
+// lease comes, and the next lease's when the network changes.
+func TestDNSFollowsLease(t *testing.T) {
+	s, _ := newTestServer(t)
+	startTestDNS(t, s, nil)
+	lease := filepath.Join(s.Root, leasesDir, "2")
+	must(t, os.MkdirAll(filepath.Dir(lease), 0o755))
+	waitUpstreams := func(want ...string) {
+		t.Helper()
+		deadline := time.Now().Add(3 * dnsRecheck)
+		for {
+			s.dnsMu.Lock()
+			got := s.dns.srv.currentUpstreams()
+			s.dnsMu.Unlock()
+			if slices.Equal(got, want) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("upstreams %q, want %q", got, want)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	waitUpstreams()
+	must(t, os.WriteFile(lease, []byte("ADDRESS=10.0.2.15\nDNS=10.0.2.3\n"), 0o644))
+	waitUpstreams("10.0.2.3:53")
+	must(t, os.WriteFile(lease, []byte("ADDRESS=192.168.64.5\nDNS=192.168.64.1\n"), 0o644))
+	waitUpstreams("192.168.64.1:53")
+}
+
 func TestSetUpstreams(t *testing.T) {
 	d, err := newDNSServer(discardLog(), net.IPv4(10, 254, 254, 254), "10.254.254.254:53")
 	must(t, err)
-	must(t, d.setUpstreams([]string{"10.0.2.3", "10.254.254.254", "10.0.2.3:53", "::1", "127.0.0.1:5353", "8.8.8.8"}))
+	changed, err := d.setUpstreams([]string{"10.0.2.3", "10.254.254.254", "10.0.2.3:53", "::1", "127.0.0.1:5353", "8.8.8.8"})
+	if err != nil || !changed {
+		t.Fatalf("first upstreams: changed %v, %v", changed, err)
+	}
 	want := []string{"10.0.2.3:53", "[::1]:53", "127.0.0.1:5353"}
 	if got := d.currentUpstreams(); !slices.Equal(got, want) {
 		t.Fatalf("got %q, want %q (self and duplicates dropped, at most %d)", got, want, dnsMaxUpstreams)
 	}
 	for _, bad := range []string{"dns.example", "10.0.2.3:", ":53", "10.0.2"} {
-		if err := d.setUpstreams([]string{bad}); err == nil {
+		if _, err := d.setUpstreams([]string{bad}); err == nil {
 			t.Errorf("upstream %q: want an error", bad)
 		}
 	}

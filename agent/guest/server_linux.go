@@ -300,6 +300,7 @@ func (s *Server) info() (agent.Info, error) {
 	info.Kernel = unix.ByteSliceToString(uts.Release[:])
 	info.Hostname = unix.ByteSliceToString(uts.Nodename[:])
 	info.Addrs = networkAddrs()
+	info.DNSUpstreams = s.currentDNSUpstreams()
 	b, err := os.ReadFile("/proc/uptime")
 	if err != nil {
 		return info, fmt.Errorf("read uptime: %w", err)

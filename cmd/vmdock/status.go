@@ -235,6 +235,9 @@ func writeHostAgentLines(tw io.Writer, h *control.Status) {
 	if a := h.SSHAgent; a != nil {
 		fmt.Fprintf(tw, "ssh agent:\t%s\n", sshAgentLine(a))
 	}
+	if d := h.GuestDNS; d != nil {
+		fmt.Fprintf(tw, "guest dns:\t%s\n", guestDNSLine(d))
+	}
 	if line := proxyLine(h.Proxy); line != "" {
 		fmt.Fprintf(tw, "proxy:\t%s\n", line)
 	}
@@ -389,4 +392,15 @@ func portLine(p control.ForwardedPort) string {
 		line += " (" + strings.Join(notes, "; ") + ")"
 	}
 	return line
+}
+
+// guestDNSLine says where the guest's lookups of outside names go.
+func guestDNSLine(d *control.GuestDNSStatus) string {
+	switch {
+	case d.Error != "":
+		return "unknown: " + d.Error
+	case len(d.Upstreams) == 0:
+		return "no upstream: outside names do not resolve in the guest (vmdock doctor)"
+	}
+	return strings.Join(d.Upstreams, ", ")
 }

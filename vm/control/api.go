@@ -103,6 +103,18 @@ type Status struct {
 	// AgentSessions counts the guest agent sessions since the host agent
 	// started: 1 until a reconnect.
 	AgentSessions int `json:"agentSessions,omitempty"`
+	// GuestDNS is where the guest's lookups of outside names go; nil while
+	// no guest agent session runs or the VM is paused.
+	GuestDNS *GuestDNSStatus `json:"guestDns,omitempty"`
+}
+
+// GuestDNSStatus is the guest's DNS forwarder as its agent reports it.
+type GuestDNSStatus struct {
+	// Upstreams are the resolvers it forwards to (ip:port); empty: no
+	// outside name resolves in the guest or its containers.
+	Upstreams []string `json:"upstreams"`
+	// Error says why the guest could not be asked.
+	Error string `json:"error,omitempty"`
 }
 
 // NetworkStatus is the network a running VM is on.

@@ -397,6 +397,10 @@ func (ha *hostAgent) setPhase(p string) {
 func (ha *hostAgent) status() control.Status {
 	syncs := ha.files.syncs.Status()
 	idleStatus := ha.idleStatus()
+	var guestDNS *control.GuestDNSStatus
+	if !idleStatus.Paused {
+		guestDNS = ha.guestDNS() // asks the guest: not under mu
+	}
 	shares, shareProblems := ha.files.shares.Status()
 	var cost *control.HostCost
 	if m := ha.currentMachine(); m != nil {
@@ -432,6 +436,7 @@ func (ha *hostAgent) status() control.Status {
 	st.SSHAgent = ha.sshAgent.status()
 	st.Idle = idleStatus
 	st.AgentSessions = ha.session.count
+	st.GuestDNS = guestDNS
 	return st
 }
 
