@@ -30,7 +30,7 @@ func TestE2EArm64(t *testing.T) {
 		e.run(30*time.Minute, e.vmdock, "start", "--arch", "arm64", "--cpus", "2", "--memory", "2",
 			"--network-mode", "isolated", "--network-stack", "slirp", "--image", "vmdock")
 	})
-	checkRunsOn(e, "slirp")
+	checkRunsOn(e, "slirp", "isolated")
 	e.timed("status and docker info say aarch64", func(t *testing.T) {
 		if out := e.run(time.Minute, e.vmdock, "status"); !strings.Contains(out, "Running") || !strings.Contains(out, "tcg") {
 			t.Errorf("status: %s", out)

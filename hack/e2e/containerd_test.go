@@ -61,7 +61,7 @@ func TestE2EContainerd(t *testing.T) {
 	e.timed("the start booted the imported image", func(t *testing.T) {
 		checkDefaultImageFrom(t, e, "amd64", built)
 	})
-	checkRunsOn(e, "gvisor")
+	checkRunsOn(e, "gvisor", "isolated")
 	e.timed("status shows the runtime and its socket; no docker context", func(t *testing.T) {
 		var st struct {
 			Status           string `json:"status"`

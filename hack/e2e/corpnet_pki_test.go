@@ -15,6 +15,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -61,7 +62,7 @@ func (ca *testCA) issue(hosts ...string) ([]byte, []byte, error) {
 		SerialNumber: big.NewInt(time.Now().UnixNano()),
 		Subject:      pkix.Name{CommonName: hosts[0]},
 		DNSNames:     hosts,
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(corpIP)},
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().Add(24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,
@@ -106,7 +107,7 @@ func waitTCP(t *testing.T, port int) {
 
 // waitTLS waits until the registry on port answers /v2/ with a
 // certificate ca signed for name.
-func waitTLS(t *testing.T, port int, ca *testCA, name string) {
+func waitTLS(t *testing.T, ip string, port int, ca *testCA, name string) {
 	t.Helper()
 	pool := x509.NewCertPool()
 	pool.AddCert(ca.cert)
@@ -118,7 +119,7 @@ func waitTLS(t *testing.T, port int, ca *testCA, name string) {
 	cl := &http.Client{Transport: tr, Timeout: 2 * time.Second}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/v2/", port), nil)
+		req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, fmt.Sprintf("https://%s/v2/", net.JoinHostPort(ip, strconv.Itoa(port))), nil)
 		resp, err := cl.Do(req)
 		if err == nil {
 			resp.Body.Close()
@@ -128,7 +129,7 @@ func waitTLS(t *testing.T, port int, ca *testCA, name string) {
 			err = fmt.Errorf("%s", resp.Status)
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("registry on 127.0.0.1:%d: %v", port, err)
+			t.Fatalf("registry on %s:%d: %v", ip, port, err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

@@ -13,9 +13,11 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -89,6 +91,15 @@ func (f *corpFixture) useStartEnv(e *env) {
 
 func startRegistry(t *testing.T, dir, name string, ca *testCA, hosts ...string) int {
 	t.Helper()
+	port := freeLoopbackPort(t)
+	startRegistryOn(t, dir, name, ca, "127.0.0.1", port, hosts...)
+	return port
+}
+
+// startRegistryOn runs a TLS registry on ip:port with a certificate ca
+// issued for hosts.
+func startRegistryOn(t *testing.T, dir, name string, ca *testCA, ip string, port int, hosts ...string) {
+	t.Helper()
 	cert, key, err := ca.issue(hosts...)
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +107,6 @@ func startRegistry(t *testing.T, dir, name string, ca *testCA, hosts ...string) 
 	certFile, keyFile := filepath.Join(dir, name+"-cert.pem"), filepath.Join(dir, name+"-key.pem")
 	writeFile(t, certFile, cert)
 	writeFile(t, keyFile, key)
-	port := freeLoopbackPort(t)
 	conf := filepath.Join(dir, name+".yml")
 	writeFile(t, conf, []byte(fmt.Sprintf(`version: 0.1
 log:
@@ -105,15 +115,14 @@ storage:
   filesystem:
     rootdirectory: %q
 http:
-  addr: 127.0.0.1:%d
+  addr: %s
   tls:
     certificate: %q
     key: %q
-`, filepath.Join(dir, name+"-data"), port, certFile, keyFile)))
+`, filepath.Join(dir, name+"-data"), net.JoinHostPort(ip, strconv.Itoa(port)), certFile, keyFile)))
 	logf := filepath.Join(dir, name+".log")
 	startDaemon(t, logf, "docker-registry", "serve", conf)
-	waitTLS(t, port, ca, hosts[0])
-	return port
+	waitTLS(t, ip, port, ca, hosts[0])
 }
 
 // startTinyproxy runs tinyproxy in the foreground in its own mount

@@ -32,15 +32,15 @@ const (
 // download from the host's loopback, and that isolated lets nothing out
 // but host access.
 func checkNetStack(t *testing.T, e *env, wantStack string) {
-	checkRunsOn(e, wantStack)
+	checkRunsOn(e, wantStack, "isolated")
 	checkDNSStorm(t, e)
 	checkHostDownload(t, e)
 	checkIsolatedReachesOnlyHostAccess(t, e)
 }
 
-// checkRunsOn: status --json says the VM runs on wantStack, isolated.
-func checkRunsOn(e *env, wantStack string) {
-	e.timed("status --json names the network stack ("+wantStack+", isolated)", func(t *testing.T) {
+// checkRunsOn: status --json says the VM runs on wantStack in wantMode.
+func checkRunsOn(e *env, wantStack, wantMode string) {
+	e.timed("status --json names the network stack ("+wantStack+", "+wantMode+")", func(t *testing.T) {
 		var st struct {
 			HostAgent struct {
 				Network struct{ Stack, Mode string } `json:"network"`
@@ -50,8 +50,8 @@ func checkRunsOn(e *env, wantStack string) {
 		if err := json.Unmarshal([]byte(out), &st); err != nil {
 			t.Fatalf("status --json: %v", err)
 		}
-		if n := st.HostAgent.Network; n.Stack != wantStack || n.Mode != "isolated" {
-			t.Fatalf("hostAgent.network = %+v, want %s, isolated", n, wantStack)
+		if n := st.HostAgent.Network; n.Stack != wantStack || n.Mode != wantMode {
+			t.Fatalf("hostAgent.network = %+v, want %s, %s", n, wantStack, wantMode)
 		}
 	})
 }

@@ -32,15 +32,21 @@ func TestE2EResume(t *testing.T) {
 	if os.Getenv("VMDOCK_E2E_RESUME") != "1" {
 		t.Skip("set VMDOCK_E2E_RESUME=1 to boot an instance and resume it")
 	}
+	// The default network mode, in a network of the test's own.
+	if !inOwnNetwork(t) {
+		return
+	}
 	e, base := newEnv(t, "amd64")
 	defer e.printTimings()
+	own := setUpOwnNetwork(t, base)
+	companyCA := own.startCorpRegistry(t)
 	syncDir := filepath.Join(base, "sync app")
 	must(t, os.MkdirAll(syncDir, 0o755))
 	must(t, os.WriteFile(filepath.Join(syncDir, "seed.txt"), []byte("seed\n"), 0o644))
-	e.configure(fmt.Sprintf("mounts:\n  - location: %q\n    writable: true\n    mode: sync\n", syncDir))
+	e.configure(fmt.Sprintf("mounts:\n  - location: %q\n    writable: true\n    mode: sync\ncaCerts: [%q]\n", syncDir, companyCA))
 	// The default gvisor stack: its fixed gateway MAC and static lease are
 	// what let a saved guest's network go on after the resume.
-	startArgs := []string{"start", "--cpus", "2", "--memory", "2", "--network-mode", "isolated", "--image", "vmdock"}
+	startArgs := []string{"start", "--cpus", "2", "--memory", "2", "--image", "vmdock"}
 	stateFile := filepath.Join(e.home, "default", "state", "vm.state")
 
 	var cold, resumed time.Duration
@@ -49,7 +55,7 @@ func TestE2EResume(t *testing.T) {
 		e.run(15*time.Minute, e.vmdock, startArgs...)
 		cold = time.Since(began)
 	})
-	checkRunsOn(e, "gvisor")
+	checkRunsOn(e, "gvisor", "user")
 	e.timed("docker load, a counter container and a published web server", func(t *testing.T) {
 		e.docker(5*time.Minute, "load", "-i", e.testTar)
 		e.docker(3*time.Minute, "run", "-d", "--name", "counter", "-v", "counter:/c", "vmdock-test:latest",
@@ -59,6 +65,7 @@ func TestE2EResume(t *testing.T) {
 		e.docker(3*time.Minute, "run", "-d", "--name", "web", "-p", fmt.Sprintf("%d:80", resumeWebPort), "vmdock-test:latest")
 		waitForTestServer(t, resumeWebPort, time.Minute)
 	})
+	checkOutsideNames(t, e, own)
 	e.timed("idle cost: a container's memory and a removed volume's disk space go back to the host", func(t *testing.T) {
 		checkIdleCost(t, e)
 	})
@@ -125,6 +132,10 @@ func TestE2EResume(t *testing.T) {
 			t.Errorf("count before stop %d, after resume %d, 3 s later %d: want it to go on from where it was", countBefore, c1, c2)
 		}
 		waitForTestServer(t, resumeWebPort, 30*time.Second) // no new docker run
+		// The resumed guest's DNS still goes to the host's resolver.
+		if out := e.docker(2*time.Minute, "exec", "counter", "/bin/busybox", "nslookup", corpName); !strings.Contains(out, corpIP) {
+			t.Errorf("after the resume, a container's nslookup %s:\n%s", corpName, out)
+		}
 		// Through the stack to the resumed guest's address, not the tunnel.
 		e.waitPortPath(t, "tcp", resumeWebPort, "direct")
 		if out := e.run(time.Minute, e.vmdock, "ssh", "--", "cat", dataMount+"/before-stop"); strings.TrimSpace(out) != marker {
