@@ -569,6 +569,50 @@ func (s *Server) stopDNS() {
 	}
 }
 
+// resolverWait bounds how long a runtime's start waits for the guest's
+// resolvers. The boot does not wait for the network, and under TCG the
+// DHCP lease can come a minute after the agent's setup, later than
+// dockerd: a runtime reported ready before it would fail every pull and
+// every container's lookup until then.
+const resolverWait = time.Minute
+
+// awaitResolvers waits, within resolverWait, until the guest knows a
+// resolver; without one it only says so, since the runtime works for
+// everything but names.
+func (s *Server) awaitResolvers(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, resolverWait)
+	defer cancel()
+	began := time.Now()
+	for {
+		if ups := s.refreshDNS(); len(ups) > 0 {
+			if waited := time.Since(began); waited > time.Second {
+				s.log().Info("the guest's resolvers came", "upstreams", ups, "waited", waited.Round(time.Millisecond))
+			}
+			return
+		}
+		select {
+		case <-ctx.Done():
+			s.log().Warn("the guest has no resolver yet: outside names do not resolve until its DHCP lease names one", "waited", time.Since(began).Round(time.Second))
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// refreshDNS looks for the guest's resolvers now and returns them, as
+// the forwarder's upstreams when it runs.
+func (s *Server) refreshDNS() []string {
+	s.dnsMu.Lock()
+	defer s.dnsMu.Unlock()
+	if r := s.dns; r != nil {
+		if changed, err := s.refreshUpstreams(r); changed && err == nil {
+			s.log().Info("dns upstreams changed", "upstreams", r.srv.currentUpstreams())
+		}
+		return r.srv.currentUpstreams()
+	}
+	return s.dnsUpstreams(nil)
+}
+
 // currentDNSUpstreams are the forwarder's upstreams, or the guest's own
 // resolvers when no forwarder runs; never nil.
 func (s *Server) currentDNSUpstreams() []string {

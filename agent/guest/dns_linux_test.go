@@ -453,6 +453,40 @@ func TestDNSFollowsLease(t *testing.T) {
 	waitUpstreams("192.168.64.1:53")
 }
 
+// A runtime's start waits for the lease's resolvers, and is not held
+// longer than it takes them to come.
+func TestRuntimeStartAwaitsResolvers(t *testing.T) {
+	s, _ := newTestServer(t)
+	startTestDNS(t, s, nil)
+	lease := filepath.Join(s.Root, leasesDir, "2")
+	must(t, os.MkdirAll(filepath.Dir(lease), 0o755))
+	done := make(chan time.Time)
+	go func() { s.awaitResolvers(context.Background()); done <- time.Now() }()
+	time.Sleep(300 * time.Millisecond)
+	select {
+	case <-done:
+		t.Fatal("returned before the guest had a resolver")
+	default:
+	}
+	wrote := time.Now()
+	must(t, os.WriteFile(lease, []byte("DNS=10.0.2.3\n"), 0o644))
+	select {
+	case at := <-done:
+		if waited := at.Sub(wrote); waited > 2*time.Second {
+			t.Errorf("returned %s after the lease", waited)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("still waiting 10 s after the lease")
+	}
+	if got := s.currentDNSUpstreams(); !slices.Equal(got, []string{"10.0.2.3:53"}) {
+		t.Errorf("upstreams %q after the wait", got)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	s2, _ := newTestServer(t)
+	s2.awaitResolvers(ctx) // a cancelled start is not held
+}
+
 func TestSetUpstreams(t *testing.T) {
 	d, err := newDNSServer(discardLog(), net.IPv4(10, 254, 254, 254), "10.254.254.254:53")
 	must(t, err)

@@ -252,11 +252,19 @@ func (s *Server) answer(ctx context.Context, req agent.Request) (agent.Response,
 	case agent.OpDocker:
 		dctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 		defer cancel()
-		return resp, s.startDocker(dctx)
+		if err := s.startDocker(dctx); err != nil {
+			return resp, err
+		}
+		s.awaitResolvers(ctx)
+		return resp, nil
 	case agent.OpContainerd:
 		dctx, cancel := context.WithTimeout(ctx, containerdTimeout)
 		defer cancel()
-		return resp, s.startContainerd(dctx)
+		if err := s.startContainerd(dctx); err != nil {
+			return resp, err
+		}
+		s.awaitResolvers(ctx)
+		return resp, nil
 	case agent.OpTouch:
 		return resp, s.touch(req.Touch)
 	case agent.OpIdleCheck:

@@ -151,7 +151,7 @@ func checkHostDownload(t *testing.T, e *env) {
 // through the gateway address (which the stack maps to the host's loopback
 // when not isolated) nor through the host's own address on its network.
 func checkIsolatedReachesOnlyHostAccess(t *testing.T, e *env) {
-	e.timed("isolated: a container reaches the host only through host access", func(t *testing.T) {
+	e.timed("isolated: a container reaches the host only through host access; DNS refused", func(t *testing.T) {
 		targets := []string{"10.0.2.2", "10.0.2.3"}
 		lns := []net.Listener{listenOrFail(t, "127.0.0.1")}
 		if ip := hostNetworkIP(); ip != "" {
@@ -176,10 +176,16 @@ func checkIsolatedReachesOnlyHostAccess(t *testing.T, e *env) {
 		for _, target := range targets {
 			fmt.Fprintf(&script, "if echo x | nc -w 5 %s %d; then echo LEAK %s; fi; ", target, leakProbePort, target)
 		}
-		fmt.Fprintf(&script, "echo x | nc -w 5 host.docker.internal %d && echo HOSTACCESS", leakProbePort)
+		fmt.Fprintf(&script, "echo x | nc -w 5 host.docker.internal %d && echo HOSTACCESS; ", leakProbePort)
+		// Names leave no more than connections: the stack's DNS refuses at
+		// once instead of asking the host's resolver.
+		script.WriteString("nslookup example.com 10.0.2.3 2>&1 | grep -q REFUSED && echo DNSREFUSED")
 		out := e.docker(3*time.Minute, "run", "--rm", "vmdock-test:latest", "/bin/busybox", "sh", "-c", script.String())
 		if strings.Contains(out, "LEAK") {
 			t.Errorf("a container reached the host past host access: %q", out)
+		}
+		if !strings.Contains(out, "DNSREFUSED") {
+			t.Errorf("the stack's DNS did not refuse a container's lookup: %q", out)
 		}
 		if !strings.Contains(out, "HOSTACCESS") {
 			t.Errorf("host access itself did not connect (the check would prove nothing): %q", out)
