@@ -17,7 +17,7 @@ import (
 // A lane that runs its instance in the default network mode (not
 // isolated) runs in network and mount namespaces of its own, so the VM
 // still reaches nothing but what the test put there: the namespace's
-// loopback and a test network (corpNet, on a dummy interface, 198.18.0.0/15
+// loopback and a test network (corpIP, on one end of a veth pair, 198.18.0.0/15
 // as RFC 2544 sets aside for tests). The host's resolver is the test's own:
 // /etc/resolv.conf names a dnsmasq on a loopback address that answers the
 // test's names, the way a laptop's VPN or company resolver answers names
@@ -30,8 +30,7 @@ const (
 	// hostResolverIP is where the namespace's /etc/resolv.conf points: the
 	// dnsmasq only the host knows.
 	hostResolverIP = "127.0.0.2"
-	// corpIP is the test network's server address, on the namespace's
-	// dummy interface.
+	// corpIP is the test network's server address, in the namespace.
 	corpIP = "198.18.0.1"
 	// corpName and corpRegistryName only the host's resolver answers, both
 	// with corpIP.
@@ -85,9 +84,12 @@ func setUpOwnNetwork(t *testing.T, base string) *ownNetwork {
 	must(t, os.MkdirAll(n.dir, 0o755))
 	for _, c := range [][]string{
 		{"ip", "link", "set", "lo", "up"},
-		{"ip", "link", "add", "corp0", "type", "dummy"},
+		// A veth pair, not a dummy interface: the test machines' kernels
+		// may lack the dummy driver and load no modules.
+		{"ip", "link", "add", "corp0", "type", "veth", "peer", "name", "corp1"},
 		{"ip", "addr", "add", corpIP + "/24", "dev", "corp0"},
 		{"ip", "link", "set", "corp0", "up"},
+		{"ip", "link", "set", "corp1", "up"},
 	} {
 		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
 			t.Fatalf("%s: %v\n%s", strings.Join(c, " "), err, out)
