@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -24,16 +25,24 @@ import (
 // at once; more are refused until some complete.
 const maxPendingTCP = 256
 
+// metadataIPs are cloud metadata services outside link-local: Alibaba
+// Cloud's (in 100.64/10, of which only this address is refused: Tailscale
+// and carrier-grade NAT use the rest) and Azure's wire server. Like
+// 169.254.169.254 they hand out the host's credentials to whoever asks
+// from the host, which a container is not.
+var metadataIPs = []net.IP{net.IPv4(100, 100, 100, 200), net.IPv4(168, 63, 129, 16)}
+
 // hostTarget is where a guest packet to dst goes on the host, or "" when
-// the stack lets it nowhere: everything when isolated, link-local always
-// (cloud metadata services are not the guest's to reach), and the
-// gateway addresses meaning the host's loopback as on slirp.
+// the stack lets it nowhere: everything when isolated, link-local and the
+// other cloud metadata addresses always (metadata services are not the
+// guest's to reach), and the gateway addresses meaning the host's
+// loopback as on slirp.
 func (s *Stack) hostTarget(dst tcpip.Address, port uint16) string {
 	if s.cfg.Isolated {
 		return ""
 	}
 	ip := net.IP(dst.AsSlice())
-	if ip.IsLinkLocalUnicast() || ip.Equal(net.IPv4bcast) || ip.IsMulticast() {
+	if ip.IsLinkLocalUnicast() || ip.Equal(net.IPv4bcast) || ip.IsMulticast() || slices.ContainsFunc(metadataIPs, ip.Equal) {
 		return ""
 	}
 	if ip.Equal(net.ParseIP(GatewayIP)) || ip.Equal(net.ParseIP(DNSIP)) {
