@@ -53,6 +53,7 @@ func (s *Stack) hostTarget(dst tcpip.Address, port uint16) string {
 
 func (s *Stack) tcpForwarder() *tcp.Forwarder {
 	return tcp.NewForwarder(s.stack, 0, maxPendingTCP, func(r *tcp.ForwarderRequest) {
+		defer s.recoverPanic("a TCP relay")
 		id := r.ID()
 		target := s.hostTarget(id.LocalAddress, id.LocalPort)
 		if target == "" {
@@ -81,6 +82,7 @@ func (s *Stack) tcpForwarder() *tcp.Forwarder {
 
 func (s *Stack) udpForwarder() *udp.Forwarder {
 	return udp.NewForwarder(s.stack, func(r *udp.ForwarderRequest) {
+		defer s.recoverPanic("a UDP flow's setup")
 		id := r.ID()
 		target := s.hostTarget(id.LocalAddress, id.LocalPort)
 		if target == "" || id.LocalAddress == header.IPv4Broadcast {
@@ -178,6 +180,7 @@ func (s *Stack) startDNS() error {
 }
 
 func (s *Stack) logStop(what string, serve func() error) {
+	defer s.recoverPanic(what)
 	if err := serve(); err != nil && s.ctx.Err() == nil {
 		s.log.Warn("usernet "+what+" stopped", "err", err)
 	}
