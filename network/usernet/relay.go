@@ -2,12 +2,10 @@ package usernet
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"slices"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/containers/gvisor-tap-vsock/pkg/services/dns"
@@ -22,8 +20,15 @@ import (
 )
 
 // maxPendingTCP bounds the guest's connections being dialled on the host
-// at once; more are refused until some complete.
+// at once; more are dropped until some complete (the guest retries its
+// SYN). Limits.PendingDialsPerDest keeps one destination from taking them
+// all.
 const maxPendingTCP = 256
+
+// dialTimeout bounds a host dial for the guest. A reachable server answers
+// a SYN within a few round trips; a destination that drops SYNs holds its
+// dial (and its slot) for this long, and the guest then sees a reset.
+const dialTimeout = 10 * time.Second
 
 // metadataIPs are cloud metadata services outside link-local: Alibaba
 // Cloud's (in 100.64/10, of which only this address is refused: Tailscale
@@ -60,12 +65,14 @@ func (s *Stack) tcpForwarder() *tcp.Forwarder {
 			r.Complete(true)
 			return
 		}
-		var d net.Dialer
-		ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
-		outbound, err := d.DialContext(ctx, "tcp", target)
-		cancel()
-		if err != nil {
-			r.Complete(true) // the guest sees the refusal as a reset
+		if !takeSlot(&s.tcpRelays, s.limits.TCPRelays) {
+			s.noteCap(capTCP, "limit", s.limits.TCPRelays)
+			r.Complete(true)
+			return
+		}
+		defer s.tcpRelays.Add(-1)
+		outbound := s.dialForGuest(r, target)
+		if outbound == nil {
 			return
 		}
 		var wq waiter.Queue
@@ -78,6 +85,28 @@ func (s *Stack) tcpForwarder() *tcp.Forwarder {
 		proxy := tcpproxy.DialProxy{DialContext: func(context.Context, string, string) (net.Conn, error) { return outbound, nil }}
 		proxy.HandleConn(gonet.NewTCPConn(&wq, ep))
 	})
+}
+
+// dialForGuest dials target for r's SYN within the destination's share
+// of pending dials. nil: r is complete (its SYN dropped for the guest to
+// retry, or reset because the dial failed).
+func (s *Stack) dialForGuest(r *tcp.ForwarderRequest, target string) net.Conn {
+	dst := r.ID().LocalAddress
+	if !s.dials.begin(dst, s.limits.PendingDialsPerDest) {
+		s.noteCap(capDials, "destination", target, "limit", s.limits.PendingDialsPerDest)
+		r.Complete(false) // no reset: the SYN is dropped, as the destination itself does
+		return nil
+	}
+	defer s.dials.end(dst)
+	var d net.Dialer
+	ctx, cancel := context.WithTimeout(s.ctx, dialTimeout)
+	defer cancel()
+	outbound, err := d.DialContext(ctx, "tcp", target)
+	if err != nil {
+		r.Complete(true) // the guest sees the refusal as a reset
+		return nil
+	}
+	return outbound
 }
 
 func (s *Stack) udpForwarder() *udp.Forwarder {
@@ -103,7 +132,16 @@ func (s *Stack) udpForwarder() *udp.Forwarder {
 		if requestResponsePorts[id.LocalPort] {
 			idle = min(idle, requestResponseIdle)
 		}
-		go relayUDP(guest, host, idle)
+		flow := &udpFlow{guest: guest, host: host}
+		flow.last.Store(time.Now().UnixNano())
+		if s.udp.add(flow, s.limits.UDPFlows) != nil {
+			s.noteCap(capUDP, "limit", s.limits.UDPFlows)
+		}
+		go func() {
+			defer s.recoverPanic("a UDP flow")
+			defer s.udp.remove(flow)
+			flow.relay(idle)
+		}()
 	})
 }
 
@@ -118,39 +156,6 @@ var requestResponsePorts = map[uint16]bool{53: true}
 // default, and a retry after the flow ended simply opens a new one) and
 // leaves a storm's sockets gone well within 10 s.
 const requestResponseIdle = 5 * time.Second
-
-// relayUDP copies datagrams both ways until neither side has sent one for
-// idle, then closes both: the flow's host socket lives only as long as the
-// flow does.
-func relayUDP(guest, host net.Conn, idle time.Duration) {
-	var last atomic.Int64
-	last.Store(time.Now().UnixNano())
-	pump := func(dst, src net.Conn) {
-		buf := make([]byte, 65535)
-		for {
-			_ = src.SetReadDeadline(time.Now().Add(idle))
-			n, err := src.Read(buf)
-			if err != nil {
-				var ne net.Error
-				if errors.As(err, &ne) && ne.Timeout() && time.Since(time.Unix(0, last.Load())) < idle {
-					continue // the other direction kept the flow alive
-				}
-				return
-			}
-			last.Store(time.Now().UnixNano())
-			if _, err := dst.Write(buf[:n]); err != nil {
-				return
-			}
-		}
-	}
-	done := make(chan struct{}, 2)
-	go func() { pump(host, guest); done <- struct{}{} }()
-	go func() { pump(guest, host); done <- struct{}{} }()
-	<-done
-	guest.Close()
-	host.Close()
-	<-done
-}
 
 // startDNS answers the guest's queries on the gateway and slirp's DNS
 // address through the host's resolver at query time (Go's, which re-reads
@@ -169,7 +174,7 @@ func (s *Stack) startDNS() error {
 			return fmt.Errorf("usernet DNS on %s: %w", ip, err)
 		}
 		s.onClose(func() { udpConn.Close(); tcpLn.Close() })
-		server, err := dns.New(udpConn, tcpLn, nil)
+		server, err := dns.New(dnsPacketConn{PacketConn: udpConn, limit: &s.dns}, dnsListener{Listener: tcpLn, limit: &s.dns}, nil)
 		if err != nil {
 			return fmt.Errorf("usernet DNS on %s: %w", ip, err)
 		}

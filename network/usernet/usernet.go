@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/containers/gvisor-tap-vsock/pkg/services/dhcp"
@@ -51,7 +52,9 @@ type Config struct {
 	Isolated bool
 	// UDPIdle: 0 means DefaultUDPIdle.
 	UDPIdle time.Duration
-	Log     *slog.Logger
+	// Limits: a zero field means DefaultLimits' value.
+	Limits Limits
+	Log    *slog.Logger
 }
 
 // Stack is one VM's network.
@@ -65,6 +68,13 @@ type Stack struct {
 	closers []func()
 	mu      sync.Mutex
 	counts  stackCounts
+
+	limits    Limits
+	udp       udpFlows
+	tcpRelays atomic.Int64
+	dials     pendingDials
+	dns       dnsLimit
+	capped    [capKinds]atomic.Int64
 }
 
 // New builds the stack and starts its DHCP and DNS services (an isolated
@@ -103,7 +113,9 @@ func New(cfg Config) (*Stack, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Stack{cfg: cfg, log: cfg.Log, stack: st, sw: sw, ctx: ctx, cancel: cancel}
+	s := &Stack{cfg: cfg, log: cfg.Log, stack: st, sw: sw, ctx: ctx, cancel: cancel, limits: cfg.Limits.withDefaults()}
+	s.dns.s, s.dns.max = s, s.limits.DNSInFlight
+	s.onClose(s.udp.closeAll)
 	if err := s.startServices(tcfg, pool); err != nil {
 		s.Close()
 		return nil, err
