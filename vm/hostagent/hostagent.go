@@ -420,7 +420,7 @@ func (ha *hostAgent) status() control.Status {
 	}
 	if ha.run.machine != nil {
 		st.Machine = ha.run.machine.Info()
-		st.Network = &control.NetworkStatus{Stack: ha.boot.spec.NetStack, Mode: ha.boot.spec.Network}
+		st.Network = &control.NetworkStatus{Stack: ha.boot.spec.NetStack, Mode: ha.boot.spec.Network, Relays: ha.netStackRelays()}
 		st.Errors = append(st.Errors, st.Machine.Problems...)
 	}
 	if ha.run.tunnels != nil {
