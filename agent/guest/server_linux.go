@@ -274,9 +274,7 @@ func (s *Server) answer(ctx context.Context, req agent.Request) (agent.Response,
 	case agent.OpQuiesce:
 		return resp, s.quiesce(ctx)
 	case agent.OpSettle:
-		sctx, cancel := context.WithTimeout(ctx, settleTimeout)
-		defer cancel()
-		return resp, s.settle(sctx)
+		return resp, s.settle(ctx)
 	case agent.OpSetTime:
 		if req.Time <= 0 {
 			return resp, fmt.Errorf("set-time: time %d is not a positive unix nanosecond count", req.Time)

@@ -200,11 +200,38 @@ func networkLine(stack, mode string) string {
 	return fmt.Sprintf("%s (%s), %s", stack, what, mode)
 }
 
+// relaysLine is the guest's relays through the user-mode stack against
+// their caps, and what the caps turned away if anything.
+func relaysLine(r *control.NetRelays) string {
+	line := fmt.Sprintf("%d/%d UDP flows, %d/%d TCP, %d/%d DNS in flight, %d dials pending",
+		r.UDPFlows, r.Caps["udpFlows"], r.TCP, r.Caps["tcp"], r.DNSInFlight, r.Caps["dnsInFlight"], r.PendingDials)
+	var turned []string
+	for _, c := range []struct {
+		n    int64
+		what string
+	}{
+		{r.Dropped.UDPEvicted, "UDP flows evicted"}, {r.Dropped.TCPRefused, "TCP connections refused"},
+		{r.Dropped.DNSDropped, "DNS queries dropped"}, {r.Dropped.DialsDeferred, "SYNs to a stuck destination dropped"},
+		{r.Dropped.MalformedFrames, "malformed frames dropped"}, {r.Dropped.Panics, "panics recovered"},
+	} {
+		if c.n > 0 {
+			turned = append(turned, fmt.Sprintf("%d %s", c.n, c.what))
+		}
+	}
+	if len(turned) > 0 {
+		line += "; since the VM started: " + strings.Join(turned, ", ")
+	}
+	return line
+}
+
 // writeHostAgentLines writes what the running host agent reports.
 func writeHostAgentLines(tw io.Writer, h *control.Status) {
 	fmt.Fprintf(tw, "host agent:\tpid %d, %s %s\n", h.PID, h.Phase, h.Step)
 	if n := h.Network; n != nil {
 		fmt.Fprintf(tw, "running on:\t%s\n", networkLine(n.Stack, n.Mode))
+		if n.Relays != nil {
+			fmt.Fprintf(tw, "relays:\t%s\n", relaysLine(n.Relays))
+		}
 	}
 	if h.Machine.Accel != "" {
 		accel := h.Machine.Accel

@@ -121,6 +121,32 @@ type GuestDNSStatus struct {
 type NetworkStatus struct {
 	Stack string `json:"stack"` // slirp, vznat or gvisor
 	Mode  string `json:"mode"`  // user or isolated
+	// Relays is what the guest holds on the host through the host agent's
+	// stack (gvisor only), against its caps.
+	Relays *NetRelays `json:"relays,omitempty"`
+}
+
+// NetRelays counts the guest's relays through the user-mode stack now,
+// its caps, and what the caps and the frame check turned away since the
+// stack started.
+type NetRelays struct {
+	UDPFlows     int `json:"udpFlows"`
+	TCP          int `json:"tcp"`
+	DNSInFlight  int `json:"dnsInFlight"`
+	PendingDials int `json:"pendingDials"`
+	// Caps: udpFlows, tcp, dnsInFlight, pendingDialsPerDest.
+	Caps    map[string]int `json:"caps"`
+	Dropped NetDropped     `json:"dropped"`
+}
+
+// NetDropped is what the stack turned away, by reason.
+type NetDropped struct {
+	UDPEvicted      int64 `json:"udpEvicted"`      // flows ended for new ones past the cap
+	TCPRefused      int64 `json:"tcpRefused"`      // connections reset past the cap
+	DNSDropped      int64 `json:"dnsDropped"`      // queries dropped past the cap
+	DialsDeferred   int64 `json:"dialsDeferred"`   // SYNs dropped for their destination's pending dials
+	MalformedFrames int64 `json:"malformedFrames"` // frames too short or too long for Ethernet
+	Panics          int64 `json:"panics"`          // panics recovered in the stack
 }
 
 // IdleStatus is the idle pause as the host agent runs it.

@@ -56,7 +56,8 @@ type Options struct {
 	ACPITimeout time.Duration
 	// SettleTimeout bounds the guest agent's settle (its container
 	// runtimes stopped, its disks flushed) before a VM that cannot power
-	// off is ended; docker gives each container 10 s to stop.
+	// off is ended: the guest's own budgets for the two (35 s and 15 s)
+	// and a margin for the answer.
 	SettleTimeout time.Duration
 	// Host is this machine as the command line detected it; the instance's
 	// config is read with its defaults.
@@ -90,7 +91,7 @@ func (o *Options) setDefaults() {
 		o.ACPITimeout = 8 * time.Second
 	}
 	if o.SettleTimeout == 0 {
-		o.SettleTimeout = 45 * time.Second
+		o.SettleTimeout = 55 * time.Second
 	}
 }
 
@@ -423,7 +424,7 @@ func (ha *hostAgent) status() control.Status {
 	}
 	if ha.run.machine != nil {
 		st.Machine = ha.run.machine.Info()
-		st.Network = &control.NetworkStatus{Stack: ha.boot.spec.NetStack, Mode: ha.boot.spec.Network}
+		st.Network = &control.NetworkStatus{Stack: ha.boot.spec.NetStack, Mode: ha.boot.spec.Network, Relays: ha.netStackRelays()}
 		st.Errors = append(st.Errors, st.Machine.Problems...)
 	}
 	if ha.run.tunnels != nil {
