@@ -21,7 +21,7 @@ func rosettaAvailability() RosettaAvailability {
 }
 
 func currentRosettaHost() rosettaHost {
-	return rosettaHost{availability: rosettaAvailability, install: vz.LinuxRosettaDirectoryShareInstallRosetta}
+	return rosettaHost{availability: rosettaAvailability, install: rosettaSoftwareUpdate.install}
 }
 
 // rosettaShare is the Rosetta virtiofs device, with the translation cache
