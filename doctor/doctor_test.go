@@ -187,6 +187,23 @@ func TestMacOSGates(t *testing.T) {
 	}
 }
 
+// Inside a macOS VM on an M1 or M2 (GitHub's macOS runners) vz cannot run,
+// though every version gate passes.
+func TestMacWithoutVirtualization(t *testing.T) {
+	fh := newFake(t, mac("15.5", "arm64"))
+	fh.VirtualizationSupported = func() (bool, error) { return false, nil }
+	expect(t, fh.result(t, "os"), Fail, "reports no hardware virtualization, so vz cannot start a VM", "run vmdock on the Mac itself")
+
+	fh.Config.VMType = driver.TypeQEMU
+	expect(t, fh.result(t, "os"), Warn, "no hardware virtualization", "--accel tcg")
+
+	fh.VirtualizationSupported = func() (bool, error) { return true, nil }
+	expect(t, fh.result(t, "os"), OK, "vz ok", "")
+	// A build that cannot ask (no cgo) leaves it to the cgo row.
+	fh.VirtualizationSupported = func() (bool, error) { return false, errors.New("vz: this build has no Virtualization.framework") }
+	expect(t, fh.result(t, "os"), OK, "vz ok", "")
+}
+
 func TestMacOS12UsesQEMUSoVZProblemsOnlyWarn(t *testing.T) {
 	fh := newFake(t, mac("12.7", "arm64"))
 	fh.CGO = false

@@ -49,10 +49,14 @@ type Server struct {
 	// memtrim.Trim. Tests count the calls.
 	trimMemory func()
 
-	mu           sync.Mutex
-	sess         *yamux.Session
-	keepalive    *agent.Keepalive // the current session's
-	ownPorts     map[portKey]bool
+	mu        sync.Mutex
+	sess      *yamux.Session
+	keepalive *agent.Keepalive // the current session's
+	ownPorts  map[portKey]bool
+	// listedPorts is the port watch's last listing, runtimeOwned the part
+	// of it the runtime daemons hold (see runtimePorts).
+	listedPorts  map[portKey]bool
+	runtimeOwned map[portKey]bool
 	hostAccess   net.Listener
 	hostAccessIP string
 	// proxyVars is the proxy of the last setup as variables, for exec'd

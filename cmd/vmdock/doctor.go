@@ -27,7 +27,7 @@ func newDoctorCmd(g *globals) *cobra.Command {
 				return err
 			}
 			f := doctor.Detect(g.host, inst)
-			addQEMUFacts(&f)
+			addDriverFacts(&f)
 			f.Config, f.ConfigSource, f.ConfigErr = startConfig(inst, g.host)
 			r := doctor.Run(cmd.Context(), f)
 			r.Version = Version

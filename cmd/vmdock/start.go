@@ -68,7 +68,7 @@ func runStart(ctx context.Context, g *globals, fs *pflag.FlagSet, f *startFlags,
 		return fmt.Errorf("profile %q is running; its settings change only when stopped: run `vmdock stop -p %s` first", inst.Name, inst.Name)
 	}
 	if st.State != instance.StateRunning && st.State != instance.StateStarting {
-		if err := offerRosetta(cfg, in, errOut); err != nil {
+		if err := offerRosetta(ctx, cfg, in, errOut); err != nil {
 			return err
 		}
 		if err := prepareImage(ctx, inst, cfg, f.upgradeImage, out); err != nil {

@@ -53,6 +53,11 @@ type HostInfo struct {
 	MacOSVersion string // "14.5"
 	Rosetta      RosettaAvailability
 
+	// NoVirtualization: Virtualization.framework says this Mac runs no
+	// VMs (VirtualizationSupported is false), as inside a macOS VM
+	// without nested virtualization. No configuration would validate.
+	NoVirtualization bool
+
 	// NestedVirtualization is vz.IsNestedVirtualizationSupported(): macOS
 	// 15 or later on an M3 or newer chip.
 	NestedVirtualization bool
@@ -197,6 +202,9 @@ func Plan(spec driver.Spec, host HostInfo) (*VMPlan, error) {
 	}
 	if host.Arch != driver.ArchARM64 && host.Arch != driver.ArchAMD64 {
 		return nil, fmt.Errorf("vz: unknown host arch %q (accepted: arm64, amd64)", host.Arch)
+	}
+	if host.NoVirtualization {
+		return nil, errNoVirtualization
 	}
 	if spec.Arch != host.Arch {
 		return nil, fmt.Errorf("vz runs only guests of the host's arch: arch %q requested on a %s host (use the qemu driver for foreign arches)", spec.Arch, host.Arch)

@@ -258,6 +258,7 @@ func TestPlanErrors(t *testing.T) {
 		{"macOS 12", HostInfo{Arch: driver.ArchARM64, MacOSVersion: "12.7.6"}, func(s *driver.Spec) {}, "vz needs macOS 13.0 or newer, this host runs 12.7.6"},
 		{"bad macOS version", HostInfo{Arch: driver.ArchARM64, MacOSVersion: "fourteen"}, func(s *driver.Spec) {}, `macOS version "fourteen"`},
 		{"empty macOS version", HostInfo{Arch: driver.ArchARM64}, func(s *driver.Spec) {}, `macOS version ""`},
+		{"no hardware virtualization", HostInfo{Arch: driver.ArchARM64, MacOSVersion: "15.5", NoVirtualization: true}, func(s *driver.Spec) {}, "this Mac offers no hardware virtualization"},
 		{"unknown host arch", HostInfo{Arch: "ppc64", MacOSVersion: "14"}, func(s *driver.Spec) {}, `host arch "ppc64"`},
 		{"rosetta not installed", HostInfo{Arch: driver.ArchARM64, MacOSVersion: "14", Rosetta: RosettaNotInstalled},
 			func(s *driver.Spec) { s.Rosetta = true }, "Rosetta is not installed; run `softwareupdate --install-rosetta` or start from a terminal to be asked"},
