@@ -98,20 +98,30 @@ func inspectImage(ctx context.Context, e *Engine, name string) (imageInspect, er
 	return in, err
 }
 
-// usesContainerdStore reports whether the engine keeps images in
-// containerd (Docker Desktop's default), where an image's ID is not its
-// config's digest.
-func usesContainerdStore(ctx context.Context, e *Engine) (bool, error) {
-	var info struct{ DriverStatus [][]string }
-	if err := e.call(ctx, http.MethodGet, "/info", nil, nil, &info); err != nil {
-		return false, fmt.Errorf("engine info: %w", err)
+// engineInfo is what GET /info tells migrate about an engine.
+type engineInfo struct {
+	// ID names the engine itself, whatever socket reaches it.
+	ID string
+	// containerdStore says the engine keeps images in containerd (Docker
+	// Desktop's default), where an image's ID is not its config's digest.
+	containerdStore bool
+}
+
+func infoOf(ctx context.Context, e *Engine) (engineInfo, error) {
+	var info struct {
+		ID           string
+		DriverStatus [][]string
 	}
+	if err := e.call(ctx, http.MethodGet, "/info", nil, nil, &info); err != nil {
+		return engineInfo{}, fmt.Errorf("engine info: %w", err)
+	}
+	out := engineInfo{ID: info.ID}
 	for _, kv := range info.DriverStatus {
 		if len(kv) == 2 && kv[0] == "driver-type" && strings.HasPrefix(kv[1], "io.containerd.snapshotter") {
-			return true, nil
+			out.containerdStore = true
 		}
 	}
-	return false, nil
+	return out, nil
 }
 
 // missingTags are img's tags the target lacks; a tag the target holds for

@@ -162,3 +162,12 @@ func TestSourceNotAnswering(t *testing.T) {
 		t.Errorf("Ping on a missing socket = %v; want an error naming the socket", err)
 	}
 }
+
+func findItem(rep Report, kind, name string) Item {
+	for _, it := range rep.Items {
+		if it.Kind == kind && it.Name == name {
+			return it
+		}
+	}
+	return Item{}
+}

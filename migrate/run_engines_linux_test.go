@@ -424,12 +424,3 @@ func assertContainerEqual(t *testing.T, src, dst *Engine, name string) {
 		t.Errorf("%s on appnet: source %+v, target %+v", name, ea, eb)
 	}
 }
-
-func findItem(rep Report, kind, name string) Item {
-	for _, it := range rep.Items {
-		if it.Kind == kind && it.Name == name {
-			return it
-		}
-	}
-	return Item{}
-}

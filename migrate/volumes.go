@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -140,10 +141,10 @@ func (r *run) volume(ctx context.Context, v volume, running []containerSummary, 
 		return Planned, 0, nil
 	}
 	if len(running) > 0 {
-		if err := r.stopSourceContainers(ctx, running); err != nil {
+		defer r.stopped.startAll(ctx)
+		if err := r.stopped.stop(ctx, running); err != nil {
 			return "", 0, err
 		}
-		defer r.startSourceContainers(ctx, running)
 	}
 	if err := r.record.start(v.Name); err != nil {
 		return "", 0, err
@@ -296,23 +297,57 @@ func (p *progressReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
-func (r *run) stopSourceContainers(ctx context.Context, cs []containerSummary) error {
+// stoppedSet is the source containers this run stopped and has not
+// started again; Run starts whatever is left on every return, also after
+// a failed stop or Ctrl-C.
+type stoppedSet struct {
+	engine *Engine
+	ids    []string
+	names  map[string]string
+}
+
+// stop stops each of cs that runs. A container whose stop was cut (Ctrl-C,
+// a lost connection) counts as stopped, as it may be, so it is started
+// again too; one the engine refused to stop, or found stopped already
+// (304), is not this run's to start.
+func (s *stoppedSet) stop(ctx context.Context, cs []containerSummary) error {
 	for _, c := range cs {
-		if err := r.opts.Source.call(ctx, http.MethodPost, "/containers/"+c.ID+"/stop", nil, nil, nil); err != nil {
-			return fmt.Errorf("stop source container %s: %w", containerNames([]containerSummary{c}), err)
+		name := containerNames([]containerSummary{c})
+		if s.names == nil {
+			s.names = map[string]string{}
+		}
+		s.names[c.ID] = name
+		resp, err := s.engine.do(ctx, http.MethodPost, "/containers/"+url.PathEscape(c.ID)+"/stop", nil, nil, "")
+		if err != nil {
+			var ae *apiError
+			if !errors.As(err, &ae) {
+				s.add(c.ID)
+			}
+			return fmt.Errorf("stop source container %s: %w", name, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotModified {
+			s.add(c.ID)
 		}
 	}
 	return nil
 }
 
-// startSourceContainers starts again what stopSourceContainers stopped,
-// even after a failure or Ctrl-C.
-func (r *run) startSourceContainers(ctx context.Context, cs []containerSummary) {
+func (s *stoppedSet) add(id string) {
+	if !slices.Contains(s.ids, id) {
+		s.ids = append(s.ids, id)
+	}
+}
+
+// startAll starts again what stop stopped, even after a failure or
+// Ctrl-C.
+func (s *stoppedSet) startAll(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
-	for _, c := range cs {
-		if err := r.opts.Source.call(ctx, http.MethodPost, "/containers/"+c.ID+"/start", nil, nil, nil); err != nil {
-			slog.Error("start a source container again", "container", containerNames([]containerSummary{c}), "err", err)
+	for _, id := range s.ids {
+		if err := s.engine.call(ctx, http.MethodPost, "/containers/"+url.PathEscape(id)+"/start", nil, nil, nil); err != nil {
+			slog.Error("start a source container again", "container", s.names[id], "err", err)
 		}
 	}
+	s.ids = nil
 }

@@ -1,0 +1,108 @@
+package migrate
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRunRefusesTheTargetItself: the target's own engine reached by
+// another socket path has the same engine ID.
+func TestRunRefusesTheTargetItself(t *testing.T) {
+	src, dst := newFakeEngine(t, "ENGINE-1"), newFakeEngine(t, "ENGINE-1")
+	_, err := Run(context.Background(), Options{Source: src.Engine, Target: dst.Engine})
+	if err == nil || !strings.Contains(err.Error(), "is the target engine itself (engine ID ENGINE-1)") {
+		t.Fatalf("Run into itself = %v", err)
+	}
+	if dst.called("POST ") || dst.called("DELETE ") || src.called("POST ") {
+		t.Error("a run into itself changed an engine")
+	}
+}
+
+// runningUsersOf makes src list containers a and b running with volume v
+// mounted, and c running without it.
+func runningUsersOf(src *fakeEngine) {
+	mount := []map[string]string{{"Type": "volume", "Name": "v"}}
+	src.json("GET /containers/json", []map[string]any{
+		{"Id": "a", "Names": []string{"/a"}, "State": "running", "Mounts": mount},
+		{"Id": "b", "Names": []string{"/b"}, "State": "running", "Mounts": mount},
+		{"Id": "c", "Names": []string{"/c"}, "State": "running"},
+	})
+	src.json("GET /volumes", map[string]any{"Volumes": []map[string]any{{"Name": "v", "Driver": "local"}}})
+	for _, id := range []string{"a", "b", "c"} {
+		src.handle("POST /containers/"+id+"/start", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	}
+	src.handle("POST /containers/a/stop", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+}
+
+// TestStopSourceRestartsWhatItStopped: a stop that fails after another
+// succeeded, or is cut by Ctrl-C, still starts the stopped ones again,
+// and only those.
+func TestStopSourceRestartsWhatItStopped(t *testing.T) {
+	t.Run("a later stop fails", func(t *testing.T) {
+		src, dst := newFakeEngine(t, "S"), newFakeEngine(t, "T")
+		runningUsersOf(src)
+		src.status("POST /containers/b/stop", http.StatusInternalServerError, "cannot stop container b")
+		rep, err := Run(context.Background(), Options{Source: src.Engine, Target: dst.Engine, Volumes: true, StopSource: true})
+		if it := findItem(rep, "volume", "v"); err != nil || it.Result != Failed || !strings.Contains(it.Detail, "stop source container b") {
+			t.Errorf("volume v: %v %+v", err, it)
+		}
+		if !src.called("POST /containers/a/start") {
+			t.Error("a, stopped by the run, was not started again")
+		}
+		if src.called("POST /containers/b/start") || src.called("POST /containers/c/start") {
+			t.Error("started a container the run did not stop")
+		}
+	})
+	t.Run("ctrl-c during a stop", func(t *testing.T) {
+		src, dst := newFakeEngine(t, "S"), newFakeEngine(t, "T")
+		runningUsersOf(src)
+		ctx, cancel := context.WithCancel(context.Background())
+		src.handle("POST /containers/b/stop", func(w http.ResponseWriter, r *http.Request) {
+			cancel()
+			select {
+			case <-r.Context().Done():
+			case <-time.After(10 * time.Second):
+			}
+		})
+		_, err := Run(ctx, Options{Source: src.Engine, Target: dst.Engine, Volumes: true, StopSource: true})
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Run = %v, want context.Canceled", err)
+		}
+		for _, id := range []string{"a", "b"} {
+			if !src.called("POST /containers/" + id + "/start") {
+				t.Errorf("%s, stopped (or maybe stopped) by the run, was not started again", id)
+			}
+		}
+		if src.called("POST /containers/c/start") {
+			t.Error("started c, which the run never stopped")
+		}
+	})
+}
+
+// TestHelpersLeftByAKilledRunAreRemoved: labelled helpers found at the
+// start of a run are removed, on both engines.
+func TestHelpersLeftByAKilledRunAreRemoved(t *testing.T) {
+	src, dst := newFakeEngine(t, "S"), newFakeEngine(t, "T")
+	for _, e := range []*fakeEngine{src, dst} {
+		e.handle("GET /containers/json", func(w http.ResponseWriter, r *http.Request) {
+			if strings.Contains(r.URL.Query().Get("filters"), helperLabel+"=1") {
+				_, _ = w.Write([]byte(`[{"Id":"left1","Names":["/vmdock-migrate-0a1b2c"]}]`))
+				return
+			}
+			_, _ = w.Write([]byte(`[]`))
+		})
+		e.handle("DELETE /containers/left1", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	}
+	if _, err := Run(context.Background(), Options{Source: src.Engine, Target: dst.Engine}); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []*fakeEngine{src, dst} {
+		if !e.called("DELETE /containers/left1") {
+			t.Errorf("the leftover helper on %s was not removed", e.Socket)
+		}
+	}
+}
