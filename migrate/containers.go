@@ -154,7 +154,61 @@ func (r *run) checkContainer(ctx context.Context, src containerInspect, spec Con
 			return fmt.Errorf("it binds %s, which is outside vmdock's shares: add the folder to mounts in the profile's config, or drop the bind", p)
 		}
 	}
+	if held := privileges(spec.HostConfig); len(held) > 0 && !r.opts.AllowPrivileged {
+		return fmt.Errorf("it holds more than a plain container (%s): recreate it by hand, or pass --allow-privileged", strings.Join(held, ", "))
+	}
 	return nil
+}
+
+// privileges are what hostConfig grants beyond a plain container: in the
+// VM each reaches the VM itself (its disk, its processes, the shares).
+func privileges(hc map[string]any) []string {
+	var out []string
+	if b, _ := hc["Privileged"].(bool); b {
+		out = append(out, "privileged")
+	}
+	for _, d := range anyList(hc["Devices"]) {
+		m, _ := d.(map[string]any)
+		out = append(out, fmt.Sprintf("device %v", m["PathOnHost"]))
+	}
+	if rules := anyList(hc["DeviceCgroupRules"]); len(rules) > 0 {
+		out = append(out, fmt.Sprintf("device rules %v", rules))
+	}
+	for _, ns := range []string{"PidMode", "IpcMode", "UTSMode", "UsernsMode"} {
+		if mode, _ := hc[ns].(string); mode == "host" {
+			out = append(out, strings.ToLower(strings.TrimSuffix(ns, "Mode"))+"=host")
+		}
+	}
+	for _, c := range anyList(hc["CapAdd"]) {
+		out = append(out, fmt.Sprintf("cap-add %v", c))
+	}
+	for _, o := range anyList(hc["SecurityOpt"]) {
+		if s, _ := o.(string); unconfined(s) {
+			out = append(out, "security-opt "+s)
+		}
+	}
+	return out
+}
+
+func anyList(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
+
+// unconfined reports whether a security option turns confinement off
+// (seccomp, AppArmor, SELinux labels, masked /proc and /sys paths).
+func unconfined(opt string) bool {
+	k, v, ok := strings.Cut(opt, "=")
+	if !ok {
+		k, v, _ = strings.Cut(opt, ":")
+	}
+	switch k {
+	case "seccomp", "apparmor", "systempaths":
+		return v == "unconfined"
+	case "label":
+		return v == "disable"
+	}
+	return false
 }
 
 func shortID(id string) string {
@@ -166,7 +220,9 @@ func shortID(id string) string {
 }
 
 // bindSources are the host folders hostConfig binds, from Binds
-// ("/src:/dst[:opts]") and from Mounts of type bind.
+// ("/src:/dst[:opts]"), from Mounts of type bind, and from Mounts of
+// volumes whose local-driver options bind a folder (type=none o=bind
+// device=/path) or mount a device.
 func bindSources(hostConfig map[string]any) []string {
 	var out []string
 	binds, _ := hostConfig["Binds"].([]any)
@@ -183,6 +239,12 @@ func bindSources(hostConfig map[string]any) []string {
 			if src, _ := mm["Source"].(string); src != "" {
 				out = append(out, src)
 			}
+		}
+		vo, _ := mm["VolumeOptions"].(map[string]any)
+		dc, _ := vo["DriverConfig"].(map[string]any)
+		opts, _ := dc["Options"].(map[string]any)
+		if dev, _ := opts["device"].(string); strings.HasPrefix(dev, "/") {
+			out = append(out, dev)
 		}
 	}
 	return out

@@ -106,3 +106,84 @@ func TestHelpersLeftByAKilledRunAreRemoved(t *testing.T) {
 		}
 	}
 }
+
+// containersOn makes src list and inspect containers (name → HostConfig)
+// on image app:1, and dst hold that image and create what it is asked.
+func containersOn(src, dst *fakeEngine, hostConfigs map[string]map[string]any) {
+	var list []map[string]any
+	for name, hc := range hostConfigs {
+		list = append(list, map[string]any{"Id": "id-" + name, "Names": []string{"/" + name}, "State": "exited"})
+		src.json("GET /containers/id-"+name+"/json", map[string]any{
+			"Id": "id-" + name, "Name": "/" + name, "Image": "sha256:app",
+			"Config": map[string]any{"Image": "app:1", "Cmd": []string{"run"}}, "HostConfig": hc,
+		})
+	}
+	src.json("GET /containers/json", list)
+	img := map[string]any{"Id": "sha256:app", "RepoTags": []string{"app:1"}}
+	src.json("GET /images/app:1/json", img)
+	dst.json("GET /images/app:1/json", img)
+	dst.json("POST /containers/create", map[string]string{"Id": "new"})
+}
+
+// TestPrivilegedContainersAreRefused: each grant beyond a plain container
+// fails its container, naming it, unless AllowPrivileged.
+func TestPrivilegedContainersAreRefused(t *testing.T) {
+	refused := map[string]map[string]any{
+		"priv":     {"Privileged": true},
+		"dev":      {"Devices": []any{map[string]any{"PathOnHost": "/dev/vda", "PathInContainer": "/dev/vda", "CgroupPermissions": "rwm"}}},
+		"pidhost":  {"PidMode": "host"},
+		"ipchost":  {"IpcMode": "host"},
+		"utshost":  {"UTSMode": "host"},
+		"caps":     {"CapAdd": []any{"SYS_ADMIN"}},
+		"seccomp":  {"SecurityOpt": []any{"seccomp=unconfined"}},
+		"apparmor": {"SecurityOpt": []any{"apparmor:unconfined"}},
+		"nolabel":  {"SecurityOpt": []any{"label=disable"}},
+	}
+	want := map[string]string{
+		"priv": "privileged", "dev": "device /dev/vda", "pidhost": "pid=host", "ipchost": "ipc=host", "utshost": "uts=host",
+		"caps": "cap-add SYS_ADMIN", "seccomp": "security-opt seccomp=unconfined", "apparmor": "security-opt apparmor:unconfined",
+		"nolabel": "security-opt label=disable",
+	}
+	all := map[string]map[string]any{"plain": {"NetworkMode": "none", "SecurityOpt": []any{"no-new-privileges"}}}
+	for k, v := range refused {
+		all[k] = v
+	}
+	for _, allow := range []bool{false, true} {
+		src, dst := newFakeEngine(t, "S"), newFakeEngine(t, "T")
+		containersOn(src, dst, all)
+		rep, err := Run(context.Background(), Options{Source: src.Engine, Target: dst.Engine, Containers: true, AllowPrivileged: allow})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if it := findItem(rep, "container", "plain"); it.Result != Copied {
+			t.Errorf("allow=%v: plain container %+v", allow, it)
+		}
+		for name, what := range want {
+			it := findItem(rep, "container", name)
+			switch {
+			case !allow && (it.Result != Failed || !strings.Contains(it.Detail, "("+what+")") || !strings.Contains(it.Detail, "--allow-privileged")):
+				t.Errorf("container %s: %+v; want failed naming %q", name, it, what)
+			case allow && it.Result != Copied:
+				t.Errorf("with AllowPrivileged, container %s: %+v", name, it)
+			}
+		}
+	}
+}
+
+// TestVolumeDriverBindIsABind: a volume mount whose driver options bind
+// a folder is checked against the shares like a plain bind.
+func TestVolumeDriverBindIsABind(t *testing.T) {
+	src, dst := newFakeEngine(t, "S"), newFakeEngine(t, "T")
+	root := map[string]any{"Type": "volume", "Target": "/host", "VolumeOptions": map[string]any{
+		"DriverConfig": map[string]any{"Name": "local", "Options": map[string]any{"type": "none", "o": "bind", "device": "/"}},
+	}}
+	containersOn(src, dst, map[string]map[string]any{"rootfs": {"Mounts": []any{root}}})
+	shares := func(p string) bool { return strings.HasPrefix(p, "/home/") }
+	rep, err := Run(context.Background(), Options{Source: src.Engine, Target: dst.Engine, Containers: true, BindAllowed: shares, AllowPrivileged: true})
+	if it := findItem(rep, "container", "rootfs"); err != nil || it.Result != Failed || !strings.Contains(it.Detail, "binds /, which is outside") {
+		t.Errorf("container binding / through volume options: %v %+v", err, it)
+	}
+	if dst.called("POST /containers/create") {
+		t.Error("the container was created")
+	}
+}
