@@ -187,3 +187,42 @@ func TestVolumeDriverBindIsABind(t *testing.T) {
 		t.Error("the container was created")
 	}
 }
+
+// TestBindVolumesAreNeverCopiedInto: volumes whose options mount a folder
+// or device are not filled; a bind of a shared folder is created again as
+// that bind, the others are skipped with the reason.
+func TestBindVolumesAreNeverCopiedInto(t *testing.T) {
+	src, dst := newFakeEngine(t, "S"), newFakeEngine(t, "T")
+	vols := []map[string]any{
+		{"Name": "homebind", "Driver": "local", "Options": map[string]string{"type": "none", "o": "bind", "device": "/home/me/proj"}},
+		{"Name": "rootbind", "Driver": "local", "Options": map[string]string{"type": "none", "o": "rbind,ro", "device": "/"}},
+		{"Name": "blockdev", "Driver": "local", "Options": map[string]string{"type": "ext4", "device": "/dev/vda"}},
+		{"Name": "nfs", "Driver": "local", "Options": map[string]string{"type": "nfs", "o": "addr=10.0.0.1", "device": ":/export"}},
+	}
+	src.json("GET /volumes", map[string]any{"Volumes": vols})
+	dst.handle("POST /volumes/create", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusCreated) })
+	shares := func(p string) bool { return strings.HasPrefix(p, "/home/me/") }
+	rep, err := Run(context.Background(), Options{Source: src.Engine, Target: dst.Engine, Volumes: true, BindAllowed: shares})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][2]string{
+		"homebind": {Copied, "same bind of /home/me/proj"},
+		"rootbind": {Skipped, "binds / on the source, outside vmdock's shares"},
+		"blockdev": {Skipped, "mounts /dev/vda (type ext4)"},
+		"nfs":      {Skipped, "mounts :/export (type nfs)"},
+	}
+	for name, w := range want {
+		if it := findItem(rep, "volume", name); it.Result != w[0] || !strings.Contains(it.Detail, w[1]) || it.Bytes != 0 {
+			t.Errorf("volume %s: %+v; want %s with %q", name, it, w[0], w[1])
+		}
+	}
+	if b := string(dst.body("POST /volumes/create")); !strings.Contains(b, `"device":"/home/me/proj"`) || !strings.Contains(b, `"homebind"`) {
+		t.Errorf("the bind was created as %s", b)
+	}
+	for _, e := range []*fakeEngine{src, dst} {
+		if e.called("POST /containers/create") || e.called("PUT /containers/") || e.called("GET /containers/vmdock") {
+			t.Errorf("a copy was started on %s", e.Socket)
+		}
+	}
+}

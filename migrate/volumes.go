@@ -101,16 +101,19 @@ func (r *run) volumes(ctx context.Context) error {
 	for i, v := range list {
 		it := Item{Kind: "volume", Name: v.Name}
 		r.progress(Event{Kind: it.Kind, Name: it.Name, Index: i + 1, Total: len(list)})
-		res, n, err := r.volume(ctx, v, users[v.Name], i+1, len(list))
-		it.Bytes = n
+		var err error
+		if dev, bind := externalMount(v); dev != "" {
+			it.Result, it.Detail, err = r.externalVolume(ctx, v, dev, bind)
+		} else {
+			it.Result, it.Bytes, err = r.volume(ctx, v, users[v.Name], i+1, len(list))
+		}
 		if err != nil {
 			if err := r.failure(ctx, it, err, i+1, len(list)); err != nil {
 				return err
 			}
 			continue
 		}
-		it.Result = res
-		if res == Skipped {
+		if it.Result == Skipped && it.Detail == "" {
 			it.Detail = "in use by running container(s) " + containerNames(users[v.Name]) + ": stop them or pass --stop-source"
 		}
 		r.done(it, i+1, len(list))
