@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -94,21 +95,30 @@ func TestSameImageAcrossStores(t *testing.T) {
 	}
 }
 
-func TestReadManifest(t *testing.T) {
+// exportTar is a `docker save` archive of files, in the order given.
+func exportTar(t *testing.T, files [][2]string) []byte {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	files := map[string]string{
-		"blobs/sha256/abc": "{}",
-		"manifest.json":    `[{"Config":"blobs/sha256/abc","RepoTags":["a:1","a:2"]},{"Config":"def.json","RepoTags":["b:1"]}]`,
+	for _, f := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: f[0], Mode: 0o644, Size: int64(len(f[1]))}); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = tw.Write([]byte(f[1]))
 	}
-	for _, name := range []string{"blobs/sha256/abc", "manifest.json"} {
-		_ = tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(files[name]))})
-		_, _ = tw.Write([]byte(files[name]))
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
 	}
-	_ = tw.Close()
-	m := readManifest(&buf)
-	if m.err != nil || m.configFor("a:2") != "sha256:abc" || m.configFor("b:1") != "sha256:def" {
-		t.Errorf("readManifest = %+v", m)
+	return buf.Bytes()
+}
+
+func TestFilterExportConfigs(t *testing.T) {
+	archive := exportTar(t, [][2]string{
+		{"blobs/sha256/abc", "{}"},
+		{"manifest.json", `[{"Config":"blobs/sha256/abc","RepoTags":["a:1","a:2"]},{"Config":"def.json","RepoTags":["b:1"]}]`},
+	})
+	m := filterExport(bytes.NewReader(archive), io.Discard, []string{"a:2", "b:1"})
+	if m.err != nil || m.configFor("a:2") != "sha256:abc" || m.configFor("b:1") != "sha256:def" || m.configFor("a:1") != "" {
+		t.Errorf("filterExport = %+v", m)
 	}
 }
 

@@ -1,9 +1,13 @@
 package migrate
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -224,5 +228,46 @@ func TestBindVolumesAreNeverCopiedInto(t *testing.T) {
 		if e.called("POST /containers/create") || e.called("PUT /containers/") || e.called("GET /containers/vmdock") {
 			t.Errorf("a copy was started on %s", e.Socket)
 		}
+	}
+}
+
+// TestExportNamesOnlyTheMovedTags: a source whose export names more tags
+// than were asked (manifest.json, repositories, index.json) has only the
+// asked ones reach the target's load; the rest of the archive is intact.
+func TestExportNamesOnlyTheMovedTags(t *testing.T) {
+	src, dst := newFakeEngine(t, "S"), newFakeEngine(t, "T")
+	layer := strings.Repeat("L", 3000)
+	archive := exportTar(t, [][2]string{
+		{"abc.json", `{"rootfs":{}}`},
+		{"l1/layer.tar", layer},
+		{"manifest.json", `[{"Config":"abc.json","RepoTags":["mig/a:1","postgres:16"],"Layers":["l1/layer.tar"]},{"Config":"abc.json","RepoTags":["docker.io/library/redis:7"]}]`},
+		{"repositories", `{"mig/a":{"1":"abc"},"postgres":{"16":"abc"}}`},
+		{"index.json", `{"schemaVersion":2,"manifests":[{"digest":"sha256:m1","annotations":{"io.containerd.image.name":"docker.io/mig/a:1"}},{"digest":"sha256:m2","annotations":{"io.containerd.image.name":"docker.io/library/postgres:16"}}]}`},
+	})
+	src.handle("GET /images/get", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(archive) })
+	dst.handle("POST /images/load", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(`{"stream":"Loaded"}`)) })
+	config, _, err := streamImage(context.Background(), src.Engine, dst.Engine, []string{"mig/a:1"}, func(int64) {})
+	if err != nil || config != "sha256:abc" {
+		t.Fatalf("streamImage = %q, %v", config, err)
+	}
+	got := map[string]string{}
+	tr := tar.NewReader(bytes.NewReader(dst.body("POST /images/load")))
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			break
+		}
+		b, _ := io.ReadAll(tr)
+		got[h.Name] = string(b)
+	}
+	want := map[string]string{
+		"abc.json":      `{"rootfs":{}}`,
+		"l1/layer.tar":  layer,
+		"manifest.json": `[{"Config":"abc.json","Layers":["l1/layer.tar"],"RepoTags":["mig/a:1"]}]`,
+		"repositories":  `{"mig/a":{"1":"abc"}}`,
+		"index.json":    `{"manifests":[{"annotations":{"io.containerd.image.name":"docker.io/mig/a:1"},"digest":"sha256:m1"}],"schemaVersion":2}`,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("the target loaded:\n%q\nwant:\n%q", got, want)
 	}
 }
