@@ -12,8 +12,8 @@ import (
 	"github.com/vmdock/vmdock/migrate/migratetest"
 )
 
-// testEngineDir holds the test engines' folders; a fixed place, so a run
-// killed before its cleanup has its daemons ended by the next one.
+// testEngineDir holds the test engines' folders, one made per run
+// (migratetest.Start), so two runs at once keep apart.
 const testEngineDir = "/tmp/vmdock-migrate-test"
 
 var (

@@ -104,6 +104,8 @@ type run struct {
 	dstCtrd bool              // the target keeps images in containerd
 	nets    map[string]string // network name → result on the target
 	stopped *stoppedSet       // source containers this run stopped
+	// volumeSizes are the source's volume sizes, where known.
+	volumeSizes map[string]int64
 }
 
 // Run moves what opts pick from opts.Source to opts.Target. Each item's

@@ -149,19 +149,35 @@ func TestRecordMarksUnfinishedAndCopied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.start("v"); err != nil {
+	if err := r.start("v", "T1"); err != nil {
 		t.Fatal(err)
 	}
 	again, _ := loadRecord(path)
-	if !again.unfinished("v") || again.copied("v") {
+	if !again.unfinished("v", "T1") || again.unfinished("v", "T2") || again.copied("v", "T1") {
 		t.Errorf("after start: %+v", again)
 	}
-	if err := again.finish("v"); err != nil {
+	if err := again.finish("v", "T1"); err != nil {
 		t.Fatal(err)
 	}
 	done, _ := loadRecord(path)
-	if done.unfinished("v") || !done.copied("v") {
+	if done.unfinished("v", "T1") || !done.copied("v", "T1") || done.copied("v", "T2") {
 		t.Errorf("after finish: %+v", done)
+	}
+}
+
+// TestOlderRecordNeverReplaces: an older record's plain names have no
+// creation time, so an unfinished one matches no volume.
+func TestOlderRecordNeverReplaces(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "migrate.json")
+	if err := os.WriteFile(path, []byte(`{"unfinished":["u"],"copied":["c"]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := loadRecord(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.unfinished("u", "") || r.unfinished("u", "2026-01-01T00:00:00Z") || !r.copied("c", "2026-01-01T00:00:00Z") {
+		t.Errorf("older record read as %+v", r)
 	}
 }
 

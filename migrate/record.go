@@ -12,13 +12,32 @@ import (
 )
 
 // record is what migrate keeps in the instance folder between runs:
-// volumes whose copy started and did not finish (their contents are
-// vmdock's own, so the next run replaces them whole) and volumes copied
-// to the end (found again, they are already there).
+// target volumes whose copy started and did not finish (their contents
+// are vmdock's own, so the next run replaces them whole) and volumes
+// copied to the end (found again, they are already there). Each is the
+// volume's name and the creation time the target gave the volume the
+// copy went into: a volume of that name made since (the user's own) has
+// another, and is never taken for the copy.
 type record struct {
 	path       string
-	Unfinished []string `json:"unfinished,omitempty"`
-	Copied     []string `json:"copied,omitempty"`
+	Unfinished []recordEntry `json:"unfinished,omitempty"`
+	Copied     []recordEntry `json:"copied,omitempty"`
+}
+
+type recordEntry struct {
+	Name      string `json:"name"`
+	CreatedAt string `json:"createdAt,omitempty"`
+}
+
+// UnmarshalJSON also reads an older record's plain names, which have no
+// creation time: such an unfinished entry never matches a volume.
+func (e *recordEntry) UnmarshalJSON(b []byte) error {
+	if json.Unmarshal(b, &e.Name) == nil {
+		e.CreatedAt = ""
+		return nil
+	}
+	type plain recordEntry
+	return json.Unmarshal(b, (*plain)(e))
 }
 
 func loadRecord(path string) (*record, error) {
@@ -39,24 +58,44 @@ func loadRecord(path string) (*record, error) {
 	return r, nil
 }
 
-func (r *record) unfinished(volume string) bool { return slices.Contains(r.Unfinished, volume) }
-func (r *record) copied(volume string) bool     { return slices.Contains(r.Copied, volume) }
+func named(volume string) func(recordEntry) bool {
+	return func(e recordEntry) bool { return e.Name == volume }
+}
 
-// start marks volume's copy as begun, before a byte reaches the target.
-func (r *record) start(volume string) error {
-	r.Copied = slices.DeleteFunc(r.Copied, func(v string) bool { return v == volume })
-	if !r.unfinished(volume) {
-		r.Unfinished = append(r.Unfinished, volume)
-	}
+// unfinished reports whether the target's volume created at createdAt
+// holds a copy of this volume that did not finish.
+func (r *record) unfinished(volume, createdAt string) bool {
+	return createdAt != "" && slices.Contains(r.Unfinished, recordEntry{volume, createdAt})
+}
+
+// copied reports whether the target's volume created at createdAt is a
+// finished copy; an older record's entry, with no time, is taken at its
+// word (it only ever leaves the volume alone).
+func (r *record) copied(volume, createdAt string) bool {
+	return slices.ContainsFunc(r.Copied, func(e recordEntry) bool {
+		return e.Name == volume && (e.CreatedAt == "" || e.CreatedAt == createdAt)
+	})
+}
+
+// start marks volume's copy into the target's volume created at createdAt
+// as begun, before a byte reaches it.
+func (r *record) start(volume, createdAt string) error {
+	r.Copied = slices.DeleteFunc(r.Copied, named(volume))
+	r.Unfinished = append(slices.DeleteFunc(r.Unfinished, named(volume)), recordEntry{volume, createdAt})
 	return r.save()
 }
 
 // finish marks volume's copy as complete.
-func (r *record) finish(volume string) error {
-	r.Unfinished = slices.DeleteFunc(r.Unfinished, func(v string) bool { return v == volume })
-	if !r.copied(volume) {
-		r.Copied = append(r.Copied, volume)
-	}
+func (r *record) finish(volume, createdAt string) error {
+	r.Unfinished = slices.DeleteFunc(r.Unfinished, named(volume))
+	r.Copied = append(slices.DeleteFunc(r.Copied, named(volume)), recordEntry{volume, createdAt})
+	return r.save()
+}
+
+// drop forgets volume, whose copy this run removed.
+func (r *record) drop(volume string) error {
+	r.Unfinished = slices.DeleteFunc(r.Unfinished, named(volume))
+	r.Copied = slices.DeleteFunc(r.Copied, named(volume))
 	return r.save()
 }
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -141,7 +142,7 @@ func TestRunBetweenRealEngines(t *testing.T) {
 		t.Fatalf("cut run: want context.Canceled, got %v", err)
 	}
 	assertNoHelpers(t, src, dst)
-	if rec, err := loadRecord(opts.RecordPath); err != nil || !rec.unfinished("appdata") {
+	if rec, err := loadRecord(opts.RecordPath); err != nil || !slices.ContainsFunc(rec.Unfinished, named("appdata")) {
 		t.Fatalf("after the cut the record should mark appdata unfinished: %+v %v", rec, err)
 	}
 
@@ -189,6 +190,7 @@ func TestRunBetweenRealEngines(t *testing.T) {
 	t.Run("refusals", func(t *testing.T) { checkRefusals(t, src, dst, opts) })
 	t.Run("volume in use", func(t *testing.T) { checkVolumeInUse(t, src, dst, opts) })
 	t.Run("occupied", func(t *testing.T) { checkOccupied(t, src, dst, opts) })
+	t.Run("stale record", func(t *testing.T) { checkStaleRecord(t, src, dst, opts) })
 }
 
 // putFile writes one file into a volume through a throwaway container.
@@ -422,5 +424,28 @@ func assertContainerEqual(t *testing.T, src, dst *Engine, name string) {
 	}
 	if ea, eb := endpointConfig(a, "appnet"), endpointConfig(b, "appnet"); !reflect.DeepEqual(ea, eb) {
 		t.Errorf("%s on appnet: source %+v, target %+v", name, ea, eb)
+	}
+}
+
+// checkStaleRecord: a record that says a volume's copy did not finish,
+// where the target's volume of that name is the user's own (made since,
+// or the record older than creation times), never has it replaced.
+func checkStaleRecord(t *testing.T, src, dst *Engine, opts Options) {
+	putFile(t, src, "mine", "from-source", "s")
+	putFile(t, dst, "mine", "users-own", "u")
+	opts.Images, opts.Volumes, opts.Containers = false, true, false
+	for _, rec := range []string{`{"unfinished":["mine"]}`, `{"unfinished":[{"name":"mine","createdAt":"2020-01-01T00:00:00Z"}]}`} {
+		opts.RecordPath = filepath.Join(t.TempDir(), "migrate.json")
+		if err := os.WriteFile(opts.RecordPath, []byte(rec), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Run(context.Background(), opts)
+		if it := findItem(rep, "volume", "mine"); err != nil || it.Result != Failed || !strings.Contains(it.Detail, "with other contents") {
+			t.Errorf("record %s: volume mine %v %+v", rec, err, it)
+		}
+		files := volumeFiles(t, dst, "mine")
+		if _, ok := files["vmdock-volume/users-own"]; !ok || len(files) != 2 {
+			t.Errorf("record %s: the user's volume was changed: %+v", rec, files)
+		}
 	}
 }

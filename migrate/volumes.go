@@ -98,6 +98,7 @@ func (r *run) volumes(ctx context.Context) error {
 		return fmt.Errorf("source: %w", err)
 	}
 	users := runningUsers(containers)
+	r.volumeSizes = r.sourceVolumeSizes(ctx)
 	for i, v := range list {
 		it := Item{Kind: "volume", Name: v.Name}
 		r.progress(Event{Kind: it.Kind, Name: it.Name, Index: i + 1, Total: len(list)})
@@ -140,6 +141,9 @@ func (r *run) volume(ctx context.Context, v volume, running []containerSummary, 
 	if len(running) > 0 && !r.opts.StopSource {
 		return Skipped, 0, nil
 	}
+	if err := r.checkFits(ctx, r.volumeSizes[v.Name]); err != nil {
+		return "", 0, err
+	}
 	if r.opts.DryRun {
 		return Planned, 0, nil
 	}
@@ -148,9 +152,6 @@ func (r *run) volume(ctx context.Context, v volume, running []containerSummary, 
 		if err := r.stopped.stop(ctx, running); err != nil {
 			return "", 0, err
 		}
-	}
-	if err := r.record.start(v.Name); err != nil {
-		return "", 0, err
 	}
 	if plan == volumeReplace {
 		if err := r.opts.Target.call(ctx, http.MethodDelete, "/volumes/"+url.PathEscape(v.Name), nil, nil, nil); err != nil && !isNotFound(err) {
@@ -162,11 +163,37 @@ func (r *run) volume(ctx context.Context, v volume, running []containerSummary, 
 			return "", 0, err
 		}
 	}
-	n, err := r.copyVolume(ctx, v.Name, index, total)
+	createdAt, err := r.targetCreatedAt(ctx, v.Name)
+	if err == nil {
+		err = r.record.start(v.Name, createdAt)
+	}
+	var n int64
+	if err == nil {
+		n, err = r.copyVolume(ctx, v.Name, index, total)
+	}
 	if err != nil {
+		if plan != volumeFill && ctx.Err() == nil {
+			r.removeHalfCopy(ctx, v.Name)
+		}
 		return "", n, err
 	}
-	return Copied, n, r.record.finish(v.Name)
+	return Copied, n, r.record.finish(v.Name, createdAt)
+}
+
+// removeHalfCopy removes a volume this run created whose copy failed (a
+// full disk most likely), so the space comes back. A copy cut by Ctrl-C
+// stays, marked unfinished, for the next run to replace.
+func (r *run) removeHalfCopy(ctx context.Context, name string) {
+	r.target.removeContainers(ctx)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := r.opts.Target.call(ctx, http.MethodDelete, "/volumes/"+url.PathEscape(name), nil, nil, nil); err != nil && !isNotFound(err) {
+		slog.Warn("remove a half-copied volume", "volume", name, "err", err)
+		return
+	}
+	if err := r.record.drop(name); err != nil {
+		slog.Warn("forget a half-copied volume", "volume", name, "err", err)
+	}
 }
 
 // volumePlan is what a volume's copy does with the target's volume.
@@ -179,20 +206,29 @@ const (
 	volumeReplace                   // our unfinished copy, or other contents under Overwrite: remove, create, copy
 )
 
+// targetCreatedAt is when the target made its volume name.
+func (r *run) targetCreatedAt(ctx context.Context, name string) (string, error) {
+	var existing struct{ CreatedAt string }
+	if err := r.opts.Target.call(ctx, http.MethodGet, "/volumes/"+url.PathEscape(name), nil, nil, &existing); err != nil {
+		return "", fmt.Errorf("look up the volume on the target: %w", err)
+	}
+	return existing.CreatedAt, nil
+}
+
 // targetVolumePlan decides what v's copy does on the target: an
-// unfinished copy of ours is replaced whole, a volume with other contents
-// is kept (an error) unless Overwrite.
+// unfinished copy of ours (the volume the record names, by its creation
+// time) is replaced whole; a volume with other contents is kept (an
+// error) unless Overwrite.
 func (r *run) targetVolumePlan(ctx context.Context, v volume) (volumePlan, error) {
-	var existing volume
-	err := r.opts.Target.call(ctx, http.MethodGet, "/volumes/"+url.PathEscape(v.Name), nil, nil, &existing)
+	createdAt, err := r.targetCreatedAt(ctx, v.Name)
 	switch {
 	case isNotFound(err):
 		return volumeCreate, nil
 	case err != nil:
-		return 0, fmt.Errorf("look up the volume on the target: %w", err)
-	case r.record.unfinished(v.Name):
+		return 0, err
+	case r.record.unfinished(v.Name, createdAt):
 		return volumeReplace, nil
-	case r.record.copied(v.Name):
+	case r.record.copied(v.Name, createdAt):
 		return volumeThere, nil
 	}
 	empty, err := r.targetVolumeEmpty(ctx, v.Name)
