@@ -7,8 +7,10 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -269,5 +271,80 @@ func TestExportNamesOnlyTheMovedTags(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("the target loaded:\n%q\nwant:\n%q", got, want)
+	}
+}
+
+// copyableVolume makes src hold volume big (size bytes per its df) with a
+// helper that reads it, and dst create volumes and helpers; what dst's
+// archive upload answers is put.
+func copyableVolume(src, dst *fakeEngine, size int64, put http.HandlerFunc) {
+	src.json("GET /volumes", map[string]any{"Volumes": []map[string]any{{"Name": "big", "Driver": "local"}}})
+	src.json("GET /system/df", map[string]any{"Volumes": []map[string]any{{"Name": "big", "UsageData": map[string]any{"Size": size}}}})
+	for _, e := range []*fakeEngine{src, dst} {
+		e.json("GET /images/json", []map[string]any{{"Id": "sha256:any"}})
+		e.json("POST /containers/create", map[string]string{"Id": "helper"})
+		e.handle("DELETE /containers/helper", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	}
+	src.handle("GET /containers/helper/archive", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write(bytes.Repeat([]byte{0}, 4096))
+	})
+	var mu sync.Mutex
+	created := false
+	dst.handle("GET /volumes/big", func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !created {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		_, _ = w.Write([]byte(`{"Name":"big","CreatedAt":"2026-12-07T10:00:00Z"}`))
+	})
+	dst.handle("POST /volumes/create", func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		created = true
+		mu.Unlock()
+		w.WriteHeader(http.StatusCreated)
+	})
+	dst.handle("DELETE /volumes/big", func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		created = false
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	dst.handle("PUT /containers/helper/archive", put)
+}
+
+// TestDiskFull: a volume larger than the target's free space is refused
+// before anything is created; a copy that fails on the way (the disk
+// filled) has the volume this run created removed, and the record forgets
+// it.
+func TestDiskFull(t *testing.T) {
+	ok := func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }
+	src, dst := newFakeEngine(t, "S"), newFakeEngine(t, "T")
+	copyableVolume(src, dst, 10<<30, ok)
+	free := func(context.Context) (int64, error) { return 1 << 30, nil }
+	rep, err := Run(context.Background(), Options{Source: src.Engine, Target: dst.Engine, Volumes: true, TargetFree: free})
+	if it := findItem(rep, "volume", "big"); err != nil || it.Result != Failed || !strings.Contains(it.Detail, "needs 10.0 GiB and the target's disk has 1.0 GiB free") {
+		t.Errorf("too big: %v %+v", err, it)
+	}
+	if dst.called("POST /volumes/create") || dst.called("POST /containers/create") {
+		t.Error("a volume too big for the target was started")
+	}
+
+	src, dst = newFakeEngine(t, "S"), newFakeEngine(t, "T")
+	copyableVolume(src, dst, 0, func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = w.Write([]byte(`{"message":"write /var/lib/docker/volumes/big/_data/x: no space left on device"}`))
+	})
+	recPath := filepath.Join(t.TempDir(), "migrate.json")
+	rep, err = Run(context.Background(), Options{Source: src.Engine, Target: dst.Engine, Volumes: true, RecordPath: recPath})
+	if it := findItem(rep, "volume", "big"); err != nil || it.Result != Failed || !strings.Contains(it.Detail, "no space left") {
+		t.Errorf("disk filled: %v %+v", err, it)
+	}
+	if !dst.called("DELETE /volumes/big") {
+		t.Error("the half copy this run created was left on the target")
+	}
+	if rec, err := loadRecord(recPath); err != nil || len(rec.Unfinished)+len(rec.Copied) != 0 {
+		t.Errorf("the record still names the removed copy: %+v %v", rec, err)
 	}
 }
