@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"reflect"
 	"sort"
 	"strings"
 )
@@ -94,7 +93,7 @@ func (r *run) container(ctx context.Context, id string) (string, error) {
 	spec := SpecOf(src)
 	existing, err := inspectContainer(ctx, r.opts.Target, spec.Name)
 	switch {
-	case err == nil && reflect.DeepEqual(comparable(SpecOf(existing)), comparable(spec)):
+	case err == nil && r.sameContainer(existing, spec):
 		return Present, nil
 	case err == nil:
 		return "", fmt.Errorf("the target already has a container named %s with another configuration: rename or remove one of them", spec.Name)
@@ -112,25 +111,11 @@ func (r *run) container(ctx context.Context, id string) (string, error) {
 			return "", err
 		}
 	}
-	if err := r.createContainer(ctx, src, spec); err != nil {
+	newID, err := r.createContainer(ctx, src, spec)
+	if err != nil {
 		return "", err
 	}
-	return Copied, nil
-}
-
-// comparable is spec with what an engine fills in by itself left out, for
-// telling whether a target container is the one a previous run made.
-func comparable(s ContainerSpec) ContainerSpec {
-	keep := func(m map[string]any, keys ...string) map[string]any {
-		out := map[string]any{}
-		for _, k := range keys {
-			out[k] = m[k]
-		}
-		return out
-	}
-	s.Config = keep(s.Config, "Image", "Cmd", "Entrypoint", "Env", "Labels", "ExposedPorts", "User", "WorkingDir")
-	s.HostConfig = keep(s.HostConfig, "PortBindings", "RestartPolicy", "Binds", "Mounts", "NetworkMode")
-	return s
+	return Copied, r.record.created(spec.Name, newID, specDigest(spec))
 }
 
 // checkContainer refuses what cannot be recreated faithfully: an image
@@ -252,7 +237,7 @@ func bindSources(hostConfig map[string]any) []string {
 
 // createContainer creates the container on the target, stopped, on its
 // first network, then connects it to the others.
-func (r *run) createContainer(ctx context.Context, src containerInspect, spec ContainerSpec) error {
+func (r *run) createContainer(ctx context.Context, src containerInspect, spec ContainerSpec) (string, error) {
 	body := map[string]any{}
 	for k, v := range spec.Config {
 		body[k] = v
@@ -270,7 +255,7 @@ func (r *run) createContainer(ctx context.Context, src containerInspect, spec Co
 		ID string `json:"Id"`
 	}
 	if err := r.opts.Target.call(ctx, http.MethodPost, "/containers/create", url.Values{"name": {spec.Name}}, body, &created); err != nil {
-		return fmt.Errorf("create on the target: %w", err)
+		return "", fmt.Errorf("create on the target: %w", err)
 	}
 	for _, n := range spec.Networks {
 		if n == first || n == mode || builtinNetworks[n] {
@@ -278,10 +263,10 @@ func (r *run) createContainer(ctx context.Context, src containerInspect, spec Co
 		}
 		conn := map[string]any{"Container": created.ID, "EndpointConfig": endpointConfig(src, n)}
 		if err := r.opts.Target.call(ctx, http.MethodPost, "/networks/"+url.PathEscape(n)+"/connect", nil, conn, nil); err != nil {
-			return fmt.Errorf("connect to network %s on the target: %w", n, err)
+			return "", fmt.Errorf("connect to network %s on the target: %w", n, err)
 		}
 	}
-	return nil
+	return created.ID, nil
 }
 
 // endpointConfig is what the container asked of network n: its aliases

@@ -22,6 +22,16 @@ type record struct {
 	path       string
 	Unfinished []recordEntry `json:"unfinished,omitempty"`
 	Copied     []recordEntry `json:"copied,omitempty"`
+	// Containers are the containers migrate created on the target.
+	Containers []containerEntry `json:"containers,omitempty"`
+}
+
+// containerEntry is a container migrate created: its name and ID on the
+// target and the digest of what was asked of the engine for it.
+type containerEntry struct {
+	Name string `json:"name"`
+	ID   string `json:"id"`
+	Spec string `json:"spec"`
 }
 
 type recordEntry struct {
@@ -96,6 +106,23 @@ func (r *record) finish(volume, createdAt string) error {
 func (r *record) drop(volume string) error {
 	r.Unfinished = slices.DeleteFunc(r.Unfinished, named(volume))
 	r.Copied = slices.DeleteFunc(r.Copied, named(volume))
+	return r.save()
+}
+
+// container is what the record holds of the container name migrate
+// created.
+func (r *record) container(name string) (containerEntry, bool) {
+	i := slices.IndexFunc(r.Containers, func(e containerEntry) bool { return e.Name == name })
+	if i < 0 {
+		return containerEntry{}, false
+	}
+	return r.Containers[i], true
+}
+
+// created notes the container migrate created as id from spec digest.
+func (r *record) created(name, id, spec string) error {
+	r.Containers = slices.DeleteFunc(r.Containers, func(e containerEntry) bool { return e.Name == name })
+	r.Containers = append(r.Containers, containerEntry{Name: name, ID: id, Spec: spec})
 	return r.save()
 }
 

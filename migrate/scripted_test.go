@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -346,5 +347,62 @@ func TestDiskFull(t *testing.T) {
 	}
 	if rec, err := loadRecord(recPath); err != nil || len(rec.Unfinished)+len(rec.Copied) != 0 {
 		t.Errorf("the record still names the removed copy: %+v %v", rec, err)
+	}
+}
+
+// TestSecondRunAcrossEngineVersions: a target engine of another version
+// answers inspect with defaults of its own (restart policy "no", empty
+// lists, "bridge" for "default"); a second run with nothing changed finds
+// the container there, and one whose source changed is reported.
+func TestSecondRunAcrossEngineVersions(t *testing.T) {
+	src, dst := newFakeEngine(t, "S"), newFakeEngine(t, "T")
+	// As docker 20.10's CLI creates and its engine answers.
+	hc := map[string]any{
+		"NetworkMode": "default", "RestartPolicy": map[string]any{"Name": "", "MaximumRetryCount": 0},
+		"Binds": nil, "Mounts": nil, "PortBindings": map[string]any{}, "LogConfig": map[string]any{"Type": "json-file"},
+	}
+	containersOn(src, dst, map[string]map[string]any{"app": hc})
+	var mu sync.Mutex
+	var asked map[string]any
+	dst.handle("POST /containers/create", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		_ = json.Unmarshal(dst.body("POST /containers/create"), &asked)
+		_, _ = w.Write([]byte(`{"Id":"new"}`))
+	})
+	// As a newer engine answers for what it was asked.
+	dst.handle("GET /containers/app/json", func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if asked == nil {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		cfg := map[string]any{"Hostname": "new", "Labels": map[string]any{}, "Env": nil, "AttachStdout": false}
+		for k, v := range asked {
+			if k != "HostConfig" {
+				cfg[k] = v
+			}
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"Id": "new", "Name": "/app", "Image": "sha256:app", "Config": cfg, "HostConfig": map[string]any{
+			"NetworkMode": "bridge", "RestartPolicy": map[string]any{"Name": "no", "MaximumRetryCount": 0},
+			"Binds": []any{}, "Mounts": []any{}, "PortBindings": map[string]any{}, "LogConfig": map[string]any{"Type": "json-file", "Config": map[string]any{}},
+			"CgroupnsMode": "private", "ConsoleSize": []any{0, 0},
+		}})
+	})
+	opts := Options{Source: src.Engine, Target: dst.Engine, Containers: true, RecordPath: filepath.Join(t.TempDir(), "migrate.json")}
+	for run, want := range []string{Copied, Present} {
+		rep, err := Run(context.Background(), opts)
+		if it := findItem(rep, "container", "app"); err != nil || it.Result != want {
+			t.Errorf("run %d: %v %+v, want %s", run+1, err, it, want)
+		}
+	}
+	src.json("GET /containers/id-app/json", map[string]any{
+		"Id": "id-app", "Name": "/app", "Image": "sha256:app",
+		"Config": map[string]any{"Image": "app:1", "Cmd": []string{"run", "--changed"}}, "HostConfig": hc,
+	})
+	rep, err := Run(context.Background(), opts)
+	if it := findItem(rep, "container", "app"); err != nil || it.Result != Failed || !strings.Contains(it.Detail, "another configuration") {
+		t.Errorf("after the source changed: %v %+v", err, it)
 	}
 }
