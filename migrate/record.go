@@ -15,9 +15,11 @@ import (
 // target volumes whose copy started and did not finish (their contents
 // are vmdock's own, so the next run replaces them whole) and volumes
 // copied to the end (found again, they are already there). Each is the
-// volume's name and the creation time the target gave the volume the
-// copy went into: a volume of that name made since (the user's own) has
-// another, and is never taken for the copy.
+// volume's name and the mark (copyLabel) migrate gave the target volume
+// it created for the copy: a volume of that name made since (the user's
+// own) has none, or another, and is never taken for the copy. A volume's
+// creation time cannot serve: engines report the ctime of its folder,
+// which the copy itself changes.
 type record struct {
 	path       string
 	Unfinished []recordEntry `json:"unfinished,omitempty"`
@@ -35,15 +37,15 @@ type containerEntry struct {
 }
 
 type recordEntry struct {
-	Name      string `json:"name"`
-	CreatedAt string `json:"createdAt,omitempty"`
+	Name string `json:"name"`
+	Mark string `json:"mark,omitempty"`
 }
 
 // UnmarshalJSON also reads an older record's plain names, which have no
-// creation time: such an unfinished entry never matches a volume.
+// mark: such an unfinished entry never matches a volume.
 func (e *recordEntry) UnmarshalJSON(b []byte) error {
 	if json.Unmarshal(b, &e.Name) == nil {
-		e.CreatedAt = ""
+		e.Mark = ""
 		return nil
 	}
 	type plain recordEntry
@@ -72,33 +74,34 @@ func named(volume string) func(recordEntry) bool {
 	return func(e recordEntry) bool { return e.Name == volume }
 }
 
-// unfinished reports whether the target's volume created at createdAt
-// holds a copy of this volume that did not finish.
-func (r *record) unfinished(volume, createdAt string) bool {
-	return createdAt != "" && slices.Contains(r.Unfinished, recordEntry{volume, createdAt})
+// unfinished reports whether the target's volume marked mark holds a
+// copy of this volume that did not finish.
+func (r *record) unfinished(volume, mark string) bool {
+	return mark != "" && slices.Contains(r.Unfinished, recordEntry{volume, mark})
 }
 
-// copied reports whether the target's volume created at createdAt is a
-// finished copy; an older record's entry, with no time, is taken at its
-// word (it only ever leaves the volume alone).
-func (r *record) copied(volume, createdAt string) bool {
+// copied reports whether the target's volume marked mark is a finished
+// copy; an entry with no mark (an older record's, or a copy into an empty
+// volume migrate did not create) is taken at its word: it only ever
+// leaves the volume alone.
+func (r *record) copied(volume, mark string) bool {
 	return slices.ContainsFunc(r.Copied, func(e recordEntry) bool {
-		return e.Name == volume && (e.CreatedAt == "" || e.CreatedAt == createdAt)
+		return e.Name == volume && (e.Mark == "" || e.Mark == mark)
 	})
 }
 
-// start marks volume's copy into the target's volume created at createdAt
-// as begun, before a byte reaches it.
-func (r *record) start(volume, createdAt string) error {
+// start marks volume's copy into the target's volume marked mark as
+// begun, before a byte reaches it.
+func (r *record) start(volume, mark string) error {
 	r.Copied = slices.DeleteFunc(r.Copied, named(volume))
-	r.Unfinished = append(slices.DeleteFunc(r.Unfinished, named(volume)), recordEntry{volume, createdAt})
+	r.Unfinished = append(slices.DeleteFunc(r.Unfinished, named(volume)), recordEntry{volume, mark})
 	return r.save()
 }
 
 // finish marks volume's copy as complete.
-func (r *record) finish(volume, createdAt string) error {
+func (r *record) finish(volume, mark string) error {
 	r.Unfinished = slices.DeleteFunc(r.Unfinished, named(volume))
-	r.Copied = append(slices.DeleteFunc(r.Copied, named(volume)), recordEntry{volume, createdAt})
+	r.Copied = append(slices.DeleteFunc(r.Copied, named(volume)), recordEntry{volume, mark})
 	return r.save()
 }
 

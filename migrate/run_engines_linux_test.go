@@ -183,10 +183,15 @@ func TestRunBetweenRealEngines(t *testing.T) {
 		t.Errorf("source changed:\nbefore %v\nafter  %v", before, after)
 	}
 
+	// A killed run's helper keeps its volume in use; the next run removes it.
+	if _, err := (&helpers{engine: dst}).create(context.Background(), "appdata", true); err != nil {
+		t.Fatal(err)
+	}
 	rep, err = Run(context.Background(), opts)
 	if err != nil || rep.Count(Copied) != 0 || rep.Count(Failed) != 0 || rep.Count(Present) != len(rep.Items) {
 		t.Errorf("third run should find everything present: %v %+v", err, rep.Items)
 	}
+	assertNoHelpers(t, src, dst)
 	t.Run("refusals", func(t *testing.T) { checkRefusals(t, src, dst, opts) })
 	t.Run("volume in use", func(t *testing.T) { checkVolumeInUse(t, src, dst, opts) })
 	t.Run("occupied", func(t *testing.T) { checkOccupied(t, src, dst, opts) })
@@ -393,6 +398,10 @@ func assertVolumeMeta(t *testing.T, src, dst *Engine, name string) {
 	var a, b volume
 	mustCall(t, src, http.MethodGet, "/volumes/"+name, nil, nil, &a)
 	mustCall(t, dst, http.MethodGet, "/volumes/"+name, nil, nil, &b)
+	if b.Labels[copyLabel] == "" {
+		t.Errorf("volume %s on the target has no %s mark", name, copyLabel)
+	}
+	delete(b.Labels, copyLabel)
 	if !reflect.DeepEqual(a, b) {
 		t.Errorf("volume %s: source %+v, target %+v", name, a, b)
 	}
@@ -428,13 +437,13 @@ func assertContainerEqual(t *testing.T, src, dst *Engine, name string) {
 }
 
 // checkStaleRecord: a record that says a volume's copy did not finish,
-// where the target's volume of that name is the user's own (made since,
-// or the record older than creation times), never has it replaced.
+// where the target's volume of that name is the user's own (no mark of
+// migrate's, or the record older than marks), never has it replaced.
 func checkStaleRecord(t *testing.T, src, dst *Engine, opts Options) {
 	putFile(t, src, "mine", "from-source", "s")
 	putFile(t, dst, "mine", "users-own", "u")
 	opts.Images, opts.Volumes, opts.Containers = false, true, false
-	for _, rec := range []string{`{"unfinished":["mine"]}`, `{"unfinished":[{"name":"mine","createdAt":"2020-01-01T00:00:00Z"}]}`} {
+	for _, rec := range []string{`{"unfinished":["mine"]}`, `{"unfinished":[{"name":"mine","mark":"0a1b2c3d4e5f"}]}`} {
 		opts.RecordPath = filepath.Join(t.TempDir(), "migrate.json")
 		if err := os.WriteFile(opts.RecordPath, []byte(rec), 0o644); err != nil {
 			t.Fatal(err)

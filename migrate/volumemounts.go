@@ -54,7 +54,7 @@ func (r *run) externalVolume(ctx context.Context, v volume, device string, bind 
 	case r.opts.DryRun:
 		return Planned, "a bind of " + device + ", a vmdock share", nil
 	}
-	if err := r.createTargetVolume(ctx, v); err != nil {
+	if err := r.createTargetVolume(ctx, v, ""); err != nil {
 		return "", "", err
 	}
 	return Copied, "created as the same bind of " + device + ", a vmdock share: nothing copied", nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -158,16 +159,15 @@ func (r *run) volume(ctx context.Context, v volume, running []containerSummary, 
 			return "", 0, fmt.Errorf("remove the target's volume to copy it again: %w", err)
 		}
 	}
+	mark := ""
 	if plan != volumeFill {
-		if err := r.createTargetVolume(ctx, v); err != nil {
+		mark = randomSuffix()
+		if err := r.createTargetVolume(ctx, v, mark); err != nil {
 			return "", 0, err
 		}
 	}
-	createdAt, err := r.targetCreatedAt(ctx, v.Name)
-	if err == nil {
-		err = r.record.start(v.Name, createdAt)
-	}
 	var n int64
+	err = r.record.start(v.Name, mark)
 	if err == nil {
 		n, err = r.copyVolume(ctx, v.Name, index, total)
 	}
@@ -177,7 +177,7 @@ func (r *run) volume(ctx context.Context, v volume, running []containerSummary, 
 		}
 		return "", n, err
 	}
-	return Copied, n, r.record.finish(v.Name, createdAt)
+	return Copied, n, r.record.finish(v.Name, mark)
 }
 
 // removeHalfCopy removes a volume this run created whose copy failed (a
@@ -206,29 +206,30 @@ const (
 	volumeReplace                   // our unfinished copy, or other contents under Overwrite: remove, create, copy
 )
 
-// targetCreatedAt is when the target made its volume name.
-func (r *run) targetCreatedAt(ctx context.Context, name string) (string, error) {
-	var existing struct{ CreatedAt string }
+// targetMark is the copyLabel of the target's volume name: "" when it
+// has none.
+func (r *run) targetMark(ctx context.Context, name string) (string, error) {
+	var existing volume
 	if err := r.opts.Target.call(ctx, http.MethodGet, "/volumes/"+url.PathEscape(name), nil, nil, &existing); err != nil {
 		return "", fmt.Errorf("look up the volume on the target: %w", err)
 	}
-	return existing.CreatedAt, nil
+	return existing.Labels[copyLabel], nil
 }
 
 // targetVolumePlan decides what v's copy does on the target: an
-// unfinished copy of ours (the volume the record names, by its creation
-// time) is replaced whole; a volume with other contents is kept (an
+// unfinished copy of ours (the volume the record names, by its mark) is
+// replaced whole; a volume with other contents is kept (an
 // error) unless Overwrite.
 func (r *run) targetVolumePlan(ctx context.Context, v volume) (volumePlan, error) {
-	createdAt, err := r.targetCreatedAt(ctx, v.Name)
+	mark, err := r.targetMark(ctx, v.Name)
 	switch {
 	case isNotFound(err):
 		return volumeCreate, nil
 	case err != nil:
 		return 0, err
-	case r.record.unfinished(v.Name, createdAt):
+	case r.record.unfinished(v.Name, mark):
 		return volumeReplace, nil
-	case r.record.copied(v.Name, createdAt):
+	case r.record.copied(v.Name, mark):
 		return volumeThere, nil
 	}
 	empty, err := r.targetVolumeEmpty(ctx, v.Name)
@@ -243,10 +244,22 @@ func (r *run) targetVolumePlan(ctx context.Context, v volume) (volumePlan, error
 	return volumeReplace, nil
 }
 
+// copyLabel marks a volume migrate created on the target, with a value
+// of its own that the record keeps: only such a volume is ever replaced
+// without Overwrite.
+const copyLabel = "vmdock.migrate.copy"
+
 // createTargetVolume makes v on the target with its driver, options and
-// labels.
-func (r *run) createTargetVolume(ctx context.Context, v volume) error {
-	body := map[string]any{"Name": v.Name, "Driver": v.Driver, "DriverOpts": v.Options, "Labels": v.Labels}
+// labels, and mark (when not "") as its copyLabel.
+func (r *run) createTargetVolume(ctx context.Context, v volume, mark string) error {
+	labels := maps.Clone(v.Labels)
+	if mark != "" {
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[copyLabel] = mark
+	}
+	body := map[string]any{"Name": v.Name, "Driver": v.Driver, "DriverOpts": v.Options, "Labels": labels}
 	if err := r.opts.Target.call(ctx, http.MethodPost, "/volumes/create", nil, body, nil); err != nil {
 		return fmt.Errorf("create on the target: %w", err)
 	}

@@ -2,6 +2,7 @@ package migratetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -86,13 +87,21 @@ func startOne(dockerd, dir, namespace string) (*Engine, error) {
 		return nil, fmt.Errorf("test engine folder: %w", err)
 	}
 	sock := filepath.Join(dir, "d.sock")
+	// A config of its own, not the host's /etc/docker/daemon.json, with a
+	// key of its own: dockerd 20.10 derives its engine ID from the key,
+	// and two engines sharing /etc/docker/key.json would be one engine to
+	// migrate.
+	config := filepath.Join(dir, "daemon.json")
+	key, err := json.Marshal(map[string]string{"deprecated-key-path": filepath.Join(dir, "key.json")})
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(config, key, 0o600); err != nil {
+		return nil, fmt.Errorf("test engine config: %w", err)
+	}
 	cmd := exec.Command(dockerd, "--data-root", filepath.Join(dir, "data"), "--exec-root", filepath.Join(dir, "exec"),
 		"--pidfile", filepath.Join(dir, "pid"), "-H", "unix://"+sock, "--bridge=none", "--iptables=false",
-		"--ip6tables=false", "--storage-driver=vfs", "--containerd-namespace="+namespace,
-		// A key of its own: dockerd 20.10 derives its engine ID from it,
-		// and two engines sharing /etc/docker/key.json would be one engine
-		// to migrate.
-		"--deprecated-key-path", filepath.Join(dir, "key.json"))
+		"--ip6tables=false", "--storage-driver=vfs", "--containerd-namespace="+namespace, "--config-file", config)
 	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(dockerd)+":"+BinDir+":"+os.Getenv("PATH"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Cloneflags: syscall.CLONE_NEWNET, Pdeathsig: syscall.SIGKILL}
 	logf, err := os.Create(filepath.Join(dir, "dockerd.log"))
