@@ -13,8 +13,9 @@ import (
 )
 
 // testEngineDir holds the test engines' folders, one made per run
-// (migratetest.Start), so two runs at once keep apart.
-const testEngineDir = "/tmp/vmdock-migrate-test"
+// (migratetest.Start), so two runs at once keep apart. Not the fixed
+// folder older versions of this test emptied at their start.
+const testEngineDir = "/tmp/vmdock-migrate-runs"
 
 var (
 	enginesOnce  sync.Once
