@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 )
 
 // checkFits refuses a copy of size bytes the target has no room for,
@@ -26,8 +27,9 @@ func (r *run) checkFits(ctx context.Context, size int64) error {
 }
 
 // sourceVolumeSizes are the source's volume sizes by name, as far as its
-// GET /system/df knows them; asked only when the target's free space can
-// be known, as the engine walks every volume for it.
+// GET /system/df knows them (volumes only, where the engine can tell
+// them apart); asked only when the target's free space can be known, as
+// the engine walks every volume for it.
 func (r *run) sourceVolumeSizes(ctx context.Context) map[string]int64 {
 	sizes := map[string]int64{}
 	if r.opts.TargetFree == nil {
@@ -39,7 +41,7 @@ func (r *run) sourceVolumeSizes(ctx context.Context) map[string]int64 {
 			UsageData struct{ Size int64 }
 		}
 	}
-	if err := r.opts.Source.call(ctx, http.MethodGet, "/system/df", nil, nil, &df); err != nil {
+	if err := r.opts.Source.call(ctx, http.MethodGet, "/system/df", url.Values{"type": {"volume"}}, nil, &df); err != nil {
 		slog.Warn("volume sizes on the source", "err", err)
 		return sizes
 	}

@@ -184,7 +184,6 @@ func (r *run) volume(ctx context.Context, v volume, running []containerSummary, 
 // full disk most likely), so the space comes back. A copy cut by Ctrl-C
 // stays, marked unfinished, for the next run to replace.
 func (r *run) removeHalfCopy(ctx context.Context, name string) {
-	r.target.removeContainers(ctx)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	if err := r.opts.Target.call(ctx, http.MethodDelete, "/volumes/"+url.PathEscape(name), nil, nil, nil); err != nil && !isNotFound(err) {
