@@ -196,6 +196,7 @@ func TestRunBetweenRealEngines(t *testing.T) {
 	t.Run("volume in use", func(t *testing.T) { checkVolumeInUse(t, src, dst, opts) })
 	t.Run("occupied", func(t *testing.T) { checkOccupied(t, src, dst, opts) })
 	t.Run("stale record", func(t *testing.T) { checkStaleRecord(t, src, dst, opts) })
+	t.Run("bind volume", func(t *testing.T) { checkBindVolume(t, src, dst, opts) })
 }
 
 // putFile writes one file into a volume through a throwaway container.
@@ -456,5 +457,43 @@ func checkStaleRecord(t *testing.T, src, dst *Engine, opts Options) {
 		if _, ok := files["vmdock-volume/users-own"]; !ok || len(files) != 2 {
 			t.Errorf("record %s: the user's volume was changed: %+v", rec, files)
 		}
+	}
+}
+
+// checkBindVolume: a source volume that binds a host folder (as Docker
+// Desktop's and Colima's binds under the home are) is never copied onto
+// that folder, which both engines here see, as the VM and the host see a
+// share: a shared one is created again as the same bind, its file whole;
+// another is skipped.
+func checkBindVolume(t *testing.T, src, dst *Engine, opts Options) {
+	share := t.TempDir()
+	data := strings.Repeat("0123456789abcdef", 1<<20)
+	if err := os.WriteFile(filepath.Join(share, "big"), []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, dir := range map[string]string{"shared": share, "elsewhere": t.TempDir()} {
+		mustCall(t, src, http.MethodPost, "/volumes/create", nil, map[string]any{
+			"Name": name, "Driver": "local", "DriverOpts": map[string]string{"type": "none", "o": "bind", "device": dir},
+		}, nil)
+	}
+	opts.Images, opts.Volumes, opts.Containers = false, true, false
+	opts.BindAllowed = func(p string) bool { return p == share }
+	rep, err := Run(context.Background(), opts)
+	if it := findItem(rep, "volume", "shared"); err != nil || it.Result != Copied || it.Bytes != 0 || !strings.Contains(it.Detail, "same bind") {
+		t.Errorf("shared bind volume: %v %+v", err, it)
+	}
+	if it := findItem(rep, "volume", "elsewhere"); it.Result != Skipped || !strings.Contains(it.Detail, "outside vmdock's shares") {
+		t.Errorf("bind volume outside the shares: %+v", it)
+	}
+	if b, err := os.ReadFile(filepath.Join(share, "big")); err != nil || string(b) != data {
+		t.Errorf("the bound folder's file changed: %d bytes, %v", len(b), err)
+	}
+	var v volume
+	mustCall(t, dst, http.MethodGet, "/volumes/shared", nil, nil, &v)
+	if v.Options["device"] != share || v.Options["o"] != "bind" {
+		t.Errorf("the target's volume shared: %+v", v)
+	}
+	if err := dst.call(context.Background(), http.MethodGet, "/volumes/elsewhere", nil, nil, nil); !isNotFound(err) {
+		t.Errorf("the volume outside the shares reached the target: %v", err)
 	}
 }
