@@ -29,10 +29,12 @@ func (d *resumingDriver) Resume(context.Context, driver.Plan, string, driver.Sav
 // coldMachine is a VM that runs until stopped.
 type coldMachine struct{ done chan struct{} }
 
-func (m *coldMachine) DialAgent(context.Context) (net.Conn, error) { return nil, errors.New("no agent") }
-func (m *coldMachine) Stop(context.Context, bool) error            { return nil }
-func (m *coldMachine) Wait() error                                 { <-m.done; return nil }
-func (m *coldMachine) Info() driver.MachineInfo                    { return driver.MachineInfo{Driver: "fake"} }
+func (m *coldMachine) DialAgent(context.Context) (net.Conn, error) {
+	return nil, errors.New("no agent")
+}
+func (m *coldMachine) Stop(context.Context, bool) error { return nil }
+func (m *coldMachine) Wait() error                      { <-m.done; return nil }
+func (m *coldMachine) Info() driver.MachineInfo         { return driver.MachineInfo{Driver: "fake"} }
 
 // A saved state the fingerprint accepts but the driver cannot load (saved
 // by another QEMU, or from other virtual hardware, as after an upgrade of
