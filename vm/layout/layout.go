@@ -91,8 +91,12 @@ type NewerError struct {
 }
 
 func (e *NewerError) Error() string {
+	by := e.Record.WrittenBy
+	if by == "" {
+		by = "a newer version"
+	}
 	return fmt.Sprintf("profile %q was made by vmdock %s, upgrade: its instance folder is format %d and this vmdock (%s) reads formats up to %d; nothing was changed",
-		e.Profile, e.Record.WrittenBy, e.Record.Format, e.Version, Current)
+		e.Profile, by, e.Record.Format, e.Version, Current)
 }
 
 // Check refuses a folder this vmdock (version) cannot read: one of a

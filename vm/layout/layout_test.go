@@ -172,6 +172,12 @@ func TestRefusesANewerFormat(t *testing.T) {
 	if !reflect.DeepEqual(snapshot(t, inst.Dir), before) {
 		t.Error("the refused folder was changed")
 	}
+	if err := os.WriteFile(Path(inst), []byte(`{"format": 9}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(inst, "v1.0.0"); err == nil || !strings.Contains(err.Error(), "made by vmdock a newer version, upgrade") {
+		t.Errorf("Check of a record without its vmdock = %v", err)
+	}
 }
 
 func TestRefusesADamagedRecord(t *testing.T) {
