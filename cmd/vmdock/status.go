@@ -15,6 +15,7 @@ import (
 	"github.com/vmdock/vmdock/vm/control"
 	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/instance"
+	"github.com/vmdock/vmdock/vm/layout"
 	"github.com/vmdock/vmdock/vm/resume"
 	"github.com/vmdock/vmdock/vm/store"
 )
@@ -26,7 +27,12 @@ type statusJSON struct {
 	Status  string `json:"status"` // Running, Stopped, Broken
 	Reason  string `json:"reason,omitempty"`
 	Dir     string `json:"dir"`
-	PID     int    `json:"pid,omitempty"`
+	// Format is the instance folder's format (vm/layout): its record, or
+	// for a folder an older vmdock left, the one it is detected as until
+	// a command migrates it; FormatWrittenBy is the vmdock that recorded it.
+	Format          int    `json:"format"`
+	FormatWrittenBy string `json:"formatWrittenBy,omitempty"`
+	PID             int    `json:"pid,omitempty"`
 	// DockerSocket is the docker runtime's socket on the host, and
 	// ContainerdSocket the containerd runtime's; the other is left out.
 	DockerSocket     string          `json:"dockerSocket,omitempty"`
@@ -61,6 +67,14 @@ func resumable(inst *store.Instance, state string) *resumableJSON {
 	return &resumableJSON{SavedAt: s.At, Bytes: s.State.Size, SaveSeconds: s.Took.Seconds()}
 }
 
+// folderFormat is inst's folder format and who recorded it; g.instance
+// has refused a damaged or newer record already.
+func folderFormat(inst *store.Instance) (int, string) {
+	rec, _, _ := layout.Read(inst)
+	f, _ := layout.Detect(inst)
+	return f, rec.WrittenBy
+}
+
 // listJSON is one element of `vmdock list --json` (documented in docs/json.md).
 type listJSON struct {
 	Profile string  `json:"profile"`
@@ -89,6 +103,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 			st := instance.Status(cmd.Context(), inst)
 			s := statusJSON{Profile: inst.Name, Status: st.State, Reason: st.Reason, Dir: inst.Dir, PID: st.PID,
 				HostAgent: st.HostAgent, LastError: st.LastError, Resumable: resumable(inst, st.State)}
+			s.Format, s.FormatWrittenBy = folderFormat(inst)
 			if cfg, err := config.LoadInstance(inst.ConfigPath(), g.host, inst.RanNetStack); err != nil {
 				s.ConfigError = err.Error()
 				s.DockerSocket = inst.DockerSocketPath()

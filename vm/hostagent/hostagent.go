@@ -120,6 +120,8 @@ type hostAgent struct {
 	// under mu, as the port forwarder's Yield reads it while status holds
 	// mu to read the forwarder.
 	domains atomic.Pointer[share.Server]
+	// clocks tells the host's sleeps (wake.go); nil: not watched.
+	clocks hostClocks
 }
 
 // bootResults are what the boot steps find out, each set by one step for
@@ -223,7 +225,7 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 // newHostAgent is the state of a run before the boot: the boot steps'
 // sequence, the idle monitor and the file sync parts.
 func newHostAgent(inst *store.Instance, cfg config.Config, opts Options) *hostAgent {
-	ha := &hostAgent{inst: inst, cfg: cfg, opts: opts, events: control.NewEventLog(), run: runState{phase: control.PhaseStarting}, stop: stopSignal{ch: make(chan control.StopRequest, 1)}}
+	ha := &hostAgent{inst: inst, cfg: cfg, opts: opts, events: control.NewEventLog(), run: runState{phase: control.PhaseStarting}, stop: stopSignal{ch: make(chan control.StopRequest, 1)}, clocks: defaultClocks}
 	ha.seq = &sequence{events: ha.events}
 	ha.idle.monitor = ha.newIdleMonitor()
 	ha.files.syncs = filesync.NewSyncMounts(filesync.SyncConfig{
@@ -315,6 +317,7 @@ func (ha *hostAgent) goLive(ctx context.Context) <-chan error {
 	vmExited := make(chan error, 1)
 	go func() { vmExited <- ha.run.machine.Wait() }()
 	go ha.keepClockInSync(ctx)
+	go ha.runWakeWatch(ctx)
 	go ha.sampleCPU(ctx)
 	go ha.runIdle(ctx)
 	// The boot's work (share walks, image checks, the first sync) leaves
@@ -598,19 +601,11 @@ func (ha *hostAgent) keepClockInSync(ctx context.Context) {
 			if ha.idle.monitor.Paused() {
 				continue // the wake sets the clock; a request now would wait for it
 			}
-			ha.mu.Lock()
-			c := ha.session.client
-			ha.mu.Unlock()
-			if c == nil {
-				continue
-			}
-			sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			if err := c.SetTime(sctx, time.Now()); err != nil {
+			if err := ha.setGuestClock(ctx); err != nil {
 				slog.Warn("resync guest clock", "err", err)
 			} else {
 				slog.Info("guest clock resynced after a host clock jump", "jump", jump)
 			}
-			cancel()
 		}
 	}
 }

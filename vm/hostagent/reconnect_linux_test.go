@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -85,7 +86,13 @@ func (o *recordingOS) Run(_ context.Context, name string, args ...string) ([]byt
 	return nil, nil
 }
 
-func (o *recordingOS) SetClock(time.Time) error { return nil }
+// SetClock is logged with the time set, to the second.
+func (o *recordingOS) SetClock(t time.Time) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.cmds = append(o.cmds, "setclock "+strconv.FormatInt(t.Unix(), 10))
+	return nil
+}
 
 // SetHostname is logged as the system call it stands for.
 func (o *recordingOS) SetHostname(name string) error {

@@ -42,6 +42,10 @@ func (i *Instance) HostAgentLogPath() string  { return i.path("hostagent.log") }
 func (i *Instance) GuestAgentLogPath() string { return i.path("guestagent.log") }
 func (i *Instance) StatePath() string         { return i.path("state.json") }
 
+// FormatPath records the instance folder's format and the vmdock that
+// wrote it (package vm/layout).
+func (i *Instance) FormatPath() string { return i.path("format") }
+
 // SavedStateDir holds the VM state `stop` saved for the next start to
 // resume (package resume); a folder.
 func (i *Instance) SavedStateDir() string { return i.path(savedStateDir) }
@@ -154,7 +158,7 @@ var instanceFiles = func() map[string]bool {
 		i.ConfigPath(), i.LockPath(), i.DiskPath(), i.DataDiskPath(), i.BootDiskPath(),
 		i.AgentSocketPath(), i.ControlSocketPath(), i.PIDPath(), i.DockerSocketPath(),
 		i.ContainerdSocketPath(), i.SerialLogPath(), i.HostAgentLogPath(), i.GuestAgentLogPath(), i.StatePath(),
-		i.SpecPath(), i.BrokenPath(), i.DataRuntimePath(), i.UpgradeImagePath(), i.NetStackPath(),
+		i.SpecPath(), i.BrokenPath(), i.DataRuntimePath(), i.UpgradeImagePath(), i.NetStackPath(), i.FormatPath(),
 		driver.QMPSocketFile, driver.QEMUPIDFile, driver.QEMULogFile, driver.EFIVarsFile,
 		driver.VZMACFile, driver.VZMachineIDFile,
 	} {
