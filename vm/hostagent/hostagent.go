@@ -193,7 +193,7 @@ type stopSignal struct {
 // a requested stop, an error when booting failed or the VM died.
 func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 	opts.setDefaults()
-	cfg, err := config.LoadInstance(inst.ConfigPath(), opts.Host, inst.RanNetStack)
+	cfg, err := inst.LoadConfig(opts.Host)
 	if err != nil {
 		return err
 	}
