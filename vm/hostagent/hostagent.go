@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
-	"github.com/vmdock/vmdock/dockerhost/dockerctx"
 	"github.com/vmdock/vmdock/images"
 	"github.com/vmdock/vmdock/internal/atomicfile"
 	"github.com/vmdock/vmdock/internal/memtrim"
@@ -355,7 +354,7 @@ func (ha *hostAgent) vmEnded(err error) error {
 		slog.Info("the guest powered itself off; stopping the instance")
 		ha.setPhase(control.PhaseStopping)
 		ha.shutdown(forced)
-		dockerctx.Of(ha.inst).Restore()
+		ha.inst.DockerContext().Restore()
 		ha.events.Emit("stop", control.EventStopped, "", control.StopBySelf)
 		return nil
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/vmdock/vmdock/dockerhost/dockerctx"
 	"github.com/vmdock/vmdock/images"
 	"github.com/vmdock/vmdock/internal/atomicfile"
 	"github.com/vmdock/vmdock/vm/config"
@@ -46,6 +47,12 @@ func (i *Instance) StatePath() string         { return i.path("state.json") }
 // SavedStateDir holds the VM state `stop` saved for the next start to
 // resume (package resume); a folder.
 func (i *Instance) SavedStateDir() string { return i.path(savedStateDir) }
+
+// DockerContext is the instance's docker context, with the file that
+// remembers the context it replaced.
+func (i *Instance) DockerContext() dockerctx.Profile {
+	return dockerctx.Profile{Name: i.Name, Socket: i.DockerSocketPath(), StatePath: i.StatePath()}
+}
 
 // SyncDataPath is the sync engine's folder (sessions and sync history of
 // the sync mounts); a folder, unlike the other paths.

@@ -219,3 +219,11 @@ func TestNetHistory(t *testing.T) {
 		t.Errorf("%s is not an instance file: delete would leave it", inst.NetStackPath())
 	}
 }
+
+func TestDockerContext(t *testing.T) {
+	inst, _ := Open("/h", "dev")
+	p := inst.DockerContext()
+	if p.Name != "dev" || p.Socket != "/h/dev/docker.sock" || p.StatePath != "/h/dev/state.json" {
+		t.Fatalf("DockerContext = %+v", p)
+	}
+}
