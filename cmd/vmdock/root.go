@@ -64,7 +64,7 @@ func (g *globals) existingConfig() (*store.Instance, config.Config, error) {
 	if err != nil {
 		return nil, config.Config{}, err
 	}
-	cfg, err := config.LoadInstance(inst.ConfigPath(), g.host, inst.RanNetStack)
+	cfg, err := inst.LoadConfig(g.host)
 	if err != nil {
 		return nil, cfg, err
 	}

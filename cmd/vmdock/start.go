@@ -122,7 +122,7 @@ func runStart(ctx context.Context, g *globals, fs *pflag.FlagSet, f *startFlags,
 // returns every problem at once and touches no file. old is the saved
 // config, if any.
 func plannedConfig(inst *store.Instance, h config.Host, fs *pflag.FlagSet, f *startFlags) (cfg config.Config, old *config.Config, err error) {
-	switch saved, err := config.LoadInstance(inst.ConfigPath(), h, inst.RanNetStack); {
+	switch saved, err := inst.LoadConfig(h); {
 	case err == nil:
 		old = &saved
 		cfg = saved

@@ -104,7 +104,7 @@ func newStatusCmd(g *globals) *cobra.Command {
 			s := statusJSON{Profile: inst.Name, Status: st.State, Reason: st.Reason, Dir: inst.Dir, PID: st.PID,
 				HostAgent: st.HostAgent, LastError: st.LastError, Resumable: resumable(inst, st.State)}
 			s.Format, s.FormatWrittenBy = folderFormat(inst)
-			if cfg, err := config.LoadInstance(inst.ConfigPath(), g.host, inst.RanNetStack); err != nil {
+			if cfg, err := inst.LoadConfig(g.host); err != nil {
 				s.ConfigError = err.Error()
 				s.DockerSocket = inst.DockerSocketPath()
 			} else {
@@ -311,7 +311,7 @@ func newListCmd(g *globals) *cobra.Command {
 			for _, inst := range insts {
 				st := instance.Status(cmd.Context(), inst)
 				r := listJSON{Profile: inst.Name, Status: st.State, Reason: st.Reason, Dir: inst.Dir}
-				if c, err := config.LoadInstance(inst.ConfigPath(), g.host, inst.RanNetStack); err == nil {
+				if c, err := inst.LoadConfig(g.host); err == nil {
 					r.Arch, r.CPUs, r.Memory, r.Disk, r.Runtime, r.VMType = c.Arch, c.CPUs, c.MemoryGiB, c.DiskGiB, c.Runtime, c.VMType
 				} else if r.Reason == "" {
 					r.Reason = "config: " + err.Error()

@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
-	"github.com/vmdock/vmdock/dockerhost/dockerctx"
 	"github.com/vmdock/vmdock/images"
 	"github.com/vmdock/vmdock/internal/atomicfile"
 	"github.com/vmdock/vmdock/internal/memtrim"
@@ -196,7 +195,7 @@ type stopSignal struct {
 // a requested stop, an error when booting failed or the VM died.
 func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 	opts.setDefaults()
-	cfg, err := config.LoadInstance(inst.ConfigPath(), opts.Host, inst.RanNetStack)
+	cfg, err := inst.LoadConfig(opts.Host)
 	if err != nil {
 		return err
 	}
@@ -359,7 +358,7 @@ func (ha *hostAgent) vmEnded(err error) error {
 		slog.Info("the guest powered itself off; stopping the instance")
 		ha.setPhase(control.PhaseStopping)
 		ha.shutdown(forced)
-		dockerctx.Of(ha.inst).Restore()
+		ha.inst.DockerContext().Restore()
 		ha.events.Emit("stop", control.EventStopped, "", control.StopBySelf)
 		return nil
 	}

@@ -93,7 +93,7 @@ func TestMigratesEachOlderFormat(t *testing.T) {
 		t.Run(fmt.Sprint("format", n), func(t *testing.T) {
 			inst := fixture(t, n)
 			before := snapshot(t, inst.Dir)
-			cfgBefore, err := config.LoadInstance(inst.ConfigPath(), testHost, inst.RanNetStack)
+			cfgBefore, err := inst.LoadConfig(testHost)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -116,7 +116,7 @@ func TestMigratesEachOlderFormat(t *testing.T) {
 			if s := after["network.stack"].content; s != stack+"\n" {
 				t.Errorf("network.stack = %q, want %s", s, stack)
 			}
-			cfgAfter, err := config.LoadInstance(inst.ConfigPath(), testHost, inst.RanNetStack)
+			cfgAfter, err := inst.LoadConfig(testHost)
 			if err != nil || !reflect.DeepEqual(cfgAfter, cfgBefore) {
 				t.Errorf("the config loads differently after the migration:\n%+v\nwas\n%+v (%v)", cfgAfter, cfgBefore, err)
 			}

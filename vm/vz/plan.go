@@ -11,13 +11,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/mounts"
-	"github.com/vmdock/vmdock/network/usernet"
 	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/macos"
 )
@@ -261,7 +261,10 @@ func planNetwork(p *VMPlan, spec driver.Spec) error {
 	switch spec.NetStack {
 	case "", driver.NetStackVZNAT:
 	case driver.NetStackGvisor:
-		p.NAT, p.Stack, p.StackMAC = false, true, usernet.GuestMAC
+		if _, err := net.ParseMAC(spec.NetMAC); err != nil {
+			return fmt.Errorf("vz: network stack %s: the NIC's MAC %q (accepted: a MAC address like 52:54:00:12:34:56)", spec.NetStack, spec.NetMAC)
+		}
+		p.NAT, p.Stack, p.StackMAC = false, true, spec.NetMAC
 	default:
 		return fmt.Errorf("vz: unknown network stack %q (accepted: %s, %s)", spec.NetStack, driver.NetStackVZNAT, driver.NetStackGvisor)
 	}
