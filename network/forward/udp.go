@@ -20,7 +20,7 @@ type udpRelay struct {
 	done chan struct{}
 	// served is closed when readLoop ends.
 	served chan struct{}
-	once sync.Once
+	once   sync.Once
 
 	mu       sync.Mutex
 	sessions map[string]*udpSession
