@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/network/forward"
+	"github.com/vmdock/vmdock/network/usernet"
 )
 
 // A published port whose host listener was shut down under the host
@@ -134,4 +135,36 @@ func shutDownListener(t *testing.T, port int) {
 		return
 	}
 	t.Fatalf("no listening socket on port %d", port)
+}
+
+// BenchmarkWatchdogIdleLook is one look of the watchdog at 20 healthy
+// published ports and an idle stack: its cost every watchdogEvery while
+// nothing fails.
+func BenchmarkWatchdogIdleLook(b *testing.B) {
+	dial := func(context.Context, string, string) (net.Conn, error) { return nil, io.EOF }
+	f := forward.NewPortForwarder(forward.PortForwarderConfig{BindAddr: "127.0.0.1", Dial: dial})
+	defer f.Close()
+	for range 20 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		f.Apply(forward.PortEvent{Added: true, Proto: "tcp", IP: "0.0.0.0", Port: port})
+	}
+	s, err := usernet.New(usernet.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	var seen int64
+	w := newWatchdog()
+	paths := []watchPath{portsPath(f), relayPath(s, &seen), dnsPath(s)}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		w.round(ctx, paths, false)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/watchdogEvery.Seconds()/1e9*100, "%cpu")
 }
