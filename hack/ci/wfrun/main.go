@@ -49,7 +49,7 @@ func run(wf, jobID, matrix, tag string, inPlace bool) error {
 	defer os.RemoveAll(tmp)
 	r := &workflow.Runner{
 		Repo: repo, InPlace: inPlace, Artifacts: filepath.Join(tmp, "artifacts"), Temp: tmp,
-		FakeBin: filepath.Join(repo, "hack", "ci", "workflow", "fakegh"), GoRoot: "/usr/local/go",
+		FakeBin: filepath.Join(repo, "hack", "ci", "workflow", "fakes"), GoRoot: "/usr/local/go",
 		GitHub: workflow.LocalGitHub(tag), Log: os.Stdout,
 	}
 	entry, err := pickMatrix(f, jobID, matrix)

@@ -2,7 +2,7 @@
 // far as Linux can: each `run:` step from the YAML, in a clean environment
 // holding only what a runner gives a job and what the job's own steps set
 // up. No Go unless the job has a setup-go step (then /usr/local/go/bin is
-// on PATH, as container-setup.sh links it); a fake `gh` (fakegh/gh) where
+// on PATH, as container-setup.sh links it); fakes of `gh` and `curl` (fakes/) where
 // the job runs on a GitHub-hosted Ubuntu runner, whose images ship the
 // real one; artifacts passed between jobs through a folder. A step the
 // job would lack a tool for fails here as it would on GitHub.

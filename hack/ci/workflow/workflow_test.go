@@ -49,7 +49,7 @@ func runWorkflow(t *testing.T, yml string, jobs ...string) (string, error) {
 	}
 	var log bytes.Buffer
 	r := &Runner{Repo: ws, InPlace: true, Artifacts: filepath.Join(dir, "artifacts"), Temp: dir,
-		FakeBin: filepath.Join(repoRoot(t), "hack", "ci", "workflow", "fakegh"), GoRoot: "/usr/local/go",
+		FakeBin: filepath.Join(repoRoot(t), "hack", "ci", "workflow", "fakes"), GoRoot: "/usr/local/go",
 		GitHub: LocalGitHub("v1.2.3"), Log: &log}
 	for _, id := range jobs {
 		for _, m := range LinuxEntries(f.Jobs[id]) {
@@ -108,7 +108,7 @@ jobs:
       - run: |
           test -z "${VMDOCK_WORKFLOW_LEAK:-}"
           test "$TOP $JOB $STEP" = "top-v1.2.3 job-amd64 step-amd64"
-          test "$PATH" = "` + filepath.Join(repoRoot(t), "hack", "ci", "workflow", "fakegh") + ":" + basePath + `"
+          test "$PATH" = "` + filepath.Join(repoRoot(t), "hack", "ci", "workflow", "fakes") + ":" + basePath + `"
           echo "ran ${{ matrix.arch }}"
         env:
           STEP: step-${{ matrix.arch }}
