@@ -65,7 +65,10 @@ func (jb *job) checkout() error {
 
 func git(dir string, args ...string) (string, error) {
 	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
+	// `stash create` makes a commit: it needs a name, which a CI
+	// container's git may not have.
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), "GIT_AUTHOR_NAME=wfrun", "GIT_AUTHOR_EMAIL=wfrun@localhost",
+		"GIT_COMMITTER_NAME=wfrun", "GIT_COMMITTER_EMAIL=wfrun@localhost")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("git %s: %v\n%s", strings.Join(args, " "), err, out)
