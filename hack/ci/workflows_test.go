@@ -184,3 +184,36 @@ func checkPushedFormula(t *testing.T, rr *releaseRun, pin string) {
 		}
 	}
 }
+
+// TestEveryLinuxJobIsRunHere: each job of every workflow that runs on an
+// Ubuntu runner is run by .ci/run through hack/ci/workflow, or says here
+// why not; a new Linux job must be placed.
+func TestEveryLinuxJobIsRunHere(t *testing.T) {
+	runHere := map[string]string{
+		"ci.yml/linux-image":   ".ci/run's image phase (hack/ci/wfrun)",
+		"release.yml/tag":      "TestReleaseWorkflowsRun",
+		"release.yml/manifest": "TestReleaseWorkflowsRun",
+		"release.yml/binaries": "TestReleaseWorkflowsRun (its Linux entry)",
+		"release.yml/release":  "TestReleaseWorkflowsRun",
+		"formula.yml/formula":  "TestReleaseWorkflowsRun",
+		"ci.yml/linux":         "not run: it is .ci/run itself",
+		"release.yml/image":    "not run: ci.yml linux-image's steps, plus the smoke boot (a VM boot .ci/run does not add)",
+	}
+	dir := filepath.Join(repoRoot(t), ".github", "workflows")
+	files, err := filepath.Glob(filepath.Join(dir, "*.yml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no workflows in %s: %v", dir, err)
+	}
+	for _, p := range files {
+		f, err := workflow.Load(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range f.JobIDs() {
+			key := filepath.Base(p) + "/" + id
+			if len(workflow.LinuxEntries(f.Jobs[id])) > 0 && runHere[key] == "" {
+				t.Errorf("%s runs on Linux but neither .ci/run runs it nor does this test say why not", key)
+			}
+		}
+	}
+}
