@@ -4,8 +4,6 @@ package ci
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -102,11 +100,6 @@ func tinyImage(t *testing.T, arch string) []byte {
 		t.Fatal(err)
 	}
 	return b
-}
-
-func sha(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
 }
 
 // TestReleaseWorkflowsRun runs release.yml's Linux jobs after the image
