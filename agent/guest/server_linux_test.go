@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
+
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
 // fakeOS records commands; results maps a command prefix to an error.
@@ -101,7 +103,7 @@ func (f *fakeOS) ran() string {
 func newTestServer(t *testing.T) (*Server, *fakeOS) {
 	t.Helper()
 	fos := &fakeOS{}
-	root := t.TempDir()
+	root := shortdir.New(t)
 	must(t, os.MkdirAll(filepath.Join(root, "proc/self"), 0o755))
 	must(t, os.MkdirAll(filepath.Join(root, "etc"), 0o755))
 	must(t, os.WriteFile(filepath.Join(root, "proc/self/mountinfo"),
@@ -161,7 +163,7 @@ func TestDialTCPUnixUDP(t *testing.T) {
 	tl, err := net.Listen("tcp", "127.0.0.1:0")
 	must(t, err)
 	defer tl.Close()
-	ul, err := net.Listen("unix", filepath.Join(t.TempDir(), "s.sock"))
+	ul, err := net.Listen("unix", filepath.Join(shortdir.New(t), "s.sock"))
 	must(t, err)
 	defer ul.Close()
 	for _, l := range []net.Listener{tl, ul} {
@@ -421,7 +423,7 @@ func (e *eofThen) Read(p []byte) (int, error) {
 
 func TestStartDocker(t *testing.T) {
 	s, fos := newTestServer(t)
-	sock := filepath.Join(t.TempDir(), "docker.sock")
+	sock := filepath.Join(shortdir.New(t), "docker.sock")
 	s.DockerSocket = sock
 	s.hostAccessIP = "10.254.254.254"
 	must(t, os.MkdirAll(filepath.Join(s.Root, "etc/docker"), 0o755))

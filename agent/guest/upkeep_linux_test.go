@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
 func TestParsePSI(t *testing.T) {
@@ -85,7 +87,7 @@ type guestTree struct {
 }
 
 func newGuestTree(t *testing.T) *guestTree {
-	g := &guestTree{t: t, root: t.TempDir()}
+	g := &guestTree{t: t, root: shortdir.New(t)}
 	g.write("/proc/meminfo", "MemTotal: 2000000 kB\nSwapTotal: 0 kB\n")
 	g.psi(0)
 	return g
