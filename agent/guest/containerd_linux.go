@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/agent/guest/guestos"
 	"github.com/vmdock/vmdock/internal/atomicfile"
 )
 
@@ -111,7 +112,7 @@ func (s *Server) writeNerdctlHostGateway(ip string) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return fmt.Errorf("write %s: %w", nerdctlTOML, err)
 	}
-	return writeFileAtomic(p, []byte(toml), 0o644)
+	return guestos.WriteFile(p, []byte(toml), 0o644)
 }
 
 // pointResolvConf makes the guest resolve through the agent's DNS server

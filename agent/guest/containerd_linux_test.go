@@ -35,7 +35,7 @@ func TestStartContainerd(t *testing.T) {
 		"systemctl start --job-mode=ignore-dependencies containerd",
 		"systemctl start --no-block buildkit",
 	}
-	if got := slices.DeleteFunc(slices.Clone(fos.cmds), func(c string) bool { return strings.HasPrefix(c, "iptables") }); !slices.Equal(got, want) {
+	if got := slices.DeleteFunc(slices.Clone(fos.Cmds), func(c string) bool { return strings.HasPrefix(c, "iptables") }); !slices.Equal(got, want) {
 		t.Errorf("commands:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	if b, _ := os.ReadFile(filepath.Join(s.Root, containerdConfig)); string(b) != containerdConfigText {
@@ -111,7 +111,7 @@ func TestPortWatchAddsDNATPorts(t *testing.T) {
 		must(t, os.WriteFile(filepath.Join(dir, f), []byte("  sl  local_address rem_address   st\n"), 0o644))
 	}
 	s.ProcNet = dir
-	fos.outputs = map[string]string{"iptables-save -t nat": "*nat\n-A CNI-DN-1 -p tcp -m tcp --dport 18090 -j DNAT --to-destination 10.4.0.3:80\nCOMMIT\n"}
+	fos.Outputs = map[string]string{"iptables-save -t nat": "*nat\n-A CNI-DN-1 -p tcp -m tcp --dport 18090 -j DNAT --to-destination 10.4.0.3:80\nCOMMIT\n"}
 	list := s.portLister()
 	got, err := s.scanPorts(list)
 	must(t, err)

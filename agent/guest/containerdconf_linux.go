@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/vmdock/vmdock/agent/guest/guestos"
 )
 
 // containerdConfig is containerd's default configuration file. Debian's
@@ -45,5 +47,5 @@ func (s *Server) writeContainerdConfig() error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return fmt.Errorf("write %s: %w", containerdConfig, err)
 	}
-	return writeFileAtomic(p, []byte(containerdConfigText), 0o644)
+	return guestos.WriteFile(p, []byte(containerdConfigText), 0o644)
 }

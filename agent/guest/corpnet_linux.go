@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/agent/guest/guestos"
 	"github.com/vmdock/vmdock/internal/fsutil"
 )
 
@@ -110,7 +111,7 @@ func (s *Server) installCACerts(ctx context.Context, pems []string) (bool, error
 		return true, err
 	}
 	s.Log.Info("trust store rebuilt", "vmdock CAs", len(now))
-	return true, writeFileAtomic(s.path(caHashFile), []byte(want+"\n"), 0o644)
+	return true, guestos.WriteFile(s.path(caHashFile), []byte(want+"\n"), 0o644)
 }
 
 // parseCACerts checks pems and returns them as the files of guestCADir
@@ -154,7 +155,7 @@ func swapCADir(dir string, now map[string][]byte) error {
 			return err
 		}
 		for name, p := range now {
-			if err := writeFileAtomic(filepath.Join(tmp, name), p, 0o644); err != nil {
+			if err := guestos.WriteFile(filepath.Join(tmp, name), p, 0o644); err != nil {
 				return err
 			}
 		}
@@ -264,7 +265,7 @@ func (s *Server) setEnvProxy(env map[string]string) error {
 	if out == string(old) {
 		return nil
 	}
-	return writeFileAtomic(p, []byte(out), 0o644)
+	return guestos.WriteFile(p, []byte(out), 0o644)
 }
 
 // syncFile makes guest file p hold b, or removes it when b is nil, and
@@ -288,7 +289,7 @@ func (s *Server) syncFile(p string, b []byte) (bool, error) {
 	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
 		return false, err
 	}
-	return true, writeFileAtomic(full, b, 0o644)
+	return true, guestos.WriteFile(full, b, 0o644)
 }
 
 // restartRunningDaemons restarts the daemons that run, so they read the

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/agent/guest/guestos/guestostest"
 )
 
 func testCA(t *testing.T, name string) string {
@@ -43,26 +44,26 @@ func TestCACertsInstallOnlyWhenTheSetChanges(t *testing.T) {
 	s, fos := newTestServer(t)
 	ctx := context.Background()
 	a, b := testCA(t, "a"), testCA(t, "b")
-	runs := func() int { return strings.Count(fos.ran(), "update-ca-certificates --fresh") }
+	runs := func() int { return strings.Count(fos.Ran(), "update-ca-certificates --fresh") }
 
 	// A guest that never had any: nothing to do, nothing run.
 	must(t, s.corpNet(ctx, agent.Setup{}))
-	if fos.ran() != "" {
-		t.Fatalf("no CAs, none before: ran %q", fos.ran())
+	if fos.Ran() != "" {
+		t.Fatalf("no CAs, none before: ran %q", fos.Ran())
 	}
 
 	must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{a, b}}))
 	if got := crtFiles(t, s); len(got) != 2 || !strings.HasSuffix(got[0], ".crt") || runs() != 1 {
 		t.Fatalf("two CAs: files %v, update runs %d", got, runs())
 	}
-	if !strings.Contains(fos.ran(), "systemctl try-restart containerd.service docker.service") {
-		t.Errorf("a changed trust store must restart the daemons that run: %s", fos.ran())
+	if !strings.Contains(fos.Ran(), "systemctl try-restart containerd.service docker.service") {
+		t.Errorf("a changed trust store must restart the daemons that run: %s", fos.Ran())
 	}
 	// The same set, in another order (another boot): nothing runs.
-	before := fos.ran()
+	before := fos.Ran()
 	must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{b, a}}))
-	if fos.ran() != before {
-		t.Fatalf("unchanged set ran: %q", strings.TrimPrefix(fos.ran(), before))
+	if fos.Ran() != before {
+		t.Fatalf("unchanged set ran: %q", strings.TrimPrefix(fos.Ran(), before))
 	}
 	// A CA removed on the host goes away.
 	must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{b}}))
@@ -89,23 +90,23 @@ func TestCACertsBadOneInstallsNothing(t *testing.T) {
 	ctx := context.Background()
 	a := testCA(t, "a")
 	must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{a}}))
-	before := fos.ran()
+	before := fos.Ran()
 	err := s.corpNet(ctx, agent.Setup{CACerts: []string{testCA(t, "b"), "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"}})
 	if err == nil || !strings.Contains(err.Error(), "certificate 2") {
 		t.Fatalf("a bad second certificate: %v", err)
 	}
-	if got := crtFiles(t, s); len(got) != 1 || fos.ran() != before {
-		t.Fatalf("half installed: files %v, ran %q", got, strings.TrimPrefix(fos.ran(), before))
+	if got := crtFiles(t, s); len(got) != 1 || fos.Ran() != before {
+		t.Fatalf("half installed: files %v, ran %q", got, strings.TrimPrefix(fos.Ran(), before))
 	}
 	// A failed rebuild is retried at the next setup: no hash is kept.
-	fos.results = map[string]error{"update-ca-certificates": exitErr(1)}
+	fos.Results = map[string]error{"update-ca-certificates": guestostest.ExitErr(1)}
 	if err := s.corpNet(ctx, agent.Setup{CACerts: []string{testCA(t, "c")}}); err == nil {
 		t.Fatal("update-ca-certificates failed: want the error")
 	}
-	fos.results = nil
-	n := strings.Count(fos.ran(), "update-ca-certificates")
+	fos.Results = nil
+	n := strings.Count(fos.Ran(), "update-ca-certificates")
 	must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{a}}))
-	if strings.Count(fos.ran(), "update-ca-certificates") != n+1 {
+	if strings.Count(fos.Ran(), "update-ca-certificates") != n+1 {
 		t.Errorf("after a failed rebuild the next setup must rebuild")
 	}
 }
@@ -139,17 +140,17 @@ func TestProxyAppliedToDaemonsAndTools(t *testing.T) {
 		!strings.Contains(string(env), "no_proxy=\"host.docker.internal,.corp\"\n") {
 		t.Errorf("/etc/environment:\n%s", env)
 	}
-	if want := "systemctl daemon-reload\nsystemctl try-restart containerd.service docker.service buildkit.service"; fos.ran() != want {
-		t.Errorf("ran %q, want %q", fos.ran(), want)
+	if want := "systemctl daemon-reload\nsystemctl try-restart containerd.service docker.service buildkit.service"; fos.Ran() != want {
+		t.Errorf("ran %q, want %q", fos.Ran(), want)
 	}
 	if got := s.withProxyVars(map[string]string{"NO_PROXY": "mine"}); got["HTTPS_PROXY"] != p.HTTPS || got["NO_PROXY"] != "mine" {
 		t.Errorf("exec environment: %v; want the proxy, the request's own values winning", got)
 	}
 	// The same proxy again (the next boot): nothing to reload or restart.
-	before := fos.ran()
+	before := fos.Ran()
 	must(t, s.corpNet(ctx, agent.Setup{Proxy: p}))
-	if fos.ran() != before {
-		t.Errorf("unchanged proxy ran %q", strings.TrimPrefix(fos.ran(), before))
+	if fos.Ran() != before {
+		t.Errorf("unchanged proxy ran %q", strings.TrimPrefix(fos.Ran(), before))
 	}
 	// The proxy gone on the host: gone in the guest.
 	must(t, s.corpNet(ctx, agent.Setup{}))
@@ -165,7 +166,7 @@ func TestProxyAppliedToDaemonsAndTools(t *testing.T) {
 	if got := s.withProxyVars(nil); len(got) != 0 {
 		t.Errorf("exec environment after the proxy went: %v", got)
 	}
-	if n := strings.Count(fos.ran(), "try-restart"); n != 2 {
+	if n := strings.Count(fos.Ran(), "try-restart"); n != 2 {
 		t.Errorf("restarts: %d, want 2 (set, removed)", n)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/agent/guest/guestos"
+	"github.com/vmdock/vmdock/agent/guest/guestos/guestostest"
 )
 
 // The data disk's file system is grown after it is mounted and bound, on
@@ -19,9 +21,9 @@ import (
 func TestDataDiskGrowsFileSystem(t *testing.T) {
 	s, fos := newTestServer(t)
 	must(t, s.dataDisk(context.Background(), "/dev/vdb"))
-	cmds := strings.Split(fos.ran(), "\n")
+	cmds := strings.Split(fos.Ran(), "\n")
 	if last := cmds[len(cmds)-1]; last != "resize2fs /dev/vdb" {
-		t.Fatalf("last command %q, want the resize after mounting:\n%s", last, fos.ran())
+		t.Fatalf("last command %q, want the resize after mounting:\n%s", last, fos.Ran())
 	}
 
 	// Mounted already (a reconnecting host agent sends setup again).
@@ -33,21 +35,21 @@ func TestDataDiskGrowsFileSystem(t *testing.T) {
 	s2, fos2 := newTestServer(t)
 	s2.Root = s.Root
 	must(t, s2.dataDisk(context.Background(), "/dev/vdb"))
-	if got := fos2.ran(); got != "blkid -o value -s TYPE /dev/vdb\nresize2fs /dev/vdb" {
+	if got := fos2.Ran(); got != "blkid -o value -s TYPE /dev/vdb\nresize2fs /dev/vdb" {
 		t.Errorf("on a mounted data disk ran:\n%s\nwant only blkid and resize2fs", got)
 	}
 }
 
 func TestDataDiskGrowFailureIsReported(t *testing.T) {
 	s, fos := newTestServer(t)
-	fos.results = map[string]error{"resize2fs": exitErr(1)}
+	fos.Results = map[string]error{"resize2fs": guestostest.ExitErr(1)}
 	err := s.setup(context.Background(), agent.Setup{DataDisk: "/dev/vdb"})
 	if err == nil || !strings.Contains(err.Error(), "data disk: grow the file system on /dev/vdb") {
 		t.Fatalf("err = %v, want the failed grow named", err)
 	}
 	// The binds came first: docker still finds its folders.
-	if !strings.Contains(fos.ran(), "mount --bind /var/lib/vmdock-data/containerd /var/lib/containerd") {
-		t.Errorf("binds skipped after a failed grow:\n%s", fos.ran())
+	if !strings.Contains(fos.Ran(), "mount --bind /var/lib/vmdock-data/containerd /var/lib/containerd") {
+		t.Errorf("binds skipped after a failed grow:\n%s", fos.Ran())
 	}
 }
 
@@ -67,7 +69,7 @@ func TestGrowFSRealExt4(t *testing.T) {
 	if out, err := exec.Command("mkfs.ext4", "-q", "-F", "-L", dataLabel, img).CombinedOutput(); err != nil {
 		t.Fatalf("mkfs.ext4: %v\n%s", err, out)
 	}
-	s := &Server{OS: RealOS{}}
+	s := &Server{OS: guestos.RealOS{}}
 	ctx := context.Background()
 	must(t, s.growFS(ctx, img)) // nothing to do: must not fail
 	if got := ext4Bytes(t, img); got != 32<<20 {
@@ -180,9 +182,9 @@ func TestSetupUsesTheDataDiskItsLinkNames(t *testing.T) {
 	s, fos := newTestServer(t)
 	devTree(t, s, map[string]string{"vdb": "cidata", "vdc": "vmdock-data"},
 		map[string]string{"/dev/disk/by-id/virtio-vmdock-data": "../../vdc"})
-	fos.results = map[string]error{"blkid": exitErr(2)}
+	fos.Results = map[string]error{"blkid": guestostest.ExitErr(2)}
 	must(t, s.setup(context.Background(), agent.Setup{DataDisk: "/dev/disk/by-id/virtio-vmdock-data", DataDiskFallback: "/dev/vdb"}))
-	ran := fos.ran()
+	ran := fos.Ran()
 	for _, want := range []string{"mkfs.ext4 -q -E lazy_itable_init=0 -L " + dataLabel + " /dev/vdc", "mount -t ext4 /dev/vdc /var/lib/vmdock-data", "resize2fs /dev/vdc"} {
 		if !strings.Contains(ran, want) {
 			t.Errorf("setup ran:\n%s\nwant %q", ran, want)

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/net/dns/dnsmessage"
 
+	"github.com/vmdock/vmdock/agent/guest/guestos/guestostest"
 	"github.com/vmdock/vmdock/agent/lenprefix"
 )
 
@@ -526,15 +527,15 @@ func TestExemptDNSFromRedirect(t *testing.T) {
 			t.Errorf("%q missing or after the REDIRECT in:\n%s", want, rules)
 		}
 	}
-	if !strings.Contains(fos.ran(), "iptables-restore --noflush "+filepath.Join(s.Root, hostAccessRules)) {
-		t.Errorf("rules not loaded:\n%s", fos.ran())
+	if !strings.Contains(fos.Ran(), "iptables-restore --noflush "+filepath.Join(s.Root, hostAccessRules)) {
+		t.Errorf("rules not loaded:\n%s", fos.Ran())
 	}
 	must(t, s.loadHostAccessRules(context.Background(), "10.254.254.254", 4321, false))
 	if b, _ := os.ReadFile(filepath.Join(s.Root, hostAccessRules)); strings.Contains(string(b), "--dport 53") {
 		t.Errorf("port 53 exempted without a DNS server:\n%s", b)
 	}
 	for _, failing := range []string{"iptables ", "iptables-restore"} {
-		fos.results = map[string]error{failing: exitErr(4)}
+		fos.Results = map[string]error{failing: guestostest.ExitErr(4)}
 		if err := s.loadHostAccessRules(context.Background(), "10.254.254.254", 4321, true); err == nil {
 			t.Errorf("failing %s: want an error", failing)
 		}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
-	"github.com/vmdock/vmdock/internal/atomicfile"
+	"github.com/vmdock/vmdock/agent/guest/guestos"
 )
 
 const daemonJSON = "/etc/docker/daemon.json"
@@ -123,17 +123,11 @@ func (s *Server) writeDaemonJSON() error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return fmt.Errorf("write %s: %w", daemonJSON, err)
 	}
-	return writeFileAtomic(p, append(out, '\n'), 0o644)
+	return guestos.WriteFile(p, append(out, '\n'), 0o644)
 }
 
 // isOnlyDNS reports whether v, a daemon.json "dns" value, is exactly [ip].
 func isOnlyDNS(v any, ip string) bool {
 	l, ok := v.([]any)
 	return ok && ip != "" && len(l) == 1 && l[0] == ip
-}
-
-// writeFileAtomic survives the guest being powered off mid-write: a torn
-// /etc/hosts or daemon.json would break the next boot.
-func writeFileAtomic(p string, b []byte, mode os.FileMode) error {
-	return atomicfile.WriteFile(p, b, mode)
 }

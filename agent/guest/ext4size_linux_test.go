@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/vmdock/vmdock/agent/guest/guestos/guestostest"
 )
 
 // fakeExt4 writes a file of size bytes whose superblock says blocks blocks
@@ -78,22 +80,22 @@ func TestResizeIfGrown(t *testing.T) {
 
 	fakeExt4(t, dev, 64<<20, 2, 16384, 0, false)
 	must(t, s.resizeIfGrown(context.Background(), "/dev/vdb"))
-	if got := fos.ran(); got != "" {
+	if got := fos.Ran(); got != "" {
 		t.Fatalf("a file system that fills its device ran %q", got)
 	}
 
 	must(t, os.Truncate(dev, 128<<20))
 	must(t, s.resizeIfGrown(context.Background(), "/dev/vdb"))
-	if got := fos.ran(); got != "resize2fs /dev/vdb" {
+	if got := fos.Ran(); got != "resize2fs /dev/vdb" {
 		t.Fatalf("a grown device ran %q, want resize2fs", got)
 	}
 
 	s, fos = newTestServer(t)
 	must(t, s.resizeIfGrown(context.Background(), "/dev/vdb")) // no such device here
-	if got := fos.ran(); got != "resize2fs /dev/vdb" {
+	if got := fos.Ran(); got != "resize2fs /dev/vdb" {
 		t.Fatalf("an unreadable superblock ran %q, want resize2fs as before", got)
 	}
-	fos.results = map[string]error{"resize2fs": exitErr(1)}
+	fos.Results = map[string]error{"resize2fs": guestostest.ExitErr(1)}
 	if err := s.resizeIfGrown(context.Background(), "/dev/vdb"); err == nil {
 		t.Error("a failing resize2fs was not reported")
 	}
@@ -132,24 +134,24 @@ func TestFormatIfBlank(t *testing.T) {
 	dev := filepath.Join(s.Root, "dev/vdb")
 	fakeExt4(t, dev, 64<<20, 2, 16384, 0, false)
 	must(t, s.formatIfBlank(context.Background(), "/dev/vdb"))
-	if got := fos.ran(); got != "" {
+	if got := fos.Ran(); got != "" {
 		t.Fatalf("an ext4 disk ran %q", got)
 	}
 
 	must(t, os.WriteFile(dev, make([]byte, 8192), 0o644))
-	fos.results = map[string]error{"blkid": exitErr(2)}
+	fos.Results = map[string]error{"blkid": guestostest.ExitErr(2)}
 	must(t, s.formatIfBlank(context.Background(), "/dev/vdb"))
-	if got := fos.ran(); got != "blkid -o value -s TYPE /dev/vdb\nmkfs.ext4 -q -E lazy_itable_init=0 -L vmdock-data /dev/vdb" {
+	if got := fos.Ran(); got != "blkid -o value -s TYPE /dev/vdb\nmkfs.ext4 -q -E lazy_itable_init=0 -L vmdock-data /dev/vdb" {
 		t.Fatalf("a blank disk ran %q", got)
 	}
 
-	fos.cmds = nil
-	fos.results = nil // blkid finds another file system: left alone
+	fos.Cmds = nil
+	fos.Results = nil // blkid finds another file system: left alone
 	must(t, s.formatIfBlank(context.Background(), "/dev/vdb"))
-	if got := fos.ran(); got != "blkid -o value -s TYPE /dev/vdb" {
+	if got := fos.Ran(); got != "blkid -o value -s TYPE /dev/vdb" {
 		t.Fatalf("a disk with another signature ran %q", got)
 	}
-	fos.results = map[string]error{"blkid": exitErr(4)}
+	fos.Results = map[string]error{"blkid": guestostest.ExitErr(4)}
 	if err := s.formatIfBlank(context.Background(), "/dev/vdb"); err == nil {
 		t.Error("a failing blkid was not reported")
 	}

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/agent/guest/guestos"
 	"github.com/vmdock/vmdock/internal/connpipe"
 )
 
@@ -63,7 +64,7 @@ func (s *Server) loadHostAccessRules(ctx context.Context, ip string, port int, e
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return fmt.Errorf("host access rules: %w", err)
 	}
-	if err := writeFileAtomic(p, []byte(hostAccessRestore(ip, port, exemptDNS, string(listing))), 0o600); err != nil {
+	if err := guestos.WriteFile(p, []byte(hostAccessRestore(ip, port, exemptDNS, string(listing))), 0o600); err != nil {
 		return fmt.Errorf("host access rules: %w", err)
 	}
 	if _, err := s.OS.Run(ctx, "iptables-restore", "--noflush", p); err != nil {

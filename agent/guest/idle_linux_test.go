@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/yamux"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/agent/guest/guestos/guestostest"
 )
 
 // writeProc adds a process to a fake /proc.
@@ -78,7 +79,7 @@ func TestParseStat(t *testing.T) {
 func TestQuiesceTrimsFreedSpaceAndSuspendsKeepalive(t *testing.T) {
 	g := newGuestTree(t)
 	g.write("/proc/self/mountinfo", "22 1 254:0 / / rw - ext4 /dev/vda rw\n")
-	fos := &fakeOS{}
+	fos := &guestostest.FakeOS{}
 	u := g.upkeep(fos)
 	free := uint64(5 << 30)
 	u.statFree = func(string) (uint64, error) { return free, nil }
@@ -104,7 +105,7 @@ func TestQuiesceTrimsFreedSpaceAndSuspendsKeepalive(t *testing.T) {
 	if err := s.quiesce(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := fos.ran(); got != "" {
+	if got := fos.Ran(); got != "" {
 		t.Fatalf("trimmed %q for 4 MiB freed", got)
 	}
 	if !s.keepalive.Suspended() {
@@ -114,7 +115,7 @@ func TestQuiesceTrimsFreedSpaceAndSuspendsKeepalive(t *testing.T) {
 	if err := s.quiesce(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := fos.ran(); got != "fstrim -v /" {
+	if got := fos.Ran(); got != "fstrim -v /" {
 		t.Fatalf("after 300 MiB freed the quiesce ran %q, want fstrim -v /", got)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -53,7 +53,7 @@ func (s *Server) mount(ctx context.Context, m agent.MountRequest) error {
 	if err := checkExcludes(m.Exclude); err != nil {
 		return fmt.Errorf("mount %q: %w", m.Target, err)
 	}
-	e, ok, err := s.mountedAt(m.Target)
+	e, ok, err := s.sys().MountedAt(m.Target)
 	if err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ func (s *Server) mountExcludes(ctx context.Context, m agent.MountRequest) error 
 	store := excludeStore(m.HostPath, m.Target)
 	for _, ex := range m.Exclude {
 		target := path.Join(m.Target, ex)
-		if e, ok, err := s.mountedAt(target); err != nil {
+		if e, ok, err := s.sys().MountedAt(target); err != nil {
 			return err
 		} else if ok && e.FSType != m.Type {
 			continue // bound by an earlier request (a reconnecting host repeats it)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/agent/guest/guestos"
 )
 
 const (
@@ -40,17 +41,17 @@ const (
 // any qemu-user registration, keeps that true across a systemd-binfmt
 // restart, and starts the translation cache when the share has one.
 func (s *Server) rosetta(ctx context.Context) error {
-	if err := s.mountOnce(ctx, rosettaDir, "-t", "virtiofs", agent.RosettaTag, rosettaDir); err != nil {
+	if err := s.sys().MountOnce(ctx, rosettaDir, "-t", "virtiofs", agent.RosettaTag, rosettaDir); err != nil {
 		return err
 	}
-	if err := s.mountOnce(ctx, binfmtMisc, "-t", "binfmt_misc", "binfmt_misc", binfmtMisc); err != nil {
+	if err := s.sys().MountOnce(ctx, binfmtMisc, "-t", "binfmt_misc", "binfmt_misc", binfmtMisc); err != nil {
 		return err
 	}
 	rule := rosettaRule()
 	if err := os.MkdirAll(s.path(binfmtConfDir), 0o755); err != nil {
 		return fmt.Errorf("binfmt.d: %w", err)
 	}
-	if err := writeFileAtomic(s.path(filepath.Join(binfmtConfDir, rosettaBinfmtConf)), rule.confFile(), 0o644); err != nil {
+	if err := guestos.WriteFile(s.path(filepath.Join(binfmtConfDir, rosettaBinfmtConf)), rule.confFile(), 0o644); err != nil {
 		return fmt.Errorf("binfmt.d: %w", err)
 	}
 	if err := s.registerFirst(rule); err != nil {

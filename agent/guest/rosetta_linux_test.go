@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vmdock/vmdock/agent/guest/guestos/guestostest"
 )
 
 func readFile(t *testing.T, p string) string {
@@ -19,7 +21,7 @@ func readFile(t *testing.T, p string) string {
 
 func TestRosettaFirstBoot(t *testing.T) {
 	s, fos := newTestServer(t)
-	fos.results = map[string]error{"systemctl is-active": exitErr(3)}
+	fos.Results = map[string]error{"systemctl is-active": guestostest.ExitErr(3)}
 	must(t, os.MkdirAll(filepath.Join(s.Root, rosettaDir), 0o755))
 	must(t, os.WriteFile(filepath.Join(s.Root, rosettaDir, "rosettad"), nil, 0o755))
 
@@ -31,7 +33,7 @@ func TestRosettaFirstBoot(t *testing.T) {
 	if got := readFile(t, filepath.Join(s.Root, binfmtConfDir, rosettaBinfmtConf)); got != string(rosettaRule().confFile()) {
 		t.Errorf("binfmt.d file = %q", got)
 	}
-	ran := fos.ran()
+	ran := fos.Ran()
 	for _, want := range []string{
 		"mount -t virtiofs vmdock-rosetta /mnt/rosetta",
 		"mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc",
@@ -57,8 +59,8 @@ func TestRosettaAgainIsQuiet(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(s.Root, binfmtMisc, "register")); err == nil {
 		t.Error("registered again with no rival")
 	}
-	if strings.Contains(fos.ran(), "systemd-run") {
-		t.Errorf("started rosettad while active:\n%s", fos.ran())
+	if strings.Contains(fos.Ran(), "systemd-run") {
+		t.Errorf("started rosettad while active:\n%s", fos.Ran())
 	}
 }
 
@@ -87,7 +89,7 @@ func TestRosettaReregistersAheadOfARival(t *testing.T) {
 func TestRosettaWithoutCacheDaemon(t *testing.T) {
 	s, fos := newTestServer(t)
 	must(t, s.rosetta(context.Background()))
-	if strings.Contains(fos.ran(), "rosettad") {
-		t.Errorf("tried rosettad without one in the share:\n%s", fos.ran())
+	if strings.Contains(fos.Ran(), "rosettad") {
+		t.Errorf("tried rosettad without one in the share:\n%s", fos.Ran())
 	}
 }

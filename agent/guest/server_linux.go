@@ -19,13 +19,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/agent/guest/guestos"
 )
 
 // Server answers the host. One Server lives as long as the agent process;
 // sessions come and go with the host agent.
 type Server struct {
 	Log *slog.Logger
-	OS  OS
+	OS  guestos.OS
 	// Root prefixes the files the server edits (/etc, /run, /proc/self/
 	// mountinfo, binfmt_misc); "" means the real root. Tests use a temp dir.
 	Root string
@@ -74,7 +75,7 @@ type Server struct {
 
 // NewServer returns a server on the real system.
 func NewServer(log *slog.Logger) *Server {
-	return &Server{Log: log, OS: RealOS{}}
+	return &Server{Log: log, OS: guestos.RealOS{}}
 }
 
 func (s *Server) activity() chan struct{} {
@@ -100,6 +101,14 @@ func (s *Server) path(p string) string {
 	}
 	return filepath.Join(s.Root, p)
 }
+
+// sys is the system the server's features work on.
+func (s *Server) sys() guestos.Sys {
+	return guestos.Sys{Log: s.Log, OS: s.OS, Root: s.Root}
+}
+
+// readMounts reads a mountinfo file.
+func readMounts(path string) ([]guestos.MountEntry, error) { return guestos.ReadMounts(path) }
 
 func (s *Server) log() *slog.Logger {
 	if s.Log == nil {

@@ -17,90 +17,12 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/agent/guest/guestos/guestostest"
 )
 
-// fakeOS records commands; results maps a command prefix to an error.
-type fakeOS struct {
-	mu      sync.Mutex
-	cmds    []string
-	results map[string]error
-	clock   time.Time
-	// hostname is the last name SetHostname was given.
-	hostname string
-	// syscallMounts are the targets mounted through Mount, not mount(8).
-	syscallMounts []string
-	// failFirst makes the next n commands with this prefix fail.
-	failFirst map[string]int
-	// outputs are the stdout of commands with this prefix.
-	outputs map[string]string
-}
-
-type exitErr int
-
-func (e exitErr) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
-func (e exitErr) ExitCode() int { return int(e) }
-
-func (f *fakeOS) Run(_ context.Context, name string, args ...string) ([]byte, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	c := strings.Join(append([]string{name}, args...), " ")
-	f.cmds = append(f.cmds, c)
-	for p, n := range f.failFirst {
-		if strings.HasPrefix(c, p) && n > 0 {
-			f.failFirst[p] = n - 1
-			return nil, exitErr(32)
-		}
-	}
-	for p, err := range f.results {
-		if strings.HasPrefix(c, p) {
-			return nil, err
-		}
-	}
-	for p, out := range f.outputs {
-		if strings.HasPrefix(c, p) {
-			return []byte(out), nil
-		}
-	}
-	return nil, nil
-}
-
-func (f *fakeOS) SetClock(t time.Time) error {
-	f.mu.Lock()
-	f.clock = t
-	f.mu.Unlock()
-	return nil
-}
-
-func (f *fakeOS) SetHostname(name string) error {
-	f.mu.Lock()
-	f.hostname = name
-	f.mu.Unlock()
-	return nil
-}
-
-// Mount is logged and fails as the mount(8) command it stands for would,
-// so results and failFirst apply to it too.
-func (f *fakeOS) Mount(source, target, fstype string, bind bool) error {
-	args := []string{"-t", fstype, source, target}
-	if bind {
-		args = []string{"--bind", source, target}
-	}
-	f.mu.Lock()
-	f.syscallMounts = append(f.syscallMounts, target)
-	f.mu.Unlock()
-	_, err := f.Run(context.Background(), "mount", args...)
-	return err
-}
-
-func (f *fakeOS) ran() string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return strings.Join(f.cmds, "\n")
-}
-
-func newTestServer(t *testing.T) (*Server, *fakeOS) {
+func newTestServer(t *testing.T) (*Server, *guestostest.FakeOS) {
 	t.Helper()
-	fos := &fakeOS{}
+	fos := &guestostest.FakeOS{}
 	root := t.TempDir()
 	must(t, os.MkdirAll(filepath.Join(root, "proc/self"), 0o755))
 	must(t, os.MkdirAll(filepath.Join(root, "etc"), 0o755))
@@ -149,8 +71,8 @@ func TestInfoAndSetTime(t *testing.T) {
 	}
 	want := time.Unix(1700000000, 5)
 	must(t, c.SetTime(ctx(t), want))
-	if !fos.clock.Equal(want) {
-		t.Fatalf("clock = %v, want %v", fos.clock, want)
+	if !fos.Clock.Equal(want) {
+		t.Fatalf("clock = %v, want %v", fos.Clock, want)
 	}
 }
 
@@ -445,8 +367,8 @@ func TestStartDocker(t *testing.T) {
 	}()
 	c, _ := connect(t, s)
 	must(t, c.StartDocker(ctx(t)))
-	if !strings.Contains(fos.ran(), "systemctl start --job-mode=ignore-dependencies containerd docker.socket\nsystemctl start --job-mode=ignore-dependencies docker.service") {
-		t.Fatalf("commands: %s", fos.ran())
+	if !strings.Contains(fos.Ran(), "systemctl start --job-mode=ignore-dependencies containerd docker.socket\nsystemctl start --job-mode=ignore-dependencies docker.service") {
+		t.Fatalf("commands: %s", fos.Ran())
 	}
 	if b, _ := os.ReadFile(filepath.Join(s.Root, containerdConfig)); string(b) != containerdConfigText {
 		t.Errorf("containerd started without its configuration: %q", b)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vmdock/vmdock/agent/guest/guestos/guestostest"
 )
 
 // A settle, asked by the host over the agent protocol, stops the container
@@ -28,18 +30,18 @@ func TestSettleStopsRuntimesThenFlushesDisks(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "systemctl stop docker.socket docker.service containerd.service\nsync --file-system /\nsync --file-system /mnt/data"
-	if got := fos.ran(); got != want {
+	if got := fos.Ran(); got != want {
 		t.Fatalf("ran:\n%s\nwant:\n%s", got, want)
 	}
 
 	s, fos = newTestServer(t)
-	fos.results = map[string]error{"systemctl stop": exitErr(1)}
+	fos.Results = map[string]error{"systemctl stop": guestostest.ExitErr(1)}
 	c, _ = connect(t, s)
 	err := c.Settle(ctx)
 	if err == nil || !strings.Contains(err.Error(), "stop the container runtimes") {
 		t.Fatalf("settle with a failing systemctl: %v, want the failure named", err)
 	}
-	if !strings.HasSuffix(fos.ran(), "\nsync --file-system /") {
-		t.Fatalf("no sync after the failed stop:\n%s", fos.ran())
+	if !strings.HasSuffix(fos.Ran(), "\nsync --file-system /") {
+		t.Fatalf("no sync after the failed stop:\n%s", fos.Ran())
 	}
 }

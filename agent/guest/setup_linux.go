@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/agent/guest/guestos"
 )
 
 const (
@@ -132,7 +133,7 @@ func (s *Server) setHostname(name string) error {
 	if !hostnameRE.MatchString(name) {
 		return fmt.Errorf("hostname %q: use letters, digits and inner dashes, at most 63", name)
 	}
-	if err := writeFileAtomic(s.path("/etc/hostname"), []byte(name+"\n"), 0o644); err != nil {
+	if err := guestos.WriteFile(s.path("/etc/hostname"), []byte(name+"\n"), 0o644); err != nil {
 		return err
 	}
 	if err := s.editHosts("127.0.1.1", "127.0.1.1\t"+name); err != nil {
@@ -165,7 +166,7 @@ func (s *Server) editHosts(key, line string) error {
 	if !done {
 		out = append(out, line)
 	}
-	return writeFileAtomic(p, []byte(strings.Join(out, "\n")+"\n"), 0o644)
+	return guestos.WriteFile(p, []byte(strings.Join(out, "\n")+"\n"), 0o644)
 }
 
 // setDNS writes the given servers, else the ones DHCP handed out; with
@@ -192,7 +193,7 @@ func (s *Server) setDNS(servers []string) error {
 	if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSymlink != 0 {
 		_ = os.Remove(p)
 	}
-	return writeFileAtomic(p, []byte(b.String()), 0o644)
+	return guestos.WriteFile(p, []byte(b.String()), 0o644)
 }
 
 // leaseDNS reads DNS= from systemd-networkd's DHCP leases.
@@ -238,12 +239,12 @@ func (s *Server) setEnv(env map[string]string) error {
 	for _, k := range keys {
 		fmt.Fprintf(&b, "%s=%s\n", k, strconv.Quote(env[k]))
 	}
-	return writeFileAtomic(s.path("/etc/environment"), []byte(b.String()), 0o644)
+	return guestos.WriteFile(s.path("/etc/environment"), []byte(b.String()), 0o644)
 }
 
 // growRoot lets ext4 take a disk that the host enlarged.
 func (s *Server) growRoot(ctx context.Context) error {
-	m, ok, err := s.mountedAt("/")
+	m, ok, err := s.sys().MountedAt("/")
 	if err != nil {
 		return err
 	}
@@ -269,7 +270,7 @@ func (s *Server) dataDisk(ctx context.Context, dev string) error {
 	// mount(2) rather than mount(8): three processes fewer on every boot,
 	// each a good part of a second under TCG, for mounts that need no
 	// option mount(8) would work out.
-	if err := s.mountOnceWith(dataMount, func() error { return s.OS.Mount(dev, dataMount, "ext4", false) }); err != nil {
+	if err := s.sys().MountOnceWith(dataMount, func() error { return s.OS.Mount(dev, dataMount, "ext4", false) }); err != nil {
 		return err
 	}
 	for _, sub := range []string{"docker", "containerd"} {
@@ -277,7 +278,7 @@ func (s *Server) dataDisk(ctx context.Context, dev string) error {
 		if err := os.MkdirAll(s.path(src), 0o710); err != nil {
 			return err
 		}
-		if err := s.mountOnceWith(dst, func() error { return s.OS.Mount(src, dst, "", true) }); err != nil {
+		if err := s.sys().MountOnceWith(dst, func() error { return s.OS.Mount(src, dst, "", true) }); err != nil {
 			return err
 		}
 	}
@@ -296,7 +297,7 @@ func (s *Server) formatIfBlank(ctx context.Context, dev string) error {
 		return nil
 	}
 	_, err := s.OS.Run(ctx, "blkid", "-o", "value", "-s", "TYPE", dev)
-	if exitCode(err) != 2 { // 2: nothing found, a blank disk
+	if guestos.ExitCode(err) != 2 { // 2: nothing found, a blank disk
 		return err
 	}
 	// The inode tables are zeroed now, not by ext4lazyinit after the
@@ -316,25 +317,6 @@ func (s *Server) growFS(ctx context.Context, dev string) error {
 		return fmt.Errorf("grow the file system on %s: %w", dev, err)
 	}
 	return nil
-}
-
-// mountOnce creates target and runs mount args unless target is mounted.
-func (s *Server) mountOnce(ctx context.Context, target string, args ...string) error {
-	return s.mountOnceWith(target, func() error {
-		_, err := s.OS.Run(ctx, "mount", args...)
-		return err
-	})
-}
-
-// mountOnceWith creates target and calls mount unless target is mounted.
-func (s *Server) mountOnceWith(target string, mount func() error) error {
-	if _, ok, err := s.mountedAt(target); err != nil || ok {
-		return err
-	}
-	if err := os.MkdirAll(s.path(target), 0o755); err != nil {
-		return err
-	}
-	return mount()
 }
 
 // binfmt enables qemu-user-static's handlers so foreign-arch images run.

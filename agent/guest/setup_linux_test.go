@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/agent/guest/guestos/guestostest"
 )
 
 func TestMount(t *testing.T) {
@@ -17,8 +18,8 @@ func TestMount(t *testing.T) {
 	mi := filepath.Join(s.Root, "proc/self/mountinfo")
 	m := agent.MountRequest{Type: "9p", Tag: "share0", Target: "/home/me/my project", ReadOnly: true}
 	must(t, s.mount(context.Background(), m))
-	if want := "mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=mmap,ro share0 /home/me/my project"; fos.ran() != want {
-		t.Fatalf("ran %q, want %q", fos.ran(), want)
+	if want := "mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=mmap,ro share0 /home/me/my project"; fos.Ran() != want {
+		t.Fatalf("ran %q, want %q", fos.Ran(), want)
 	}
 	if _, err := os.Stat(filepath.Join(s.Root, m.Target)); err != nil {
 		t.Fatalf("mount point not created: %v", err)
@@ -26,8 +27,8 @@ func TestMount(t *testing.T) {
 	// Once mounted (note the kernel's \040 for the space) it is a no-op.
 	must(t, os.WriteFile(mi, []byte("30 22 0:40 / /home/me/my\\040project ro - 9p share0 ro\n"), 0o644))
 	must(t, s.mount(context.Background(), m))
-	if n := strings.Count(fos.ran(), "mount"); n != 1 {
-		t.Fatalf("mounted again: %s", fos.ran())
+	if n := strings.Count(fos.Ran(), "mount"); n != 1 {
+		t.Fatalf("mounted again: %s", fos.Ran())
 	}
 	for _, bad := range []agent.MountRequest{
 		{Type: "nfs", Tag: "t", Target: "/x"},
@@ -45,15 +46,15 @@ func TestMountRetriesWhileTheDeviceBinds(t *testing.T) {
 	defer func(f, e time.Duration) { mountRetryFor, mountRetryEvery = f, e }(mountRetryFor, mountRetryEvery)
 	mountRetryFor, mountRetryEvery = 2*time.Second, 10*time.Millisecond
 	s, fos := newTestServer(t)
-	fos.failFirst = map[string]int{"mount": 3}
+	fos.FailFirst = map[string]int{"mount": 3}
 	m := agent.MountRequest{Type: "9p", Tag: "share0", Target: "/src"}
 	must(t, s.mount(context.Background(), m))
-	if n := strings.Count(fos.ran(), "mount -t 9p"); n != 4 {
-		t.Fatalf("mount ran %d times, want 4 (3 failures, then success):\n%s", n, fos.ran())
+	if n := strings.Count(fos.Ran(), "mount -t 9p"); n != 4 {
+		t.Fatalf("mount ran %d times, want 4 (3 failures, then success):\n%s", n, fos.Ran())
 	}
 
 	mountRetryFor = 100 * time.Millisecond
-	fos.failFirst = map[string]int{"mount": 1 << 20}
+	fos.FailFirst = map[string]int{"mount": 1 << 20}
 	err := s.mount(context.Background(), agent.MountRequest{Type: "9p", Tag: "missing", Target: "/other"})
 	if err == nil || !strings.Contains(err.Error(), "mount missing on /other (") {
 		t.Fatalf("a tag that never appears: %v", err)
@@ -62,7 +63,7 @@ func TestMountRetriesWhileTheDeviceBinds(t *testing.T) {
 
 func TestSetup(t *testing.T) {
 	s, fos := newTestServer(t)
-	fos.results = map[string]error{"blkid": exitErr(2)}
+	fos.Results = map[string]error{"blkid": guestostest.ExitErr(2)}
 	leases := filepath.Join(s.Root, leasesDir)
 	must(t, os.MkdirAll(leases, 0o755))
 	must(t, os.WriteFile(filepath.Join(leases, "2"), []byte("ADDRESS=10.0.2.15\nDNS=10.0.2.3\n"), 0o644))
@@ -73,7 +74,7 @@ func TestSetup(t *testing.T) {
 	})
 	must(t, err)
 	defer s.hostAccess.Close()
-	ran := fos.ran()
+	ran := fos.Ran()
 	for _, want := range []string{
 		"resize2fs /dev/vda", "mkfs.ext4 -q -E lazy_itable_init=0 -L vmdock-data /dev/vdb",
 		"mount -t ext4 /dev/vdb /var/lib/vmdock-data", "mount --bind /var/lib/vmdock-data/docker /var/lib/docker",
@@ -100,11 +101,11 @@ func TestSetup(t *testing.T) {
 			t.Errorf("%s = %q, want it to contain %q", f, b, want)
 		}
 	}
-	if got := strings.Join(fos.syscallMounts, " "); got != "/var/lib/vmdock-data /var/lib/docker /var/lib/containerd" {
+	if got := strings.Join(fos.SyscallMounts, " "); got != "/var/lib/vmdock-data /var/lib/docker /var/lib/containerd" {
 		t.Errorf("data disk mounts made with mount(2): %q, want all three", got)
 	}
-	if fos.hostname != "vmdock" {
-		t.Errorf("kernel host name set to %q, want vmdock", fos.hostname)
+	if fos.Hostname != "vmdock" {
+		t.Errorf("kernel host name set to %q, want vmdock", fos.Hostname)
 	}
 	if strings.Contains(ran, "hostname") {
 		t.Errorf("a process was run for the host name:\n%s", ran)
@@ -134,7 +135,7 @@ func TestMountExcludes(t *testing.T) {
 	want := "mount -t virtiofs vmdock0 /src/app\n" +
 		"mount --bind " + store + "/node_modules /src/app/node_modules\n" +
 		"mount --bind " + store + "/web/vendor /src/app/web/vendor"
-	if got := strings.TrimSpace(fos.ran()); got != want {
+	if got := strings.TrimSpace(fos.Ran()); got != want {
 		t.Fatalf("ran:\n%s\nwant:\n%s", got, want)
 	}
 	for _, p := range []string{store + "/web/vendor", "/src/app/web/vendor"} {
@@ -146,10 +147,10 @@ func TestMountExcludes(t *testing.T) {
 	must(t, os.WriteFile(mi, []byte("30 22 0:40 / /src/app rw - virtiofs vmdock0 rw\n"+
 		"31 30 254:16 /excludes/x/node_modules /src/app/node_modules rw - ext4 /dev/vdb rw\n"+
 		"32 30 254:16 /excludes/x/web/vendor /src/app/web/vendor rw - ext4 /dev/vdb rw\n"), 0o644))
-	before := fos.ran()
+	before := fos.Ran()
 	must(t, s.mount(context.Background(), m))
-	if fos.ran() != before {
-		t.Fatalf("repeated request ran %q", strings.TrimPrefix(fos.ran(), before))
+	if fos.Ran() != before {
+		t.Fatalf("repeated request ran %q", strings.TrimPrefix(fos.Ran(), before))
 	}
 	// Another share keeps its own store.
 	if other := excludeStore("/src/other", "/src/other"); other == store {
@@ -158,8 +159,8 @@ func TestMountExcludes(t *testing.T) {
 	for _, bad := range []string{"../etc", "/etc", "a/../../b", ".", ""} {
 		s2, fos2 := newTestServer(t)
 		err := s2.mount(context.Background(), agent.MountRequest{Type: "9p", Tag: "t", Target: "/x", Exclude: []string{bad}})
-		if err == nil || fos2.ran() != "" {
-			t.Errorf("exclude %q: err %v, ran %q; want a refusal before any mount", bad, err, fos2.ran())
+		if err == nil || fos2.Ran() != "" {
+			t.Errorf("exclude %q: err %v, ran %q; want a refusal before any mount", bad, err, fos2.Ran())
 		}
 	}
 }
@@ -170,14 +171,14 @@ func TestMountExcludes(t *testing.T) {
 func TestMountSyncCopy(t *testing.T) {
 	s, fos := newTestServer(t)
 	m := agent.MountRequest{Type: agent.MountTypeSync, Tag: "s0123abcd", Target: "/home/me/app", UID: os.Getuid(), GID: os.Getgid()}
-	if err := s.mount(context.Background(), m); err == nil || !strings.Contains(err.Error(), "data disk is not mounted") || fos.ran() != "" {
-		t.Fatalf("without the data disk: %v, ran %q", err, fos.ran())
+	if err := s.mount(context.Background(), m); err == nil || !strings.Contains(err.Error(), "data disk is not mounted") || fos.Ran() != "" {
+		t.Fatalf("without the data disk: %v, ran %q", err, fos.Ran())
 	}
 	mi := filepath.Join(s.Root, "proc/self/mountinfo")
 	must(t, os.WriteFile(mi, []byte("22 1 254:0 / / rw - ext4 /dev/vda rw\n23 22 254:16 / /var/lib/vmdock-data rw - ext4 /dev/vdb rw\n"), 0o644))
 	must(t, s.mount(context.Background(), m))
-	if want := "mount --bind /var/lib/vmdock-data/sync/s0123abcd /home/me/app"; strings.TrimSpace(fos.ran()) != want {
-		t.Fatalf("ran %q, want %q", fos.ran(), want)
+	if want := "mount --bind /var/lib/vmdock-data/sync/s0123abcd /home/me/app"; strings.TrimSpace(fos.Ran()) != want {
+		t.Fatalf("ran %q, want %q", fos.Ran(), want)
 	}
 	if !strings.HasPrefix(agent.GuestSyncDir, dataMount+"/") {
 		t.Fatalf("GuestSyncDir %s is not on the data disk (%s)", agent.GuestSyncDir, dataMount)
@@ -265,12 +266,12 @@ func TestTouch(t *testing.T) {
 func TestMount9pCache(t *testing.T) {
 	s, fos := newTestServer(t)
 	must(t, s.mount(context.Background(), agent.MountRequest{Type: "9p", Tag: "vmdock1", Target: "/src", Cache: "loose"}))
-	if !strings.Contains(fos.ran(), "cache=loose ") {
-		t.Fatalf("ran %q, want cache=loose", fos.ran())
+	if !strings.Contains(fos.Ran(), "cache=loose ") {
+		t.Fatalf("ran %q, want cache=loose", fos.Ran())
 	}
 	s2, fos2 := newTestServer(t)
-	if err := s2.mount(context.Background(), agent.MountRequest{Type: "9p", Tag: "vmdock1", Target: "/src", Cache: "fscache"}); err == nil || fos2.ran() != "" {
-		t.Fatalf("cache fscache: %v, ran %q", err, fos2.ran())
+	if err := s2.mount(context.Background(), agent.MountRequest{Type: "9p", Tag: "vmdock1", Target: "/src", Cache: "fscache"}); err == nil || fos2.Ran() != "" {
+		t.Fatalf("cache fscache: %v, ran %q", err, fos2.Ran())
 	}
 }
 
@@ -279,19 +280,19 @@ func TestMount9pCache(t *testing.T) {
 func TestBinfmt(t *testing.T) {
 	s, fos := newTestServer(t)
 	must(t, s.binfmt(context.Background()))
-	if got := fos.ran(); got != "update-binfmts --enable" {
+	if got := fos.Ran(); got != "update-binfmts --enable" {
 		t.Fatalf("ran %q", got)
 	}
 
 	s, fos = newTestServer(t)
-	fos.results = map[string]error{"update-binfmts": exitErr(2)}
+	fos.Results = map[string]error{"update-binfmts": guestostest.ExitErr(2)}
 	must(t, s.binfmt(context.Background()))
-	if got := fos.ran(); got != "update-binfmts --enable\nsystemctl restart systemd-binfmt" {
+	if got := fos.Ran(); got != "update-binfmts --enable\nsystemctl restart systemd-binfmt" {
 		t.Fatalf("ran %q, want the systemd-binfmt fallback", got)
 	}
 
 	s, fos = newTestServer(t)
-	fos.results = map[string]error{"update-binfmts": exitErr(2), "systemctl": exitErr(5)}
+	fos.Results = map[string]error{"update-binfmts": guestostest.ExitErr(2), "systemctl": guestostest.ExitErr(5)}
 	err := s.setup(context.Background(), agent.Setup{Binfmt: true})
 	if err == nil || !strings.Contains(err.Error(), "binfmt: exit status 2") || !strings.Contains(err.Error(), "exit status 5") {
 		t.Fatalf("both failing: %v; want both reasons", err)
@@ -308,7 +309,7 @@ func TestBinfmtStartsSystemdBinfmtForBinfmtDFormats(t *testing.T) {
 	must(t, os.MkdirAll(filepath.Join(s.Root, binfmtsAdminDir), 0o755))
 	must(t, os.WriteFile(filepath.Join(confs, "qemu-x86_64.conf"), []byte(qemuX8664Line+"\n"), 0o644))
 	must(t, s.binfmt(context.Background()))
-	if got := fos.ran(); got != "" {
+	if got := fos.Ran(); got != "" {
 		t.Fatalf("ran %q, want nothing (systemd-binfmt is part of the boot)", got)
 	}
 }
@@ -339,21 +340,21 @@ func TestBinfmtSkipsWhatTheBootRegistered(t *testing.T) {
 		t.Fatalf("declared formats %q", got)
 	}
 	must(t, s.setup(context.Background(), agent.Setup{Binfmt: true}))
-	if got := fos.ran(); got != "" {
+	if got := fos.Ran(); got != "" {
 		t.Fatalf("every format registered, yet ran %q", got)
 	}
 
 	entry("qemu-riscv64", "disabled")
 	must(t, s.binfmt(context.Background()))
-	if got := fos.ran(); got != "update-binfmts --enable" {
+	if got := fos.Ran(); got != "update-binfmts --enable" {
 		t.Fatalf("a disabled format ran %q, want update-binfmts", got)
 	}
 
-	fos.cmds = nil
+	fos.Cmds = nil
 	entry("qemu-riscv64", "enabled")
 	must(t, os.Remove(filepath.Join(misc, "qemu-aarch64")))
 	must(t, s.binfmt(context.Background()))
-	if got := fos.ran(); got != "update-binfmts --enable" {
+	if got := fos.Ran(); got != "update-binfmts --enable" {
 		t.Fatalf("a missing format ran %q, want update-binfmts", got)
 	}
 }
@@ -382,8 +383,8 @@ func TestMountExcludeMountPointFails(t *testing.T) {
 		if hint != ro {
 			t.Errorf("read-only %v: error %q; want the read-only hint only for a read-only share", ro, err)
 		}
-		if strings.Contains(fos.ran(), "--bind") {
-			t.Errorf("read-only %v: bound without a mount point: %s", ro, fos.ran())
+		if strings.Contains(fos.Ran(), "--bind") {
+			t.Errorf("read-only %v: bound without a mount point: %s", ro, fos.Ran())
 		}
 	}
 }

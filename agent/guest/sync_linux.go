@@ -32,7 +32,7 @@ func syncCopy(id string) string { return path.Join(syncDir, id) }
 // dataDiskReady refuses sync work before the data disk is mounted: a copy
 // or engine state written to the root disk would be hidden by it later.
 func (s *Server) dataDiskReady() error {
-	if _, ok, err := s.mountedAt(dataMount); err != nil {
+	if _, ok, err := s.sys().MountedAt(dataMount); err != nil {
 		return err
 	} else if !ok {
 		return fmt.Errorf("the data disk is not mounted at %s", dataMount)
@@ -51,7 +51,7 @@ func (s *Server) mountSyncCopy(m agent.MountRequest) error {
 	if err := s.dataDiskReady(); err != nil {
 		return fmt.Errorf("sync mount %q: %w", m.Target, err)
 	}
-	if e, ok, err := s.mountedAt(m.Target); err != nil {
+	if e, ok, err := s.sys().MountedAt(m.Target); err != nil {
 		return err
 	} else if ok && e.FSType != "9p" && e.FSType != "virtiofs" {
 		return nil

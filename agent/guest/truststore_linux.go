@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/vmdock/vmdock/agent/guest/guestos"
 )
 
 // Debian's trust store, which the vmdock CAs in guestCADir join. Debian's
@@ -91,7 +93,7 @@ func (s *Server) updateTrustStore(ctx context.Context, before map[string]string,
 	for _, name := range sortedKeys(now) {
 		out.Write(now[name])
 	}
-	if err := writeFileAtomic(s.path(caBundle), out.Bytes(), 0o644); err != nil {
+	if err := guestos.WriteFile(s.path(caBundle), out.Bytes(), 0o644); err != nil {
 		return err
 	}
 	// update-ca-certificates names a certificate's link after its file.
@@ -199,7 +201,7 @@ func (s *Server) markBundleRecordUnknown() error {
 	if err := os.MkdirAll(filepath.Dir(s.path(caBundleRecord)), 0o755); err != nil {
 		return err
 	}
-	return writeFileAtomic(s.path(caBundleRecord), []byte(recordUnknown), 0o644)
+	return guestos.WriteFile(s.path(caBundleRecord), []byte(recordUnknown), 0o644)
 }
 
 // writeBundleRecord records now as what vmdock added to the bundle.
@@ -212,7 +214,7 @@ func (s *Server) writeBundleRecord(now map[string][]byte) error {
 	if err := os.MkdirAll(filepath.Dir(s.path(caBundleRecord)), 0o755); err != nil {
 		return err
 	}
-	return writeFileAtomic(s.path(caBundleRecord), []byte(b.String()), 0o644)
+	return guestos.WriteFile(s.path(caBundleRecord), []byte(b.String()), 0o644)
 }
 
 // readCADir is the certificates in the vmdock folder, file name to PEM.

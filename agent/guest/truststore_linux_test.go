@@ -12,20 +12,21 @@ import (
 	"testing"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/agent/guest/guestos/guestostest"
 )
 
 // realOpenSSL runs openssl for real and every other command through the
 // fake, so the hash links are the ones OpenSSL makes.
-type realOpenSSL struct{ *fakeOS }
+type realOpenSSL struct{ *guestostest.FakeOS }
 
 func (r realOpenSSL) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
 	if name != "openssl" {
-		return r.fakeOS.Run(ctx, name, args...)
+		return r.FakeOS.Run(ctx, name, args...)
 	}
 	return exec.CommandContext(ctx, name, args...).CombinedOutput()
 }
 
-func trustStoreServer(t *testing.T, system ...string) (*Server, *fakeOS) {
+func trustStoreServer(t *testing.T, system ...string) (*Server, *guestostest.FakeOS) {
 	t.Helper()
 	if _, err := exec.LookPath("openssl"); err != nil {
 		if os.Getenv("CI") != "" {
@@ -90,8 +91,8 @@ func TestTrustStoreEditedInPlaceWithoutUpdateCACertificates(t *testing.T) {
 	if strings.Join(names[2:], ",") != "a,sys2" && strings.Join(names[2:], ",") != "sys2,a" {
 		t.Fatalf("bundle after adding a and sys2: %v", names)
 	}
-	if strings.Contains(fos.ran(), "update-ca-certificates") {
-		t.Fatalf("a plain store must not need update-ca-certificates: %s", fos.ran())
+	if strings.Contains(fos.Ran(), "update-ca-certificates") {
+		t.Fatalf("a plain store must not need update-ca-certificates: %s", fos.Ran())
 	}
 	for _, name := range crtFiles(t, s) {
 		b, err := os.ReadFile(s.path(certLink(name)))
@@ -122,8 +123,8 @@ func TestTrustStoreEditedInPlaceWithoutUpdateCACertificates(t *testing.T) {
 	if links, _ := filepath.Glob(filepath.Join(s.path(etcCertsDir), "*.pem")); len(links) != 0 {
 		t.Fatalf("links left: %v", links)
 	}
-	if strings.Contains(fos.ran(), "update-ca-certificates") {
-		t.Fatalf("ran %s", fos.ran())
+	if strings.Contains(fos.Ran(), "update-ca-certificates") {
+		t.Fatalf("ran %s", fos.Ran())
 	}
 }
 
@@ -133,22 +134,22 @@ func TestTrustStoreWithHooksOrNoBundleUsesUpdateCACertificates(t *testing.T) {
 	must(t, os.MkdirAll(s.path(caHooksDir), 0o755))
 	must(t, os.WriteFile(filepath.Join(s.path(caHooksDir), "jks-keystore"), []byte("#!/bin/sh\n"), 0o755))
 	must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{testCA(t, "a")}}))
-	if !strings.Contains(fos.ran(), "update-ca-certificates --fresh") {
-		t.Fatalf("hooks: want update-ca-certificates, ran %s", fos.ran())
+	if !strings.Contains(fos.Ran(), "update-ca-certificates --fresh") {
+		t.Fatalf("hooks: want update-ca-certificates, ran %s", fos.Ran())
 	}
 
 	s, fos = trustStoreServer(t)
 	must(t, os.Remove(s.path(caBundle)))
 	must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{testCA(t, "a")}}))
-	if !strings.Contains(fos.ran(), "update-ca-certificates --fresh") {
-		t.Fatalf("no bundle: want update-ca-certificates, ran %s", fos.ran())
+	if !strings.Contains(fos.Ran(), "update-ca-certificates --fresh") {
+		t.Fatalf("no bundle: want update-ca-certificates, ran %s", fos.Ran())
 	}
 
 	// A bundle with something else in it is not edited.
 	s, fos = trustStoreServer(t, testCA(t, "sys")+"not a certificate\n")
 	must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{testCA(t, "a")}}))
-	if !strings.Contains(fos.ran(), "update-ca-certificates --fresh") {
-		t.Fatalf("odd bundle: want update-ca-certificates, ran %s", fos.ran())
+	if !strings.Contains(fos.Ran(), "update-ca-certificates --fresh") {
+		t.Fatalf("odd bundle: want update-ca-certificates, ran %s", fos.Ran())
 	}
 }
 
@@ -190,8 +191,8 @@ func TestTrustStoreInterruptedUpdateStillDropsTheOldCA(t *testing.T) {
 		if hashLinked(t, s, a) {
 			t.Errorf("new set %q: a's hash link is left", next)
 		}
-		if strings.Contains(fos.ran(), "update-ca-certificates") {
-			t.Errorf("new set %q: the record says what the bundle holds; ran %s", next, fos.ran())
+		if strings.Contains(fos.Ran(), "update-ca-certificates") {
+			t.Errorf("new set %q: the record says what the bundle holds; ran %s", next, fos.Ran())
 		}
 	}
 }
@@ -209,7 +210,7 @@ func (f freshScript) Run(ctx context.Context, name string, args ...string) ([]by
 	if name != "update-ca-certificates" {
 		return f.realOpenSSL.Run(ctx, name, args...)
 	}
-	if out, err := f.fakeOS.Run(ctx, name, args...); err != nil {
+	if out, err := f.FakeOS.Run(ctx, name, args...); err != nil {
 		return out, err
 	}
 	links, _ := filepath.Glob(filepath.Join(f.s.path(etcCertsDir), "*.pem"))
@@ -241,8 +242,8 @@ func TestTrustStoreUnknownStateIsRebuiltFresh(t *testing.T) {
 		s, fos := trustStoreServer(t, sys)
 		s.OS = freshScript{realOpenSSL{fos}, s, sys}
 		must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{testCA(t, "a")}}))
-		if strings.Contains(fos.ran(), "update-ca-certificates") {
-			t.Fatalf("a normal update ran the script: %s", fos.ran())
+		if strings.Contains(fos.Ran(), "update-ca-certificates") {
+			t.Fatalf("a normal update ran the script: %s", fos.Ran())
 		}
 		switch cut {
 		case "record":
@@ -251,17 +252,17 @@ func TestTrustStoreUnknownStateIsRebuiltFresh(t *testing.T) {
 			must(t, os.MkdirAll(s.path(guestCADir+".new"), 0o755))
 		}
 		must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{testCA(t, "b")}}))
-		if !strings.Contains(fos.ran(), "update-ca-certificates --fresh") {
-			t.Errorf("%s missing or left: want update-ca-certificates --fresh, ran %s", cut, fos.ran())
+		if !strings.Contains(fos.Ran(), "update-ca-certificates --fresh") {
+			t.Errorf("%s missing or left: want update-ca-certificates --fresh, ran %s", cut, fos.Ran())
 		}
 		if got := strings.Join(bundleNames(t, s), ","); got != "sys,b" {
 			t.Errorf("%s: bundle after the rebuild: %s, want sys,b", cut, got)
 		}
 		// the record is back: the next update is an edit again
-		before := fos.ran()
+		before := fos.Ran()
 		must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{testCA(t, "c")}}))
-		if strings.Contains(strings.TrimPrefix(fos.ran(), before), "update-ca-certificates") {
-			t.Errorf("%s: the update after a rebuild ran the script again: %s", cut, strings.TrimPrefix(fos.ran(), before))
+		if strings.Contains(strings.TrimPrefix(fos.Ran(), before), "update-ca-certificates") {
+			t.Errorf("%s: the update after a rebuild ran the script again: %s", cut, strings.TrimPrefix(fos.Ran(), before))
 		}
 		if got := strings.Join(bundleNames(t, s), ","); got != "sys,c" {
 			t.Errorf("%s: bundle after the edit: %s, want sys,c", cut, got)
@@ -281,8 +282,8 @@ func TestTrustStoreCutDuringTheBundleEditIsRebuiltFresh(t *testing.T) {
 	interruptAfterSwap(t, s)
 	must(t, s.markBundleRecordUnknown())
 	must(t, s.corpNet(ctx, agent.Setup{}))
-	if !strings.Contains(fos.ran(), "update-ca-certificates --fresh") {
-		t.Errorf("want update-ca-certificates --fresh, ran %s", fos.ran())
+	if !strings.Contains(fos.Ran(), "update-ca-certificates --fresh") {
+		t.Errorf("want update-ca-certificates --fresh, ran %s", fos.Ran())
 	}
 	if got := strings.Join(bundleNames(t, s), ","); got != "sys" {
 		t.Errorf("bundle %s, want sys", got)

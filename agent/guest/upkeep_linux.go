@@ -382,7 +382,7 @@ func (u *upkeep) trimWhere(ctx context.Context, now time.Time, due func(st trimS
 	sort.Strings(mounts)
 	for _, m := range mounts {
 		st := u.trims[m]
-		me, ok, err := u.s.mountedAt(m)
+		me, ok, err := u.s.sys().MountedAt(m)
 		if m != "/" && (err != nil || !ok) {
 			continue
 		}

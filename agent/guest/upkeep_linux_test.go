@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vmdock/vmdock/agent/guest/guestos/guestostest"
 )
 
 func TestParsePSI(t *testing.T) {
@@ -120,7 +122,7 @@ func (g *guestTree) cgroup(rel string, inactiveFile uint64) {
 
 func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
 
-func (g *guestTree) upkeep(fos *fakeOS) *upkeep {
+func (g *guestTree) upkeep(fos *guestostest.FakeOS) *upkeep {
 	s := &Server{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), OS: fos, Root: g.root}
 	u := newUpkeep(s, time.Now())
 	u.statFree = func(string) (uint64, error) { return 0, errors.New("no file systems here") }
@@ -135,7 +137,7 @@ func TestReclaimTopLevelCgroups(t *testing.T) {
 	g.cgroup("system.slice", 600<<20)
 	g.cgroup("user.slice", 1<<20) // too little to bother
 	g.write(filepath.Join(cgroupRoot, "init.scope", "memory.stat"), "inactive_file 999999999\n")
-	u := g.upkeep(&fakeOS{})
+	u := g.upkeep(&guestostest.FakeOS{})
 
 	u.reclaim() // baseline only
 	if got := g.read(cgroupRoot + "/system.slice/memory.reclaim"); got != "" {
@@ -163,7 +165,7 @@ func TestReclaimRootCgroup(t *testing.T) {
 	g := newGuestTree(t)
 	g.cgroup("", 100<<20)
 	g.cgroup("system.slice", 600<<20)
-	u := g.upkeep(&fakeOS{})
+	u := g.upkeep(&guestostest.FakeOS{})
 	u.reclaim()
 	u.reclaim()
 	if got, want := g.read(cgroupRoot+"/memory.reclaim"), itoa(50<<20); got != want {
@@ -179,7 +181,7 @@ func TestReclaimRootFromMeminfo(t *testing.T) {
 	g := newGuestTree(t)
 	g.write(cgroupRoot+"/memory.reclaim", "")
 	g.write("/proc/meminfo", "MemTotal: 2000000 kB\nInactive(file): 81920 kB\nSwapTotal: 0 kB\n")
-	u := g.upkeep(&fakeOS{})
+	u := g.upkeep(&guestostest.FakeOS{})
 	u.reclaim()
 	u.reclaim()
 	if got, want := g.read(cgroupRoot+"/memory.reclaim"), itoa(40<<20); got != want {
@@ -193,7 +195,7 @@ func TestReclaimOff(t *testing.T) {
 	g := newGuestTree(t)
 	g.cgroup("system.slice", 600<<20)
 	g.write("/proc/meminfo", "SwapTotal: 1024 kB\n")
-	u := g.upkeep(&fakeOS{})
+	u := g.upkeep(&guestostest.FakeOS{})
 	u.reclaim()
 	u.reclaim()
 	if got := g.read(cgroupRoot + "/system.slice/memory.reclaim"); got != "" || !u.noReclaim {
@@ -201,7 +203,7 @@ func TestReclaimOff(t *testing.T) {
 	}
 
 	g = newGuestTree(t)
-	u = g.upkeep(&fakeOS{})
+	u = g.upkeep(&guestostest.FakeOS{})
 	u.reclaim()
 	u.reclaim()
 	if !u.noReclaim {
@@ -210,7 +212,7 @@ func TestReclaimOff(t *testing.T) {
 
 	g = newGuestTree(t)
 	os.Remove(filepath.Join(g.root, psiMemory))
-	u = g.upkeep(&fakeOS{})
+	u = g.upkeep(&guestostest.FakeOS{})
 	u.reclaim()
 	if !u.noReclaim {
 		t.Errorf("no PSI, yet not off")
@@ -273,7 +275,7 @@ func TestFreedSinceTrim(t *testing.T) {
 func TestTrimAfterDelete(t *testing.T) {
 	g := newGuestTree(t)
 	g.write("/proc/self/mountinfo", "22 1 254:0 / / rw,relatime - ext4 /dev/vda rw,discard\n")
-	fos := &fakeOS{outputs: map[string]string{"fstrim": "/: 300 MiB (314572800 bytes) trimmed\n"}}
+	fos := &guestostest.FakeOS{Outputs: map[string]string{"fstrim": "/: 300 MiB (314572800 bytes) trimmed\n"}}
 	u := g.upkeep(fos)
 	free := uint64(5 << 30)
 	u.statFree = func(p string) (uint64, error) {
@@ -288,28 +290,28 @@ func TestTrimAfterDelete(t *testing.T) {
 	u.trim(context.Background(), start)
 	free -= 300 << 20 // pulled
 	u.trim(context.Background(), start.Add(30*time.Second))
-	if got := fos.ran(); got != "" {
+	if got := fos.Ran(); got != "" {
 		t.Fatalf("trimmed with nothing freed: %s", got)
 	}
 	free += 300 << 20 // removed
 	u.trim(context.Background(), start.Add(60*time.Second))
-	if got := fos.ran(); got != "fstrim -v /" || synced != 1 {
+	if got := fos.Ran(); got != "fstrim -v /" || synced != 1 {
 		t.Fatalf("after the delete ran %q, synced %d", got, synced)
 	}
 	u.trim(context.Background(), start.Add(90*time.Second))
 	u.trim(context.Background(), start.Add(30*time.Minute))
-	if got := fos.ran(); got != "fstrim -v /" {
+	if got := fos.Ran(); got != "fstrim -v /" {
 		t.Fatalf("trimmed again with nothing new freed: %s", got)
 	}
 	u.trim(context.Background(), start.Add(61*time.Minute))
-	if got := fos.ran(); got != "fstrim -v /\nfstrim -v /" {
+	if got := fos.Ran(); got != "fstrim -v /\nfstrim -v /" {
 		t.Fatalf("no hourly trim: %s", got)
 	}
 
 	g.write("/proc/self/mountinfo", "22 1 254:0 / / rw - ext4 /dev/vda rw\n30 22 254:16 / "+dataMount+" rw - ext4 /dev/vdc rw\n")
 	u.statFree = func(string) (uint64, error) { return free, nil }
 	u.trim(context.Background(), start.Add(130*time.Minute))
-	if got := fos.ran(); !strings.HasSuffix(got, "fstrim -v /\nfstrim -v "+dataMount) {
+	if got := fos.Ran(); !strings.HasSuffix(got, "fstrim -v /\nfstrim -v "+dataMount) {
 		t.Fatalf("data disk not trimmed once mounted: %s", got)
 	}
 }
@@ -320,18 +322,18 @@ func TestTrimAfterUnseenWriteAndDelete(t *testing.T) {
 	g := newGuestTree(t)
 	g.write("/proc/self/mountinfo", "22 1 254:0 / / rw - ext4 /dev/vda rw\n")
 	g.write("/sys/fs/ext4/vda/lifetime_write_kbytes", "1000000\n")
-	fos := &fakeOS{}
+	fos := &guestostest.FakeOS{}
 	u := g.upkeep(fos)
 	u.statFree = func(string) (uint64, error) { return 5 << 30, nil }
 	start := time.Now()
 	u.trim(context.Background(), start)
 	g.write("/sys/fs/ext4/vda/lifetime_write_kbytes", itoa(1000000+(300<<10))+"\n") // 300 MiB
 	u.trim(context.Background(), start.Add(90*time.Second))
-	if got := fos.ran(); got != "fstrim -v /" {
+	if got := fos.Ran(); got != "fstrim -v /" {
 		t.Fatalf("ran %q", got)
 	}
 	u.trim(context.Background(), start.Add(4*time.Minute))
-	if got := fos.ran(); got != "fstrim -v /" {
+	if got := fos.Ran(); got != "fstrim -v /" {
 		t.Fatalf("trimmed again with nothing written since: %q", got)
 	}
 }
@@ -340,13 +342,13 @@ func TestTrimAfterUnseenWriteAndDelete(t *testing.T) {
 func TestTrimFailureWaits(t *testing.T) {
 	g := newGuestTree(t)
 	g.write("/proc/self/mountinfo", "22 1 254:0 / / rw - ext4 /dev/vda rw\n")
-	fos := &fakeOS{results: map[string]error{"fstrim": exitErr(1)}}
+	fos := &guestostest.FakeOS{Results: map[string]error{"fstrim": guestostest.ExitErr(1)}}
 	u := g.upkeep(fos)
 	u.statFree = func(string) (uint64, error) { return 1 << 30, nil }
 	start := time.Now()
 	u.trim(context.Background(), start.Add(trimEvery))
 	u.trim(context.Background(), start.Add(trimEvery+30*time.Second))
-	if got := fos.ran(); got != "fstrim -v /" {
+	if got := fos.Ran(); got != "fstrim -v /" {
 		t.Fatalf("ran %q", got)
 	}
 }

@@ -1,4 +1,4 @@
-package guest
+package guestos
 
 import (
 	"bytes"
@@ -97,8 +97,8 @@ func (e *runError) Error() string {
 
 func (e *runError) ExitCode() int { return e.code }
 
-// exitCode returns the exit code in err, or -1 when it is not an exit.
-func exitCode(err error) int {
+// ExitCode returns the exit code in err, or -1 when it is not an exit.
+func ExitCode(err error) int {
 	var ec interface{ ExitCode() int }
 	if errors.As(err, &ec) {
 		return ec.ExitCode()

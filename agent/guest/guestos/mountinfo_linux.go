@@ -1,4 +1,4 @@
-package guest
+package guestos
 
 import (
 	"bufio"
@@ -8,21 +8,21 @@ import (
 	"strings"
 )
 
-// mountEntry is one line of /proc/self/mountinfo.
-type mountEntry struct {
+// MountEntry is one line of /proc/self/mountinfo.
+type MountEntry struct {
 	Target string
 	FSType string
 	Source string
 }
 
-// readMounts parses mountinfo: "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw".
-func readMounts(path string) ([]mountEntry, error) {
+// ReadMounts parses mountinfo: "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw".
+func ReadMounts(path string) ([]MountEntry, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read mounts: %w", err)
 	}
 	defer f.Close()
-	var out []mountEntry
+	var out []MountEntry
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		pre, post, ok := strings.Cut(sc.Text(), " - ")
@@ -33,7 +33,7 @@ func readMounts(path string) ([]mountEntry, error) {
 		if len(a) < 5 || len(b) < 2 {
 			continue
 		}
-		out = append(out, mountEntry{Target: unescapeMount(a[4]), FSType: b[0], Source: unescapeMount(b[1])})
+		out = append(out, MountEntry{Target: unescapeMount(a[4]), FSType: b[0], Source: unescapeMount(b[1])})
 	}
 	return out, sc.Err()
 }
@@ -56,20 +56,4 @@ func unescapeMount(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
-}
-
-// mountedAt returns the last mount on target (the one visible), if any.
-func (s *Server) mountedAt(target string) (mountEntry, bool, error) {
-	ms, err := readMounts(s.path("/proc/self/mountinfo"))
-	if err != nil {
-		return mountEntry{}, false, err
-	}
-	var found mountEntry
-	ok := false
-	for _, m := range ms {
-		if m.Target == target {
-			found, ok = m, true
-		}
-	}
-	return found, ok, nil
 }

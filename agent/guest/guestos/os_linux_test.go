@@ -1,4 +1,4 @@
-package guest
+package guestos
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 // code, which callers test (blkid's 2 is "no file system").
 func TestRealOSRunFailure(t *testing.T) {
 	out, err := RealOS{}.Run(context.Background(), "sh", "-c", "echo made; echo broke >&2; exit 3")
-	if err == nil || exitCode(err) != 3 {
-		t.Fatalf("Run = %v (exit code %d); want exit code 3", err, exitCode(err))
+	if err == nil || ExitCode(err) != 3 {
+		t.Fatalf("Run = %v (exit code %d); want exit code 3", err, ExitCode(err))
 	}
 	if want := "sh -c echo made; echo broke >&2; exit 3: exit status 3: made\nbroke"; err.Error() != want {
 		t.Fatalf("error %q, want %q", err, want)
@@ -21,8 +21,8 @@ func TestRealOSRunFailure(t *testing.T) {
 	}
 	// Without output the message ends at the exit status.
 	_, err = RealOS{}.Run(context.Background(), "sh", "-c", "exit 4")
-	if err == nil || err.Error() != "sh -c exit 4: exit status 4" || exitCode(err) != 4 {
-		t.Fatalf("silent failure: %v (exit code %d)", err, exitCode(err))
+	if err == nil || err.Error() != "sh -c exit 4: exit status 4" || ExitCode(err) != 4 {
+		t.Fatalf("silent failure: %v (exit code %d)", err, ExitCode(err))
 	}
 }
 
@@ -33,7 +33,7 @@ func TestRealOSRun(t *testing.T) {
 	}
 	// A tool that could not be started has no exit code.
 	_, err = RealOS{}.Run(context.Background(), "vmdock-no-such-tool", "x")
-	if err == nil || exitCode(err) != -1 || !strings.HasPrefix(err.Error(), "vmdock-no-such-tool: ") {
-		t.Fatalf("missing tool: %v (exit code %d); want an error without exit code", err, exitCode(err))
+	if err == nil || ExitCode(err) != -1 || !strings.HasPrefix(err.Error(), "vmdock-no-such-tool: ") {
+		t.Fatalf("missing tool: %v (exit code %d); want an error without exit code", err, ExitCode(err))
 	}
 }
