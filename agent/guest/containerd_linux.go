@@ -42,7 +42,7 @@ func (s *Server) startContainerd(ctx context.Context) error {
 	// nerdctl copies the guest's resolv.conf into containers (resolved's
 	// upstream list when the stub is in use), so containers find
 	// host.docker.internal only if the guest itself asks the agent's DNS.
-	if d := s.dnsIP(); d != "" {
+	if d := s.rooms().dns.IP(); d != "" {
 		if err := s.pointResolvConf(d); err != nil {
 			return err
 		}

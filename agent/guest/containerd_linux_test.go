@@ -16,8 +16,8 @@ import (
 func TestStartContainerd(t *testing.T) {
 	s, fos := newTestServer(t)
 	s.hostAccessIP = "10.254.254.254"
-	must(t, s.startDNSOn("127.0.0.1:0", "10.254.254.254", []string{"192.0.2.53"}))
-	t.Cleanup(s.stopDNS)
+	must(t, s.rooms().dns.StartOn("127.0.0.1:0", "10.254.254.254", []string{"192.0.2.53"}))
+	t.Cleanup(s.rooms().dns.Stop)
 	toml := filepath.Join(s.Root, nerdctlTOML)
 	must(t, os.MkdirAll(filepath.Dir(toml), 0o755))
 	must(t, os.WriteFile(toml, []byte("host_gateway_ip = \"1.2.3.4\"\naddress = \"/run/containerd/containerd.sock\"\n[x]\ny = 1\n"), 0o644))
@@ -123,18 +123,6 @@ func TestPortWatchAddsDNATPorts(t *testing.T) {
 	must(t, err)
 	if !got[portKey{Proto: "tcp", IP: "0.0.0.0", Port: 18090}] || len(got) != 1 {
 		t.Errorf("ports = %v", got)
-	}
-}
-
-func TestDNSNeverForwardsToItself(t *testing.T) {
-	s, _ := newTestServer(t)
-	must(t, s.startDNSOn("127.0.0.1:0", "10.254.254.254", []string{"10.254.254.254", "192.0.2.53"}))
-	t.Cleanup(s.stopDNS)
-	s.dnsMu.Lock()
-	ups := s.dns.srv.currentUpstreams()
-	s.dnsMu.Unlock()
-	if slices.Contains(ups, "10.254.254.254:53") || slices.Contains(ups, "10.254.254.254") || len(ups) != 1 {
-		t.Errorf("upstreams %v", ups)
 	}
 }
 

@@ -110,7 +110,7 @@ func (s *Server) writeDaemonJSON() error {
 	}
 	// Containers resolve through the agent's DNS server, which knows
 	// host.docker.internal; user networks' embedded DNS forwards to it too.
-	if d := s.dnsIP(); d != "" {
+	if d := s.rooms().dns.IP(); d != "" {
 		cfg["dns"] = []string{d}
 	} else if isOnlyDNS(cfg["dns"], ip) {
 		// Written on an earlier boot, but no server answers there now.

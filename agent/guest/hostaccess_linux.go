@@ -44,7 +44,7 @@ func (s *Server) setupHostAccess(ctx context.Context, ipStr string, given []stri
 	}
 	// The DNS server binds ip, so it needs ip on lo; it starts before the
 	// rules are loaded so that its exemption goes in with them.
-	dns := s.setupDNS(ipStr, given)
+	dns := s.rooms().dns.Setup(ipStr, given)
 	if err := s.loadHostAccessRules(ctx, ipStr, port, dns); err != nil {
 		return err
 	}

@@ -1,6 +1,14 @@
 package guest
 
-import "testing"
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/vmdock/vmdock/agent/guest/guestos/guestostest"
+)
 
 func TestHostAccessRestore(t *testing.T) {
 	const fresh = "*nat\n:VMDOCK-HOST - [0:0]\n" +
@@ -24,5 +32,38 @@ func TestHostAccessRestore(t *testing.T) {
 	got := hostAccessRestore("10.0.0.1", 4321, false, "-A OUTPUT -o lo -j VMDOCK-HOST\n-A PREROUTING -j VMDOCK-HOST\n")
 	if want := "-I OUTPUT 1 -j VMDOCK-HOST\nCOMMIT\n"; got[len(got)-len(want):] != want {
 		t.Errorf("conditional jump taken for ours:\n%s", got)
+	}
+}
+
+// The DNS server's port 53 is accepted ahead of the host access REDIRECT,
+// for udp and tcp, and only while the server runs; a failing iptables is
+// an error.
+func TestExemptDNSFromRedirect(t *testing.T) {
+	s, fos := newTestServer(t)
+	must(t, s.loadHostAccessRules(context.Background(), "10.254.254.254", 4321, true))
+	b, err := os.ReadFile(filepath.Join(s.Root, hostAccessRules))
+	must(t, err)
+	rules := string(b)
+	redirect := strings.Index(rules, "-j REDIRECT")
+	for _, want := range []string{
+		"-A VMDOCK-HOST -d 10.254.254.254 -p udp --dport 53 -j ACCEPT\n",
+		"-A VMDOCK-HOST -d 10.254.254.254 -p tcp --dport 53 -j ACCEPT\n",
+	} {
+		if i := strings.Index(rules, want); i < 0 || i > redirect {
+			t.Errorf("%q missing or after the REDIRECT in:\n%s", want, rules)
+		}
+	}
+	if !strings.Contains(fos.Ran(), "iptables-restore --noflush "+filepath.Join(s.Root, hostAccessRules)) {
+		t.Errorf("rules not loaded:\n%s", fos.Ran())
+	}
+	must(t, s.loadHostAccessRules(context.Background(), "10.254.254.254", 4321, false))
+	if b, _ := os.ReadFile(filepath.Join(s.Root, hostAccessRules)); strings.Contains(string(b), "--dport 53") {
+		t.Errorf("port 53 exempted without a DNS server:\n%s", b)
+	}
+	for _, failing := range []string{"iptables ", "iptables-restore"} {
+		fos.Results = map[string]error{failing: guestostest.ExitErr(4)}
+		if err := s.loadHostAccessRules(context.Background(), "10.254.254.254", 4321, true); err == nil {
+			t.Errorf("failing %s: want an error", failing)
+		}
 	}
 }

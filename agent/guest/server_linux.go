@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/agent/guest/dnsforward"
 	"github.com/vmdock/vmdock/agent/guest/guestos"
 )
 
@@ -69,8 +70,26 @@ type Server struct {
 	upkeepMu    sync.Mutex
 	upkeepState *upkeep
 
-	dnsMu sync.Mutex // guards dns; separate so DNS restarts never wait on sessions
-	dns   *dnsRunner
+	// The features, made on first use from Log, OS and Root; each has
+	// its own lock.
+	featuresOnce sync.Once
+	features     features
+}
+
+// features are the server's rooms, one job each.
+type features struct {
+	dns *dnsforward.Forwarder
+}
+
+// rooms returns the features, made on first use.
+func (s *Server) rooms() *features {
+	s.featuresOnce.Do(func() {
+		sys := s.sys()
+		s.features = features{
+			dns: &dnsforward.Forwarder{Sys: sys},
+		}
+	})
+	return &s.features
 }
 
 // NewServer returns a server on the real system.
@@ -264,7 +283,7 @@ func (s *Server) answer(ctx context.Context, req agent.Request) (agent.Response,
 		if err := s.startDocker(dctx); err != nil {
 			return resp, err
 		}
-		s.awaitResolvers(ctx)
+		s.rooms().dns.AwaitResolvers(ctx)
 		return resp, nil
 	case agent.OpContainerd:
 		dctx, cancel := context.WithTimeout(ctx, containerdTimeout)
@@ -272,7 +291,7 @@ func (s *Server) answer(ctx context.Context, req agent.Request) (agent.Response,
 		if err := s.startContainerd(dctx); err != nil {
 			return resp, err
 		}
-		s.awaitResolvers(ctx)
+		s.rooms().dns.AwaitResolvers(ctx)
 		return resp, nil
 	case agent.OpTouch:
 		return resp, s.touch(req.Touch)
@@ -317,7 +336,7 @@ func (s *Server) info() (agent.Info, error) {
 	info.Kernel = unix.ByteSliceToString(uts.Release[:])
 	info.Hostname = unix.ByteSliceToString(uts.Nodename[:])
 	info.Addrs = networkAddrs()
-	info.DNSUpstreams = s.currentDNSUpstreams()
+	info.DNSUpstreams = s.rooms().dns.CurrentUpstreams()
 	b, err := os.ReadFile("/proc/uptime")
 	if err != nil {
 		return info, fmt.Errorf("read uptime: %w", err)

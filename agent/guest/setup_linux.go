@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -23,7 +22,6 @@ const (
 	dataMount   = "/var/lib/vmdock-data"
 	dataLabel   = "vmdock-data"
 	binfmtMisc  = "/proc/sys/fs/binfmt_misc"
-	leasesDir   = "/run/systemd/netif/leases"
 	hostsMarker = "# vmdock host access"
 )
 
@@ -46,7 +44,7 @@ func (s *Server) setup(ctx context.Context, st agent.Setup) error {
 	if st.Hostname != "" {
 		first.add("hostname", func() error { return s.setHostname(st.Hostname) })
 	}
-	first.add("dns", func() error { return s.setDNS(st.DNS) })
+	first.add("dns", func() error { return s.rooms().dns.WriteResolvConf(st.DNS) })
 	if len(st.Env) > 0 {
 		first.add("environment", func() error { return s.setEnv(st.Env) })
 	}
@@ -167,60 +165,6 @@ func (s *Server) editHosts(key, line string) error {
 		out = append(out, line)
 	}
 	return guestos.WriteFile(p, []byte(strings.Join(out, "\n")+"\n"), 0o644)
-}
-
-// setDNS writes the given servers, else the ones DHCP handed out; with
-// neither it keeps the image's resolv.conf.
-func (s *Server) setDNS(servers []string) error {
-	for _, d := range servers {
-		if net.ParseIP(d) == nil {
-			return fmt.Errorf("DNS server %q is not an IP address", d)
-		}
-	}
-	if len(servers) == 0 {
-		servers = s.leaseDNS()
-	}
-	if len(servers) == 0 {
-		return nil
-	}
-	var b strings.Builder
-	b.WriteString("# written by vmdock-agent\n")
-	for _, d := range servers {
-		fmt.Fprintf(&b, "nameserver %s\n", d)
-	}
-	p := s.path("/etc/resolv.conf")
-	// A symlink to systemd-resolved's stub would be rewritten behind us.
-	if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-		_ = os.Remove(p)
-	}
-	return guestos.WriteFile(p, []byte(b.String()), 0o644)
-}
-
-// leaseDNS reads DNS= from systemd-networkd's DHCP leases.
-func (s *Server) leaseDNS() []string {
-	files, _ := filepath.Glob(filepath.Join(s.path(leasesDir), "*"))
-	sort.Strings(files)
-	var out []string
-	seen := map[string]bool{}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		for _, l := range strings.Split(string(b), "\n") {
-			v, ok := strings.CutPrefix(l, "DNS=")
-			if !ok {
-				continue
-			}
-			for _, d := range strings.Fields(v) {
-				if net.ParseIP(d) != nil && !seen[d] {
-					seen[d] = true
-					out = append(out, d)
-				}
-			}
-		}
-	}
-	return out
 }
 
 func (s *Server) setEnv(env map[string]string) error {

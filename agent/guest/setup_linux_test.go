@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/agent/guest/dnsforward"
 	"github.com/vmdock/vmdock/agent/guest/guestos/guestostest"
 )
 
@@ -64,7 +65,7 @@ func TestMountRetriesWhileTheDeviceBinds(t *testing.T) {
 func TestSetup(t *testing.T) {
 	s, fos := newTestServer(t)
 	fos.Results = map[string]error{"blkid": guestostest.ExitErr(2)}
-	leases := filepath.Join(s.Root, leasesDir)
+	leases := filepath.Join(s.Root, dnsforward.LeasesDir)
 	must(t, os.MkdirAll(leases, 0o755))
 	must(t, os.WriteFile(filepath.Join(leases, "2"), []byte("ADDRESS=10.0.2.15\nDNS=10.0.2.3\n"), 0o644))
 	must(t, os.WriteFile(filepath.Join(s.Root, "etc/hosts"), []byte("127.0.0.1 localhost\n127.0.1.1 old\n"), 0o644))

@@ -1,4 +1,4 @@
-package guest
+package dnsforward
 
 import (
 	"bufio"
@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/net/dns/dnsmessage"
 
+	"github.com/vmdock/vmdock/agent/guest/guestos"
 	"github.com/vmdock/vmdock/agent/lenprefix"
 )
 
@@ -388,15 +389,15 @@ func isReplyTo(msg []byte, id uint16) bool {
 // resolv.conf's. Resolved's stub (127.0.0.53) is never one: with upstreams
 // of its own resolved lists them in its upstream file, and without it
 // only fails every query, while the list stays non-empty and looks fine.
-func (s *Server) dnsUpstreams(given []string) []string {
+func (s *Forwarder) Upstreams(given []string) []string {
 	if len(given) > 0 {
 		return given
 	}
-	if l := s.leaseDNS(); len(l) > 0 {
+	if l := s.LeaseDNS(); len(l) > 0 {
 		return l
 	}
 	for _, f := range []string{"/run/systemd/resolve/resolv.conf", "/etc/resolv.conf"} {
-		l := slices.DeleteFunc(readNameservers(s.path(f)), isResolvedStub)
+		l := slices.DeleteFunc(readNameservers(s.Path(f)), isResolvedStub)
 		if len(l) > 0 {
 			return l
 		}
@@ -426,6 +427,16 @@ func readNameservers(p string) []string {
 	return out
 }
 
+// Forwarder runs the guest's DNS server for containers and knows the
+// guest's own resolvers. Its lock is its own, so DNS restarts never wait
+// on sessions.
+type Forwarder struct {
+	guestos.Sys
+
+	mu      sync.Mutex
+	running *dnsRunner
+}
+
 // dnsRunner is one running DNS server.
 type dnsRunner struct {
 	listen string
@@ -451,8 +462,8 @@ const (
 
 // startDNS serves DNS on ip:53 for the agent's lifetime; a second setup
 // only refreshes the upstreams.
-func (s *Server) startDNS(ip string, given []string) error {
-	return s.startDNSOn(net.JoinHostPort(ip, "53"), ip, given)
+func (s *Forwarder) Start(ip string, given []string) error {
+	return s.StartOn(net.JoinHostPort(ip, "53"), ip, given)
 }
 
 // listenDNS listens for UDP and TCP on the same address. With port 0
@@ -477,10 +488,10 @@ func listenDNS(addr string) (net.PacketConn, net.Listener, error) {
 
 // startDNSOn listens on listen (UDP and TCP on the same port) and answers
 // the local names with ip.
-func (s *Server) startDNSOn(listen, ip string, given []string) error {
-	s.dnsMu.Lock()
-	defer s.dnsMu.Unlock()
-	if r := s.dns; r != nil {
+func (s *Forwarder) StartOn(listen, ip string, given []string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.running; r != nil {
 		if r.listen == listen && r.ip == ip {
 			r.given = given
 			_, err := s.refreshUpstreams(r)
@@ -488,13 +499,13 @@ func (s *Server) startDNSOn(listen, ip string, given []string) error {
 		}
 		r.stop()
 		<-r.done
-		s.dns = nil
+		s.running = nil
 	}
 	pc, l, err := listenDNS(listen)
 	if err != nil {
 		return fmt.Errorf("dns server: %w", err)
 	}
-	srv, err := newDNSServer(s.log(), net.ParseIP(ip), pc.LocalAddr().String())
+	srv, err := newDNSServer(s.Logger(), net.ParseIP(ip), pc.LocalAddr().String())
 	if err != nil {
 		pc.Close()
 		l.Close()
@@ -508,8 +519,8 @@ func (s *Server) startDNSOn(listen, ip string, given []string) error {
 		l.Close()
 		return err
 	}
-	s.dns = r
-	s.log().Info("dns server listening", "addr", srv.self, "upstreams", srv.currentUpstreams())
+	s.running = r
+	s.Logger().Info("dns server listening", "addr", srv.self, "upstreams", srv.currentUpstreams())
 	go func() {
 		defer close(r.done)
 		go s.followUpstreams(ctx, r)
@@ -520,17 +531,17 @@ func (s *Server) startDNSOn(listen, ip string, given []string) error {
 
 // refreshUpstreams sets r's upstreams to the guest's current resolvers
 // and says whether they changed. Called with dnsMu held.
-func (s *Server) refreshUpstreams(r *dnsRunner) (bool, error) {
+func (s *Forwarder) refreshUpstreams(r *dnsRunner) (bool, error) {
 	// The containerd runtime points the guest's resolv.conf at this server;
 	// asking itself would loop.
-	ups := slices.DeleteFunc(s.dnsUpstreams(r.given), func(u string) bool { return u == r.ip })
+	ups := slices.DeleteFunc(s.Upstreams(r.given), func(u string) bool { return u == r.ip })
 	return r.srv.setUpstreams(ups)
 }
 
 // followUpstreams keeps r's upstreams on the guest's current resolvers
 // until ctx ends, and logs each change: the guest's DNS is a boot's most
 // visible failure when it has none.
-func (s *Server) followUpstreams(ctx context.Context, r *dnsRunner) {
+func (s *Forwarder) followUpstreams(ctx context.Context, r *dnsRunner) {
 	t := time.NewTimer(dnsRecheckNone)
 	defer t.Stop()
 	for {
@@ -539,15 +550,15 @@ func (s *Server) followUpstreams(ctx context.Context, r *dnsRunner) {
 			return
 		case <-t.C:
 		}
-		s.dnsMu.Lock()
+		s.mu.Lock()
 		changed, err := s.refreshUpstreams(r)
-		s.dnsMu.Unlock()
+		s.mu.Unlock()
 		ups := r.srv.currentUpstreams()
 		switch {
 		case err != nil:
-			s.log().Warn("dns upstreams", "err", err)
+			s.Logger().Warn("dns upstreams", "err", err)
 		case changed:
-			s.log().Info("dns upstreams changed", "upstreams", ups)
+			s.Logger().Info("dns upstreams changed", "upstreams", ups)
 		}
 		next := dnsRecheck
 		if len(ups) == 0 {
@@ -558,11 +569,11 @@ func (s *Server) followUpstreams(ctx context.Context, r *dnsRunner) {
 }
 
 // stopDNS ends the server's DNS server, if any, and waits for it.
-func (s *Server) stopDNS() {
-	s.dnsMu.Lock()
-	r := s.dns
-	s.dns = nil
-	s.dnsMu.Unlock()
+func (s *Forwarder) Stop() {
+	s.mu.Lock()
+	r := s.running
+	s.running = nil
+	s.mu.Unlock()
 	if r != nil {
 		r.stop()
 		<-r.done
@@ -579,20 +590,20 @@ const resolverWait = time.Minute
 // awaitResolvers waits, within resolverWait, until the guest knows a
 // resolver; without one it only says so, since the runtime works for
 // everything but names.
-func (s *Server) awaitResolvers(ctx context.Context) {
+func (s *Forwarder) AwaitResolvers(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, resolverWait)
 	defer cancel()
 	began := time.Now()
 	for {
-		if ups := s.refreshDNS(); len(ups) > 0 {
+		if ups := s.Refresh(); len(ups) > 0 {
 			if waited := time.Since(began); waited > time.Second {
-				s.log().Info("the guest's resolvers came", "upstreams", ups, "waited", waited.Round(time.Millisecond))
+				s.Logger().Info("the guest's resolvers came", "upstreams", ups, "waited", waited.Round(time.Millisecond))
 			}
 			return
 		}
 		select {
 		case <-ctx.Done():
-			s.log().Warn("the guest has no resolver yet: outside names do not resolve until its DHCP lease names one", "waited", time.Since(began).Round(time.Second))
+			s.Logger().Warn("the guest has no resolver yet: outside names do not resolve until its DHCP lease names one", "waited", time.Since(began).Round(time.Second))
 			return
 		case <-time.After(200 * time.Millisecond):
 		}
@@ -601,46 +612,46 @@ func (s *Server) awaitResolvers(ctx context.Context) {
 
 // refreshDNS looks for the guest's resolvers now and returns them, as
 // the forwarder's upstreams when it runs.
-func (s *Server) refreshDNS() []string {
-	s.dnsMu.Lock()
-	defer s.dnsMu.Unlock()
-	if r := s.dns; r != nil {
+func (s *Forwarder) Refresh() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.running; r != nil {
 		if changed, err := s.refreshUpstreams(r); changed && err == nil {
-			s.log().Info("dns upstreams changed", "upstreams", r.srv.currentUpstreams())
+			s.Logger().Info("dns upstreams changed", "upstreams", r.srv.currentUpstreams())
 		}
 		return r.srv.currentUpstreams()
 	}
-	return s.dnsUpstreams(nil)
+	return s.Upstreams(nil)
 }
 
 // currentDNSUpstreams are the forwarder's upstreams, or the guest's own
 // resolvers when no forwarder runs; never nil.
-func (s *Server) currentDNSUpstreams() []string {
-	s.dnsMu.Lock()
-	r := s.dns
-	s.dnsMu.Unlock()
+func (s *Forwarder) CurrentUpstreams() []string {
+	s.mu.Lock()
+	r := s.running
+	s.mu.Unlock()
 	if r != nil {
 		return append([]string{}, r.srv.currentUpstreams()...)
 	}
-	return append([]string{}, s.dnsUpstreams(nil)...)
+	return append([]string{}, s.Upstreams(nil)...)
 }
 
 // dnsIP is the address containers should use as their resolver, or "" when
 // no DNS server runs.
-func (s *Server) dnsIP() string {
-	s.dnsMu.Lock()
-	defer s.dnsMu.Unlock()
-	if r := s.dns; r != nil {
+func (s *Forwarder) IP() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.running; r != nil {
 		return r.ip
 	}
 	return ""
 }
 
 // dnsAddr is where the DNS server listens, or "".
-func (s *Server) dnsAddr() string {
-	s.dnsMu.Lock()
-	defer s.dnsMu.Unlock()
-	if r := s.dns; r != nil {
+func (s *Forwarder) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.running; r != nil {
 		return r.srv.self
 	}
 	return ""
@@ -651,9 +662,9 @@ func (s *Server) dnsAddr() string {
 // Failing here is not fatal to setup: containers then keep the guest's
 // resolvers (dockerd's "dns" is only set while the server runs) and lose
 // only host.docker.internal.
-func (s *Server) setupDNS(ip string, given []string) bool {
-	if err := s.startDNS(ip, given); err != nil {
-		s.log().Warn("no DNS server for containers; host.docker.internal resolves only with --add-host", "err", err)
+func (s *Forwarder) Setup(ip string, given []string) bool {
+	if err := s.Start(ip, given); err != nil {
+		s.Logger().Warn("no DNS server for containers; host.docker.internal resolves only with --add-host", "err", err)
 		return false
 	}
 	return true

@@ -1,8 +1,7 @@
-package guest
+package dnsforward
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"math/rand"
 	"net"
@@ -16,7 +15,6 @@ import (
 
 	"golang.org/x/net/dns/dnsmessage"
 
-	"github.com/vmdock/vmdock/agent/guest/guestos/guestostest"
 	"github.com/vmdock/vmdock/agent/lenprefix"
 )
 
@@ -154,11 +152,11 @@ func answerIPs(m dnsmessage.Message) [][4]byte {
 
 // startTestDNS runs s's DNS server on a loopback port with the given
 // upstreams, answering the local names with 10.254.254.254.
-func startTestDNS(t *testing.T, s *Server, upstreams []string) string {
+func startTestDNS(t *testing.T, s *Forwarder, upstreams []string) string {
 	t.Helper()
-	must(t, s.startDNSOn("127.0.0.1:0", "10.254.254.254", upstreams))
-	t.Cleanup(s.stopDNS)
-	return s.dnsAddr()
+	must(t, s.StartOn("127.0.0.1:0", "10.254.254.254", upstreams))
+	t.Cleanup(s.Stop)
+	return s.Addr()
 }
 
 func TestDNSServer(t *testing.T) {
@@ -347,20 +345,20 @@ func TestDNSServerSurvivesGarbage(t *testing.T) {
 
 func TestDNSServerStops(t *testing.T) {
 	s, _ := newTestServer(t)
-	must(t, s.startDNSOn("127.0.0.1:0", "10.254.254.254", nil))
-	addr := s.dnsAddr()
+	must(t, s.StartOn("127.0.0.1:0", "10.254.254.254", nil))
+	addr := s.Addr()
 	// An idle TCP client must not keep the server from stopping.
 	c, err := net.Dial("tcp", addr)
 	must(t, err)
 	defer c.Close()
 	done := make(chan struct{})
-	go func() { s.stopDNS(); close(done) }()
+	go func() { s.Stop(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(3 * time.Second):
 		t.Fatal("stopDNS did not return")
 	}
-	if s.dnsIP() != "" || s.dnsAddr() != "" {
+	if s.IP() != "" || s.Addr() != "" {
 		t.Fatal("server still registered after stop")
 	}
 	if l, err := net.Listen("tcp4", addr); err != nil {
@@ -379,15 +377,15 @@ func TestDNSRestartUpdatesUpstreams(t *testing.T) {
 		t.Fatalf("rcode %v without upstream", m.RCode)
 	}
 	// A second setup keeps the listener and takes the new upstreams.
-	must(t, s.startDNSOn("127.0.0.1:0", "10.254.254.254", []string{up.addr}))
-	if s.dnsAddr() != addr {
-		t.Fatalf("listener moved from %s to %s", addr, s.dnsAddr())
+	must(t, s.StartOn("127.0.0.1:0", "10.254.254.254", []string{up.addr}))
+	if s.Addr() != addr {
+		t.Fatalf("listener moved from %s to %s", addr, s.Addr())
 	}
 	m, _ = ask(t, "udp", addr, query(t, "example.com.", dnsmessage.TypeA, 2))
 	if got := answerIPs(m); len(got) != 1 || got[0] != upstreamIP {
 		t.Fatalf("after new upstreams: %+v", m)
 	}
-	if err := s.startDNSOn("127.0.0.1:0", "10.254.254.254", []string{"resolver.example"}); err == nil {
+	if err := s.StartOn("127.0.0.1:0", "10.254.254.254", []string{"resolver.example"}); err == nil {
 		t.Fatal("upstream name: want an error")
 	}
 }
@@ -399,8 +397,8 @@ func TestDNSUpstreams(t *testing.T) {
 		files map[string]string
 		want  []string
 	}{
-		{"given wins", []string{"1.1.1.1"}, map[string]string{leasesDir + "/2": "DNS=10.0.2.3\n"}, []string{"1.1.1.1"}},
-		{"dhcp lease", nil, map[string]string{leasesDir + "/2": "DNS=10.0.2.3 10.0.2.4\n", "etc/resolv.conf": "nameserver 9.9.9.9\n"}, []string{"10.0.2.3", "10.0.2.4"}},
+		{"given wins", []string{"1.1.1.1"}, map[string]string{LeasesDir + "/2": "DNS=10.0.2.3\n"}, []string{"1.1.1.1"}},
+		{"dhcp lease", nil, map[string]string{LeasesDir + "/2": "DNS=10.0.2.3 10.0.2.4\n", "etc/resolv.conf": "nameserver 9.9.9.9\n"}, []string{"10.0.2.3", "10.0.2.4"}},
 		{"resolved upstreams", nil, map[string]string{"run/systemd/resolve/resolv.conf": "# x\nnameserver 10.0.2.3\nnameserver fe80::1%eth0\nsearch lan\n", "etc/resolv.conf": "nameserver 127.0.0.53\n"}, []string{"10.0.2.3"}},
 		{"resolv.conf", nil, map[string]string{"etc/resolv.conf": "nameserver 192.0.2.9\noptions edns0\n"}, []string{"192.0.2.9"}},
 		// Resolved without upstreams of its own: its stub would fail every
@@ -416,7 +414,7 @@ func TestDNSUpstreams(t *testing.T) {
 				must(t, os.MkdirAll(filepath.Dir(p), 0o755))
 				must(t, os.WriteFile(p, []byte(body), 0o644))
 			}
-			if got := s.dnsUpstreams(tt.given); !slices.Equal(got, tt.want) {
+			if got := s.Upstreams(tt.given); !slices.Equal(got, tt.want) {
 				t.Fatalf("got %q, want %q", got, tt.want)
 			}
 		})
@@ -429,15 +427,15 @@ func TestDNSUpstreams(t *testing.T) {
 func TestDNSFollowsLease(t *testing.T) {
 	s, _ := newTestServer(t)
 	startTestDNS(t, s, nil)
-	lease := filepath.Join(s.Root, leasesDir, "2")
+	lease := filepath.Join(s.Root, LeasesDir, "2")
 	must(t, os.MkdirAll(filepath.Dir(lease), 0o755))
 	waitUpstreams := func(want ...string) {
 		t.Helper()
 		deadline := time.Now().Add(3 * dnsRecheck)
 		for {
-			s.dnsMu.Lock()
-			got := s.dns.srv.currentUpstreams()
-			s.dnsMu.Unlock()
+			s.mu.Lock()
+			got := s.running.srv.currentUpstreams()
+			s.mu.Unlock()
 			if slices.Equal(got, want) {
 				return
 			}
@@ -459,10 +457,10 @@ func TestDNSFollowsLease(t *testing.T) {
 func TestRuntimeStartAwaitsResolvers(t *testing.T) {
 	s, _ := newTestServer(t)
 	startTestDNS(t, s, nil)
-	lease := filepath.Join(s.Root, leasesDir, "2")
+	lease := filepath.Join(s.Root, LeasesDir, "2")
 	must(t, os.MkdirAll(filepath.Dir(lease), 0o755))
 	done := make(chan time.Time)
-	go func() { s.awaitResolvers(context.Background()); done <- time.Now() }()
+	go func() { s.AwaitResolvers(context.Background()); done <- time.Now() }()
 	time.Sleep(300 * time.Millisecond)
 	select {
 	case <-done:
@@ -479,13 +477,13 @@ func TestRuntimeStartAwaitsResolvers(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("still waiting 10 s after the lease")
 	}
-	if got := s.currentDNSUpstreams(); !slices.Equal(got, []string{"10.0.2.3:53"}) {
+	if got := s.CurrentUpstreams(); !slices.Equal(got, []string{"10.0.2.3:53"}) {
 		t.Errorf("upstreams %q after the wait", got)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	s2, _ := newTestServer(t)
-	s2.awaitResolvers(ctx) // a cancelled start is not held
+	s2.AwaitResolvers(ctx) // a cancelled start is not held
 }
 
 func TestSetUpstreams(t *testing.T) {
@@ -509,70 +507,16 @@ func TestSetUpstreams(t *testing.T) {
 	}
 }
 
-// The DNS server's port 53 is accepted ahead of the host access REDIRECT,
-// for udp and tcp, and only while the server runs; a failing iptables is
-// an error.
-func TestExemptDNSFromRedirect(t *testing.T) {
-	s, fos := newTestServer(t)
-	must(t, s.loadHostAccessRules(context.Background(), "10.254.254.254", 4321, true))
-	b, err := os.ReadFile(filepath.Join(s.Root, hostAccessRules))
-	must(t, err)
-	rules := string(b)
-	redirect := strings.Index(rules, "-j REDIRECT")
-	for _, want := range []string{
-		"-A VMDOCK-HOST -d 10.254.254.254 -p udp --dport 53 -j ACCEPT\n",
-		"-A VMDOCK-HOST -d 10.254.254.254 -p tcp --dport 53 -j ACCEPT\n",
-	} {
-		if i := strings.Index(rules, want); i < 0 || i > redirect {
-			t.Errorf("%q missing or after the REDIRECT in:\n%s", want, rules)
-		}
-	}
-	if !strings.Contains(fos.Ran(), "iptables-restore --noflush "+filepath.Join(s.Root, hostAccessRules)) {
-		t.Errorf("rules not loaded:\n%s", fos.Ran())
-	}
-	must(t, s.loadHostAccessRules(context.Background(), "10.254.254.254", 4321, false))
-	if b, _ := os.ReadFile(filepath.Join(s.Root, hostAccessRules)); strings.Contains(string(b), "--dport 53") {
-		t.Errorf("port 53 exempted without a DNS server:\n%s", b)
-	}
-	for _, failing := range []string{"iptables ", "iptables-restore"} {
-		fos.Results = map[string]error{failing: guestostest.ExitErr(4)}
-		if err := s.loadHostAccessRules(context.Background(), "10.254.254.254", 4321, true); err == nil {
-			t.Errorf("failing %s: want an error", failing)
-		}
-	}
-}
-
-func TestDaemonJSONDNS(t *testing.T) {
-	readDNS := func(t *testing.T, s *Server) any {
-		t.Helper()
-		b, err := os.ReadFile(filepath.Join(s.Root, daemonJSON))
-		must(t, err)
-		var cfg map[string]any
-		must(t, json.Unmarshal(b, &cfg))
-		return cfg["dns"]
-	}
-	s, _ := newTestServer(t)
-	s.hostAccessIP = "10.254.254.254"
-	must(t, os.MkdirAll(filepath.Join(s.Root, "etc/docker"), 0o755))
-
-	// No server: a user's own dns is kept.
-	must(t, os.WriteFile(filepath.Join(s.Root, daemonJSON), []byte(`{"dns":["9.9.9.9"]}`), 0o644))
-	must(t, s.writeDaemonJSON())
-	if got := readDNS(t, s); !slices.Equal(got.([]any), []any{"9.9.9.9"}) {
-		t.Fatalf("user dns = %v, want kept", got)
-	}
-	// Server running: containers use it.
-	startTestDNS(t, s, nil)
-	must(t, s.writeDaemonJSON())
-	if got := readDNS(t, s); !slices.Equal(got.([]any), []any{"10.254.254.254"}) {
-		t.Fatalf("dns = %v, want [10.254.254.254]", got)
-	}
-	// Server gone (say, port 53 was taken this boot): our stale entry goes.
-	s.stopDNS()
-	must(t, s.writeDaemonJSON())
-	if got := readDNS(t, s); got != nil {
-		t.Fatalf("dns = %v, want it removed", got)
-	}
-}
-
 func discardLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+func TestDNSNeverForwardsToItself(t *testing.T) {
+	s, _ := newTestServer(t)
+	must(t, s.StartOn("127.0.0.1:0", "10.254.254.254", []string{"10.254.254.254", "192.0.2.53"}))
+	t.Cleanup(s.Stop)
+	s.mu.Lock()
+	ups := s.running.srv.currentUpstreams()
+	s.mu.Unlock()
+	if slices.Contains(ups, "10.254.254.254:53") || slices.Contains(ups, "10.254.254.254") || len(ups) != 1 {
+		t.Errorf("upstreams %v", ups)
+	}
+}
