@@ -20,7 +20,6 @@ import (
 const (
 	nerdctlTOML       = "/etc/nerdctl/nerdctl.toml"
 	resolvConf        = "/etc/resolv.conf"
-	buildkitUnit      = "/usr/lib/systemd/system/buildkit.service"
 	containerdTimeout = 2 * time.Minute
 )
 
@@ -59,7 +58,7 @@ func (s *Server) startContainerd(ctx context.Context) error {
 	if err := s.waitContainerdSocket(ctx); err != nil {
 		return err
 	}
-	if _, err := os.Stat(s.path(buildkitUnit)); err == nil {
+	if _, err := os.Stat(s.path(guestos.BuildkitUnit)); err == nil {
 		// Not waited for: only `nerdctl build` needs it, and a failure
 		// there says so itself.
 		if _, err := s.OS.Run(ctx, "systemctl", "start", "--no-block", "buildkit"); err != nil {

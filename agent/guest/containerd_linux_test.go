@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/agent/guest/guestos"
 )
 
 func TestStartContainerd(t *testing.T) {
@@ -21,8 +22,8 @@ func TestStartContainerd(t *testing.T) {
 	toml := filepath.Join(s.Root, nerdctlTOML)
 	must(t, os.MkdirAll(filepath.Dir(toml), 0o755))
 	must(t, os.WriteFile(toml, []byte("host_gateway_ip = \"1.2.3.4\"\naddress = \"/run/containerd/containerd.sock\"\n[x]\ny = 1\n"), 0o644))
-	must(t, os.MkdirAll(filepath.Join(s.Root, filepath.Dir(buildkitUnit)), 0o755))
-	must(t, os.WriteFile(filepath.Join(s.Root, buildkitUnit), nil, 0o644))
+	must(t, os.MkdirAll(filepath.Join(s.Root, filepath.Dir(guestos.BuildkitUnit)), 0o755))
+	must(t, os.WriteFile(filepath.Join(s.Root, guestos.BuildkitUnit), nil, 0o644))
 	// The stub link nerdctl would skip.
 	must(t, os.Symlink("../run/systemd/resolve/stub-resolv.conf", filepath.Join(s.Root, resolvConf)))
 	// containerd needs a moment: its socket listens only after a few dials.

@@ -79,7 +79,7 @@ type execProc struct {
 // runExec runs the command and returns its exit code; err means it could
 // not start. When the host goes away the process group is killed.
 func (s *Server) runExec(st net.Conn, fw *agent.FrameWriter, r agent.ExecRequest) (int, error) {
-	r.Env = s.withProxyVars(r.Env)
+	r.Env = s.rooms().corp.WithProxyVars(r.Env)
 	start := startExecPipes
 	if r.TTY {
 		start = startExecPTY

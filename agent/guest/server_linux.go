@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/agent/guest/corpnet"
 	"github.com/vmdock/vmdock/agent/guest/dnsforward"
 	"github.com/vmdock/vmdock/agent/guest/guestos"
 )
@@ -57,10 +58,7 @@ type Server struct {
 	ownPorts     map[portKey]bool
 	hostAccess   net.Listener
 	hostAccessIP string
-	// proxyVars is the proxy of the last setup as variables, for exec'd
-	// commands (vmdock nerdctl pulls itself, vmdock ssh shells).
-	proxyVars map[string]string
-	sshAgent  *sshAgentListener
+	sshAgent     *sshAgentListener
 	// publishDNAT: the containerd runtime runs, so published ports are
 	// portmap's DNAT rules as well as listening sockets.
 	publishDNAT bool
@@ -78,7 +76,8 @@ type Server struct {
 
 // features are the server's rooms, one job each.
 type features struct {
-	dns *dnsforward.Forwarder
+	dns  *dnsforward.Forwarder
+	corp *corpnet.CorpNet
 }
 
 // rooms returns the features, made on first use.
@@ -86,7 +85,8 @@ func (s *Server) rooms() *features {
 	s.featuresOnce.Do(func() {
 		sys := s.sys()
 		s.features = features{
-			dns: &dnsforward.Forwarder{Sys: sys},
+			dns:  &dnsforward.Forwarder{Sys: sys},
+			corp: &corpnet.CorpNet{Sys: sys},
 		}
 	})
 	return &s.features

@@ -65,7 +65,7 @@ func (s *Server) setup(ctx context.Context, st agent.Setup) error {
 	}
 	// Before the daemons start (the OpDocker/OpContainerd requests that
 	// follow): they read both only then.
-	trust.add("CA certificates and proxy", func() error { return s.corpNet(ctx, st) })
+	trust.add("CA certificates and proxy", func() error { return s.rooms().corp.Apply(ctx, st) })
 	if st.Binfmt {
 		rest.add("binfmt", func() error { return s.binfmt(ctx) })
 	}

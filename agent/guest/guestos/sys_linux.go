@@ -9,6 +9,10 @@ import (
 	"github.com/vmdock/vmdock/internal/atomicfile"
 )
 
+// BuildkitUnit is buildkit's systemd unit, present when the image has
+// buildkit (the containerd runtime's builder).
+const BuildkitUnit = "/usr/lib/systemd/system/buildkit.service"
+
 // Sys is the guest system a feature works on.
 type Sys struct {
 	Log *slog.Logger

@@ -1,4 +1,4 @@
-package guest
+package corpnet
 
 import (
 	"context"
@@ -26,7 +26,7 @@ func (r realOpenSSL) Run(ctx context.Context, name string, args ...string) ([]by
 	return exec.CommandContext(ctx, name, args...).CombinedOutput()
 }
 
-func trustStoreServer(t *testing.T, system ...string) (*Server, *guestostest.FakeOS) {
+func trustStoreServer(t *testing.T, system ...string) (*CorpNet, *guestostest.FakeOS) {
 	t.Helper()
 	if _, err := exec.LookPath("openssl"); err != nil {
 		if os.Getenv("CI") != "" {
@@ -36,15 +36,15 @@ func trustStoreServer(t *testing.T, system ...string) (*Server, *guestostest.Fak
 	}
 	s, fos := newTestServer(t)
 	s.OS = realOpenSSL{fos}
-	must(t, os.MkdirAll(s.path(etcCertsDir), 0o755))
-	must(t, os.WriteFile(s.path(caBundle), []byte(strings.Join(system, "")), 0o644))
+	must(t, os.MkdirAll(s.Path(etcCertsDir), 0o755))
+	must(t, os.WriteFile(s.Path(caBundle), []byte(strings.Join(system, "")), 0o644))
 	return s, fos
 }
 
 // bundleNames is the common names of the bundle's certificates, in order.
-func bundleNames(t *testing.T, s *Server) []string {
+func bundleNames(t *testing.T, s *CorpNet) []string {
 	t.Helper()
-	b, err := os.ReadFile(s.path(caBundle))
+	b, err := os.ReadFile(s.Path(caBundle))
 	must(t, err)
 	var names []string
 	for {
@@ -60,13 +60,13 @@ func bundleNames(t *testing.T, s *Server) []string {
 }
 
 // hashLinked says whether OpenSSL's subject-hash folder finds pemText.
-func hashLinked(t *testing.T, s *Server, pemText string) bool {
+func hashLinked(t *testing.T, s *CorpNet, pemText string) bool {
 	t.Helper()
 	f := filepath.Join(t.TempDir(), "c.pem")
 	must(t, os.WriteFile(f, []byte(pemText), 0o644))
 	out, err := exec.Command("openssl", "x509", "-hash", "-noout", "-in", f).Output()
 	must(t, err)
-	links, _ := filepath.Glob(filepath.Join(s.path(etcCertsDir), strings.TrimSpace(string(out))+".*"))
+	links, _ := filepath.Glob(filepath.Join(s.Path(etcCertsDir), strings.TrimSpace(string(out))+".*"))
 	for _, l := range links {
 		if b, err := os.ReadFile(l); err == nil && string(b) == pemText {
 			return true
@@ -83,7 +83,7 @@ func TestTrustStoreEditedInPlaceWithoutUpdateCACertificates(t *testing.T) {
 	a := testCA(t, "a")
 
 	// The host sends a CA of its own and one the guest has already.
-	must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{a, sys2}}))
+	must(t, s.Apply(ctx, agent.Setup{CACerts: []string{a, sys2}}))
 	names := bundleNames(t, s)
 	if len(names) != 4 || names[0] != "sys1" || names[1] != "sys2" {
 		t.Fatalf("bundle after adding a and sys2: %v", names)
@@ -95,7 +95,7 @@ func TestTrustStoreEditedInPlaceWithoutUpdateCACertificates(t *testing.T) {
 		t.Fatalf("a plain store must not need update-ca-certificates: %s", fos.Ran())
 	}
 	for _, name := range crtFiles(t, s) {
-		b, err := os.ReadFile(s.path(certLink(name)))
+		b, err := os.ReadFile(s.Path(certLink(name)))
 		if err != nil || (string(b) != a && string(b) != sys2) {
 			t.Errorf("link for %s: %q %v", name, b, err)
 		}
@@ -106,21 +106,21 @@ func TestTrustStoreEditedInPlaceWithoutUpdateCACertificates(t *testing.T) {
 
 	// a goes: its bundle entry and link go; the system's sys2 stays once,
 	// the host's copy of it stays too.
-	must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{sys2}}))
+	must(t, s.Apply(ctx, agent.Setup{CACerts: []string{sys2}}))
 	if got := strings.Join(bundleNames(t, s), ","); got != "sys1,sys2,sys2" {
 		t.Fatalf("bundle after removing a: %s", got)
 	}
-	if links, _ := filepath.Glob(filepath.Join(s.path(etcCertsDir), "*.pem")); len(links) != 1 || hashLinked(t, s, a) {
+	if links, _ := filepath.Glob(filepath.Join(s.Path(etcCertsDir), "*.pem")); len(links) != 1 || hashLinked(t, s, a) {
 		t.Fatalf("links after removing a: %v (a's hash link left: %v)", links, hashLinked(t, s, a))
 	}
 	// None left: the bundle is the system's again, byte for byte.
-	must(t, s.corpNet(ctx, agent.Setup{}))
-	b, err := os.ReadFile(s.path(caBundle))
+	must(t, s.Apply(ctx, agent.Setup{}))
+	b, err := os.ReadFile(s.Path(caBundle))
 	must(t, err)
 	if string(b) != sys1+sys2 {
 		t.Fatalf("bundle after removing all: %q", b)
 	}
-	if links, _ := filepath.Glob(filepath.Join(s.path(etcCertsDir), "*.pem")); len(links) != 0 {
+	if links, _ := filepath.Glob(filepath.Join(s.Path(etcCertsDir), "*.pem")); len(links) != 0 {
 		t.Fatalf("links left: %v", links)
 	}
 	if strings.Contains(fos.Ran(), "update-ca-certificates") {
@@ -131,23 +131,23 @@ func TestTrustStoreEditedInPlaceWithoutUpdateCACertificates(t *testing.T) {
 func TestTrustStoreWithHooksOrNoBundleUsesUpdateCACertificates(t *testing.T) {
 	ctx := context.Background()
 	s, fos := trustStoreServer(t, testCA(t, "sys"))
-	must(t, os.MkdirAll(s.path(caHooksDir), 0o755))
-	must(t, os.WriteFile(filepath.Join(s.path(caHooksDir), "jks-keystore"), []byte("#!/bin/sh\n"), 0o755))
-	must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{testCA(t, "a")}}))
+	must(t, os.MkdirAll(s.Path(caHooksDir), 0o755))
+	must(t, os.WriteFile(filepath.Join(s.Path(caHooksDir), "jks-keystore"), []byte("#!/bin/sh\n"), 0o755))
+	must(t, s.Apply(ctx, agent.Setup{CACerts: []string{testCA(t, "a")}}))
 	if !strings.Contains(fos.Ran(), "update-ca-certificates --fresh") {
 		t.Fatalf("hooks: want update-ca-certificates, ran %s", fos.Ran())
 	}
 
 	s, fos = trustStoreServer(t)
-	must(t, os.Remove(s.path(caBundle)))
-	must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{testCA(t, "a")}}))
+	must(t, os.Remove(s.Path(caBundle)))
+	must(t, s.Apply(ctx, agent.Setup{CACerts: []string{testCA(t, "a")}}))
 	if !strings.Contains(fos.Ran(), "update-ca-certificates --fresh") {
 		t.Fatalf("no bundle: want update-ca-certificates, ran %s", fos.Ran())
 	}
 
 	// A bundle with something else in it is not edited.
 	s, fos = trustStoreServer(t, testCA(t, "sys")+"not a certificate\n")
-	must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{testCA(t, "a")}}))
+	must(t, s.Apply(ctx, agent.Setup{CACerts: []string{testCA(t, "a")}}))
 	if !strings.Contains(fos.Ran(), "update-ca-certificates --fresh") {
 		t.Fatalf("odd bundle: want update-ca-certificates, ran %s", fos.Ran())
 	}
@@ -156,15 +156,15 @@ func TestTrustStoreWithHooksOrNoBundleUsesUpdateCACertificates(t *testing.T) {
 // interruptAfterSwap leaves the state of an update to the set pems cut off
 // after the folder swap and before the bundle rewrite: the recorded set
 // hash gone, the folder holding the new set, the bundle the old one.
-func interruptAfterSwap(t *testing.T, s *Server, pems ...string) {
+func interruptAfterSwap(t *testing.T, s *CorpNet, pems ...string) {
 	t.Helper()
-	must(t, os.Remove(s.path(caHashFile)))
-	must(t, os.RemoveAll(s.path(guestCADir)))
+	must(t, os.Remove(s.Path(caHashFile)))
+	must(t, os.RemoveAll(s.Path(guestCADir)))
 	if len(pems) > 0 {
-		must(t, os.MkdirAll(s.path(guestCADir), 0o755))
+		must(t, os.MkdirAll(s.Path(guestCADir), 0o755))
 	}
 	for i, p := range pems {
-		must(t, os.WriteFile(filepath.Join(s.path(guestCADir), fmt.Sprintf("%016d.crt", i)), []byte(p), 0o644))
+		must(t, os.WriteFile(filepath.Join(s.Path(guestCADir), fmt.Sprintf("%016d.crt", i)), []byte(p), 0o644))
 	}
 }
 
@@ -176,7 +176,7 @@ func TestTrustStoreInterruptedUpdateStillDropsTheOldCA(t *testing.T) {
 		sys := testCA(t, "sys")
 		s, fos := trustStoreServer(t, sys)
 		a := testCA(t, "a")
-		must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{a}}))
+		must(t, s.Apply(ctx, agent.Setup{CACerts: []string{a}}))
 		var set []string
 		want := "sys"
 		if next != "" {
@@ -184,7 +184,7 @@ func TestTrustStoreInterruptedUpdateStillDropsTheOldCA(t *testing.T) {
 			want += "," + next
 		}
 		interruptAfterSwap(t, s, set...)
-		must(t, s.corpNet(ctx, agent.Setup{CACerts: set}))
+		must(t, s.Apply(ctx, agent.Setup{CACerts: set}))
 		if got := strings.Join(bundleNames(t, s), ","); got != want {
 			t.Errorf("new set %q after an update cut off: bundle %s, want %s", next, got, want)
 		}
@@ -202,7 +202,7 @@ func TestTrustStoreInterruptedUpdateStillDropsTheOldCA(t *testing.T) {
 // local one, the hash links), and records the command in the fake.
 type freshScript struct {
 	realOpenSSL
-	s      *Server
+	s      *CorpNet
 	system string
 }
 
@@ -213,7 +213,7 @@ func (f freshScript) Run(ctx context.Context, name string, args ...string) ([]by
 	if out, err := f.FakeOS.Run(ctx, name, args...); err != nil {
 		return out, err
 	}
-	links, _ := filepath.Glob(filepath.Join(f.s.path(etcCertsDir), "*.pem"))
+	links, _ := filepath.Glob(filepath.Join(f.s.Path(etcCertsDir), "*.pem"))
 	for _, l := range links {
 		if err := os.Remove(l); err != nil {
 			return nil, err
@@ -223,14 +223,14 @@ func (f freshScript) Run(ctx context.Context, name string, args ...string) ([]by
 	local, _ := f.s.readCADir()
 	for _, n := range sortedKeys(local) {
 		bundle += string(local[n])
-		if err := os.Symlink(filepath.Join(f.s.path(guestCADir), n), f.s.path(certLink(n))); err != nil {
+		if err := os.Symlink(filepath.Join(f.s.Path(guestCADir), n), f.s.Path(certLink(n))); err != nil {
 			return nil, err
 		}
 	}
-	if err := os.WriteFile(f.s.path(caBundle), []byte(bundle), 0o644); err != nil {
+	if err := os.WriteFile(f.s.Path(caBundle), []byte(bundle), 0o644); err != nil {
 		return nil, err
 	}
-	return f.realOpenSSL.Run(ctx, "openssl", "rehash", f.s.path(etcCertsDir))
+	return f.realOpenSSL.Run(ctx, "openssl", "rehash", f.s.Path(etcCertsDir))
 }
 
 // Without the record of what vmdock put in the bundle, or with a staging
@@ -241,17 +241,17 @@ func TestTrustStoreUnknownStateIsRebuiltFresh(t *testing.T) {
 		sys := testCA(t, "sys")
 		s, fos := trustStoreServer(t, sys)
 		s.OS = freshScript{realOpenSSL{fos}, s, sys}
-		must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{testCA(t, "a")}}))
+		must(t, s.Apply(ctx, agent.Setup{CACerts: []string{testCA(t, "a")}}))
 		if strings.Contains(fos.Ran(), "update-ca-certificates") {
 			t.Fatalf("a normal update ran the script: %s", fos.Ran())
 		}
 		switch cut {
 		case "record":
-			must(t, os.Remove(s.path(caBundleRecord)))
+			must(t, os.Remove(s.Path(caBundleRecord)))
 		case "staging":
-			must(t, os.MkdirAll(s.path(guestCADir+".new"), 0o755))
+			must(t, os.MkdirAll(s.Path(guestCADir+".new"), 0o755))
 		}
-		must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{testCA(t, "b")}}))
+		must(t, s.Apply(ctx, agent.Setup{CACerts: []string{testCA(t, "b")}}))
 		if !strings.Contains(fos.Ran(), "update-ca-certificates --fresh") {
 			t.Errorf("%s missing or left: want update-ca-certificates --fresh, ran %s", cut, fos.Ran())
 		}
@@ -260,7 +260,7 @@ func TestTrustStoreUnknownStateIsRebuiltFresh(t *testing.T) {
 		}
 		// the record is back: the next update is an edit again
 		before := fos.Ran()
-		must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{testCA(t, "c")}}))
+		must(t, s.Apply(ctx, agent.Setup{CACerts: []string{testCA(t, "c")}}))
 		if strings.Contains(strings.TrimPrefix(fos.Ran(), before), "update-ca-certificates") {
 			t.Errorf("%s: the update after a rebuild ran the script again: %s", cut, strings.TrimPrefix(fos.Ran(), before))
 		}
@@ -278,10 +278,10 @@ func TestTrustStoreCutDuringTheBundleEditIsRebuiltFresh(t *testing.T) {
 	sys := testCA(t, "sys")
 	s, fos := trustStoreServer(t, sys)
 	s.OS = freshScript{realOpenSSL{fos}, s, sys}
-	must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{testCA(t, "a")}}))
+	must(t, s.Apply(ctx, agent.Setup{CACerts: []string{testCA(t, "a")}}))
 	interruptAfterSwap(t, s)
 	must(t, s.markBundleRecordUnknown())
-	must(t, s.corpNet(ctx, agent.Setup{}))
+	must(t, s.Apply(ctx, agent.Setup{}))
 	if !strings.Contains(fos.Ran(), "update-ca-certificates --fresh") {
 		t.Errorf("want update-ca-certificates --fresh, ran %s", fos.Ran())
 	}

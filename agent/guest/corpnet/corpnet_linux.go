@@ -1,4 +1,4 @@
-package guest
+package corpnet
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/agent/guest/guestos"
@@ -41,10 +42,22 @@ const (
 // not among them: its channel to the host never goes through a proxy.
 var proxyUnits = []string{"containerd", "docker", "buildkit"}
 
-// corpNet installs the host's CA certificates and proxy before the daemons
+// CorpNet is the corporate network's part of the guest: the host's CA
+// certificates in the trust store and its proxy for the daemons and for
+// the commands the host runs.
+type CorpNet struct {
+	guestos.Sys
+
+	mu sync.Mutex
+	// proxyVars is the proxy of the last setup as variables, for exec'd
+	// commands (vmdock nerdctl pulls itself, vmdock ssh shells).
+	proxyVars map[string]string
+}
+
+// Apply installs the host's CA certificates and proxy before the daemons
 // start. Daemons read both only when they start, so a running one (a host
 // agent that reconnected with other settings) is restarted, and only then.
-func (s *Server) corpNet(ctx context.Context, st agent.Setup) error {
+func (s *CorpNet) Apply(ctx context.Context, st agent.Setup) error {
 	caChanged, caErr := s.installCACerts(ctx, st.CACerts)
 	if caErr != nil {
 		caErr = fmt.Errorf("CA certificates: %w", caErr)
@@ -63,12 +76,12 @@ func (s *Server) corpNet(ctx context.Context, st agent.Setup) error {
 // installCACerts makes the set in pems the guest's additions to its trust
 // store. Every certificate is checked before anything is written, so a bad
 // one leaves the store as it was; an unchanged set costs one small read.
-func (s *Server) installCACerts(ctx context.Context, pems []string) (bool, error) {
+func (s *CorpNet) installCACerts(ctx context.Context, pems []string) (bool, error) {
 	now, want, err := parseCACerts(pems)
 	if err != nil {
 		return false, err
 	}
-	had, err := os.ReadFile(s.path(caHashFile))
+	had, err := os.ReadFile(s.Path(caHashFile))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return false, err
 	}
@@ -85,7 +98,7 @@ func (s *Server) installCACerts(ctx context.Context, pems []string) (bool, error
 		}
 		return false, nil
 	}
-	dir := s.path(guestCADir)
+	dir := s.Path(guestCADir)
 	dirThere, stagingThere := fsutil.Exists(dir), fsutil.Exists(dir+".new")
 	if noRecord && !dirThere && !stagingThere && len(had) == 0 {
 		before = map[string]string{} // never had any: nothing to take away
@@ -98,7 +111,7 @@ func (s *Server) installCACerts(ctx context.Context, pems []string) (bool, error
 	}
 	// The recorded set is no longer what the folder holds from here on:
 	// a rebuild that fails must be redone at the next setup.
-	if err := os.Remove(s.path(caHashFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Remove(s.Path(caHashFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return false, err
 	}
 	if err := swapCADir(dir, now); err != nil {
@@ -107,11 +120,11 @@ func (s *Server) installCACerts(ctx context.Context, pems []string) (bool, error
 	if err := s.rebuildTrustStore(ctx, before, now); err != nil {
 		return true, err
 	}
-	if err := os.MkdirAll(filepath.Dir(s.path(caHashFile)), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(s.Path(caHashFile)), 0o755); err != nil {
 		return true, err
 	}
 	s.Log.Info("trust store rebuilt", "vmdock CAs", len(now))
-	return true, guestos.WriteFile(s.path(caHashFile), []byte(want+"\n"), 0o644)
+	return true, guestos.WriteFile(s.Path(caHashFile), []byte(want+"\n"), 0o644)
 }
 
 // parseCACerts checks pems and returns them as the files of guestCADir
@@ -171,7 +184,7 @@ func swapCADir(dir string, now map[string][]byte) error {
 
 // applyProxy writes the daemons' drop-ins, apt's setting and the login
 // environment; nil removes them. It reports whether a drop-in changed.
-func (s *Server) applyProxy(ctx context.Context, p *agent.Proxy) (bool, error) {
+func (s *CorpNet) applyProxy(ctx context.Context, p *agent.Proxy) (bool, error) {
 	env := proxyEnv(p)
 	changed := false
 	var dropIn []byte
@@ -241,8 +254,8 @@ var proxyVarNames = map[string]bool{"HTTP_PROXY": true, "HTTPS_PROXY": true, "NO
 
 // setEnvProxy puts the proxy variables in /etc/environment (login shells,
 // `vmdock ssh`), keeping every other line.
-func (s *Server) setEnvProxy(env map[string]string) error {
-	p := s.path(etcEnv)
+func (s *CorpNet) setEnvProxy(env map[string]string) error {
+	p := s.Path(etcEnv)
 	old, err := os.ReadFile(p)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
@@ -270,8 +283,8 @@ func (s *Server) setEnvProxy(env map[string]string) error {
 
 // syncFile makes guest file p hold b, or removes it when b is nil, and
 // reports whether that changed anything.
-func (s *Server) syncFile(p string, b []byte) (bool, error) {
-	full := s.path(p)
+func (s *CorpNet) syncFile(p string, b []byte) (bool, error) {
+	full := s.Path(p)
 	old, err := os.ReadFile(full)
 	exists := err == nil
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -294,9 +307,9 @@ func (s *Server) syncFile(p string, b []byte) (bool, error) {
 
 // restartRunningDaemons restarts the daemons that run, so they read the
 // new trust store and proxy; at boot none runs yet and this does nothing.
-func (s *Server) restartRunningDaemons(ctx context.Context) error {
+func (s *CorpNet) restartRunningDaemons(ctx context.Context) error {
 	units := []string{"containerd.service", "docker.service"}
-	if _, err := os.Stat(s.path(buildkitUnit)); err == nil {
+	if _, err := os.Stat(s.Path(guestos.BuildkitUnit)); err == nil {
 		units = append(units, "buildkit.service")
 	}
 	_, err := s.OS.Run(ctx, "systemctl", append([]string{"try-restart"}, units...)...)
@@ -323,7 +336,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // withProxyVars is env over the proxy variables: a command the host runs
 // in the guest (vmdock nerdctl, which pulls itself) uses the proxy the
 // daemons use, unless the request sets its own.
-func (s *Server) withProxyVars(env map[string]string) map[string]string {
+func (s *CorpNet) WithProxyVars(env map[string]string) map[string]string {
 	s.mu.Lock()
 	pv := s.proxyVars
 	s.mu.Unlock()

@@ -1,4 +1,4 @@
-package guest
+package corpnet
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/agent/guest/guestos"
 	"github.com/vmdock/vmdock/agent/guest/guestos/guestostest"
 )
 
@@ -30,9 +31,9 @@ func testCA(t *testing.T, name string) string {
 	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
 }
 
-func crtFiles(t *testing.T, s *Server) []string {
+func crtFiles(t *testing.T, s *CorpNet) []string {
 	t.Helper()
-	m, _ := filepath.Glob(filepath.Join(s.path(guestCADir), "*"))
+	m, _ := filepath.Glob(filepath.Join(s.Path(guestCADir), "*"))
 	var names []string
 	for _, p := range m {
 		names = append(names, filepath.Base(p))
@@ -47,12 +48,12 @@ func TestCACertsInstallOnlyWhenTheSetChanges(t *testing.T) {
 	runs := func() int { return strings.Count(fos.Ran(), "update-ca-certificates --fresh") }
 
 	// A guest that never had any: nothing to do, nothing run.
-	must(t, s.corpNet(ctx, agent.Setup{}))
+	must(t, s.Apply(ctx, agent.Setup{}))
 	if fos.Ran() != "" {
 		t.Fatalf("no CAs, none before: ran %q", fos.Ran())
 	}
 
-	must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{a, b}}))
+	must(t, s.Apply(ctx, agent.Setup{CACerts: []string{a, b}}))
 	if got := crtFiles(t, s); len(got) != 2 || !strings.HasSuffix(got[0], ".crt") || runs() != 1 {
 		t.Fatalf("two CAs: files %v, update runs %d", got, runs())
 	}
@@ -61,26 +62,26 @@ func TestCACertsInstallOnlyWhenTheSetChanges(t *testing.T) {
 	}
 	// The same set, in another order (another boot): nothing runs.
 	before := fos.Ran()
-	must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{b, a}}))
+	must(t, s.Apply(ctx, agent.Setup{CACerts: []string{b, a}}))
 	if fos.Ran() != before {
 		t.Fatalf("unchanged set ran: %q", strings.TrimPrefix(fos.Ran(), before))
 	}
 	// A CA removed on the host goes away.
-	must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{b}}))
-	bb, _ := os.ReadFile(filepath.Join(s.path(guestCADir), crtFiles(t, s)[0]))
+	must(t, s.Apply(ctx, agent.Setup{CACerts: []string{b}}))
+	bb, _ := os.ReadFile(filepath.Join(s.Path(guestCADir), crtFiles(t, s)[0]))
 	if got := crtFiles(t, s); len(got) != 1 || string(bb) != b || runs() != 2 {
 		t.Fatalf("after removing a: files %v, update runs %d", got, runs())
 	}
 	// None left: the folder goes, the store is rebuilt once.
-	must(t, s.corpNet(ctx, agent.Setup{}))
-	if _, err := os.Stat(s.path(guestCADir)); !os.IsNotExist(err) || runs() != 3 {
+	must(t, s.Apply(ctx, agent.Setup{}))
+	if _, err := os.Stat(s.Path(guestCADir)); !os.IsNotExist(err) || runs() != 3 {
 		t.Fatalf("empty set: folder %v, update runs %d", err, runs())
 	}
-	must(t, s.corpNet(ctx, agent.Setup{}))
+	must(t, s.Apply(ctx, agent.Setup{}))
 	if runs() != 3 {
 		t.Fatalf("empty again: update ran again")
 	}
-	if _, err := os.Stat(s.path(guestCADir + ".new")); !os.IsNotExist(err) {
+	if _, err := os.Stat(s.Path(guestCADir + ".new")); !os.IsNotExist(err) {
 		t.Errorf("the staging folder is left behind")
 	}
 }
@@ -89,9 +90,9 @@ func TestCACertsBadOneInstallsNothing(t *testing.T) {
 	s, fos := newTestServer(t)
 	ctx := context.Background()
 	a := testCA(t, "a")
-	must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{a}}))
+	must(t, s.Apply(ctx, agent.Setup{CACerts: []string{a}}))
 	before := fos.Ran()
-	err := s.corpNet(ctx, agent.Setup{CACerts: []string{testCA(t, "b"), "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"}})
+	err := s.Apply(ctx, agent.Setup{CACerts: []string{testCA(t, "b"), "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"}})
 	if err == nil || !strings.Contains(err.Error(), "certificate 2") {
 		t.Fatalf("a bad second certificate: %v", err)
 	}
@@ -100,12 +101,12 @@ func TestCACertsBadOneInstallsNothing(t *testing.T) {
 	}
 	// A failed rebuild is retried at the next setup: no hash is kept.
 	fos.Results = map[string]error{"update-ca-certificates": guestostest.ExitErr(1)}
-	if err := s.corpNet(ctx, agent.Setup{CACerts: []string{testCA(t, "c")}}); err == nil {
+	if err := s.Apply(ctx, agent.Setup{CACerts: []string{testCA(t, "c")}}); err == nil {
 		t.Fatal("update-ca-certificates failed: want the error")
 	}
 	fos.Results = nil
 	n := strings.Count(fos.Ran(), "update-ca-certificates")
-	must(t, s.corpNet(ctx, agent.Setup{CACerts: []string{a}}))
+	must(t, s.Apply(ctx, agent.Setup{CACerts: []string{a}}))
 	if strings.Count(fos.Ran(), "update-ca-certificates") != n+1 {
 		t.Errorf("after a failed rebuild the next setup must rebuild")
 	}
@@ -114,13 +115,13 @@ func TestCACertsBadOneInstallsNothing(t *testing.T) {
 func TestProxyAppliedToDaemonsAndTools(t *testing.T) {
 	s, fos := newTestServer(t)
 	ctx := context.Background()
-	must(t, os.MkdirAll(filepath.Join(s.Root, filepath.Dir(buildkitUnit)), 0o755))
-	must(t, os.WriteFile(filepath.Join(s.Root, buildkitUnit), nil, 0o644))
-	must(t, os.WriteFile(s.path(etcEnv), []byte("LANG=\"C.UTF-8\"\nhttp_proxy=\"http://stale:1\"\n"), 0o644))
+	must(t, os.MkdirAll(filepath.Join(s.Root, filepath.Dir(guestos.BuildkitUnit)), 0o755))
+	must(t, os.WriteFile(filepath.Join(s.Root, guestos.BuildkitUnit), nil, 0o644))
+	must(t, os.WriteFile(s.Path(etcEnv), []byte("LANG=\"C.UTF-8\"\nhttp_proxy=\"http://stale:1\"\n"), 0o644))
 	p := &agent.Proxy{HTTP: "http://u:p%40ss@10.254.254.254:3128", HTTPS: "http://10.254.254.254:3128", NoProxy: "host.docker.internal,.corp"}
-	must(t, s.corpNet(ctx, agent.Setup{Proxy: p}))
+	must(t, s.Apply(ctx, agent.Setup{Proxy: p}))
 	for _, u := range proxyUnits {
-		b, err := os.ReadFile(s.path(filepath.Join("/etc/systemd/system", u+".service.d", proxyDropIn)))
+		b, err := os.ReadFile(s.Path(filepath.Join("/etc/systemd/system", u+".service.d", proxyDropIn)))
 		if err != nil {
 			t.Fatalf("%s drop-in: %v", u, err)
 		}
@@ -131,11 +132,11 @@ func TestProxyAppliedToDaemonsAndTools(t *testing.T) {
 			}
 		}
 	}
-	apt, _ := os.ReadFile(s.path(aptProxyConf))
+	apt, _ := os.ReadFile(s.Path(aptProxyConf))
 	if !strings.Contains(string(apt), `Acquire::https::Proxy "http://10.254.254.254:3128";`) {
 		t.Errorf("apt conf:\n%s", apt)
 	}
-	env, _ := os.ReadFile(s.path(etcEnv))
+	env, _ := os.ReadFile(s.Path(etcEnv))
 	if !strings.HasPrefix(string(env), "LANG=\"C.UTF-8\"\n") || strings.Contains(string(env), "stale") ||
 		!strings.Contains(string(env), "no_proxy=\"host.docker.internal,.corp\"\n") {
 		t.Errorf("/etc/environment:\n%s", env)
@@ -143,27 +144,27 @@ func TestProxyAppliedToDaemonsAndTools(t *testing.T) {
 	if want := "systemctl daemon-reload\nsystemctl try-restart containerd.service docker.service buildkit.service"; fos.Ran() != want {
 		t.Errorf("ran %q, want %q", fos.Ran(), want)
 	}
-	if got := s.withProxyVars(map[string]string{"NO_PROXY": "mine"}); got["HTTPS_PROXY"] != p.HTTPS || got["NO_PROXY"] != "mine" {
+	if got := s.WithProxyVars(map[string]string{"NO_PROXY": "mine"}); got["HTTPS_PROXY"] != p.HTTPS || got["NO_PROXY"] != "mine" {
 		t.Errorf("exec environment: %v; want the proxy, the request's own values winning", got)
 	}
 	// The same proxy again (the next boot): nothing to reload or restart.
 	before := fos.Ran()
-	must(t, s.corpNet(ctx, agent.Setup{Proxy: p}))
+	must(t, s.Apply(ctx, agent.Setup{Proxy: p}))
 	if fos.Ran() != before {
 		t.Errorf("unchanged proxy ran %q", strings.TrimPrefix(fos.Ran(), before))
 	}
 	// The proxy gone on the host: gone in the guest.
-	must(t, s.corpNet(ctx, agent.Setup{}))
-	if m, _ := filepath.Glob(s.path("/etc/systemd/system/*.service.d/" + proxyDropIn)); len(m) != 0 {
+	must(t, s.Apply(ctx, agent.Setup{}))
+	if m, _ := filepath.Glob(s.Path("/etc/systemd/system/*.service.d/" + proxyDropIn)); len(m) != 0 {
 		t.Errorf("drop-ins left: %v", m)
 	}
-	if _, err := os.Stat(s.path(aptProxyConf)); !os.IsNotExist(err) {
+	if _, err := os.Stat(s.Path(aptProxyConf)); !os.IsNotExist(err) {
 		t.Errorf("apt conf left")
 	}
-	if env, _ := os.ReadFile(s.path(etcEnv)); string(env) != "LANG=\"C.UTF-8\"\n" {
+	if env, _ := os.ReadFile(s.Path(etcEnv)); string(env) != "LANG=\"C.UTF-8\"\n" {
 		t.Errorf("/etc/environment after removal: %q", env)
 	}
-	if got := s.withProxyVars(nil); len(got) != 0 {
+	if got := s.WithProxyVars(nil); len(got) != 0 {
 		t.Errorf("exec environment after the proxy went: %v", got)
 	}
 	if n := strings.Count(fos.Ran(), "try-restart"); n != 2 {

@@ -1,4 +1,4 @@
-package guest
+package corpnet
 
 import (
 	"bytes"
@@ -48,7 +48,7 @@ var errNotPlainStore = errors.New("not a plain Debian trust store")
 // one, or before is not known, it runs update-ca-certificates --fresh,
 // which drops the links of those gone. The record of the added ones is
 // rewritten after.
-func (s *Server) rebuildTrustStore(ctx context.Context, before map[string]string, now map[string][]byte) error {
+func (s *CorpNet) rebuildTrustStore(ctx context.Context, before map[string]string, now map[string][]byte) error {
 	if err := s.markBundleRecordUnknown(); err != nil {
 		return err
 	}
@@ -57,7 +57,7 @@ func (s *Server) rebuildTrustStore(ctx context.Context, before map[string]string
 		err = s.updateTrustStore(ctx, before, now)
 	}
 	if err != nil {
-		s.log().Info("trust store: update-ca-certificates rebuilds it", "why", err)
+		s.Logger().Info("trust store: update-ca-certificates rebuilds it", "why", err)
 		if _, err := s.OS.Run(ctx, "update-ca-certificates", "--fresh"); err != nil {
 			return err
 		}
@@ -65,11 +65,11 @@ func (s *Server) rebuildTrustStore(ctx context.Context, before map[string]string
 	return s.writeBundleRecord(now)
 }
 
-func (s *Server) updateTrustStore(ctx context.Context, before map[string]string, now map[string][]byte) error {
-	if hooks, _ := os.ReadDir(s.path(caHooksDir)); len(hooks) > 0 {
+func (s *CorpNet) updateTrustStore(ctx context.Context, before map[string]string, now map[string][]byte) error {
+	if hooks, _ := os.ReadDir(s.Path(caHooksDir)); len(hooks) > 0 {
 		return fmt.Errorf("%w: %s has hooks", errNotPlainStore, caHooksDir)
 	}
-	bundle, err := os.ReadFile(s.path(caBundle))
+	bundle, err := os.ReadFile(s.Path(caBundle))
 	if err != nil {
 		return fmt.Errorf("%w: %v", errNotPlainStore, err)
 	}
@@ -93,19 +93,19 @@ func (s *Server) updateTrustStore(ctx context.Context, before map[string]string,
 	for _, name := range sortedKeys(now) {
 		out.Write(now[name])
 	}
-	if err := guestos.WriteFile(s.path(caBundle), out.Bytes(), 0o644); err != nil {
+	if err := guestos.WriteFile(s.Path(caBundle), out.Bytes(), 0o644); err != nil {
 		return err
 	}
 	// update-ca-certificates names a certificate's link after its file.
 	for name := range before {
 		if _, ok := now[name]; !ok {
-			if err := os.Remove(s.path(certLink(name))); err != nil && !errors.Is(err, os.ErrNotExist) {
+			if err := os.Remove(s.Path(certLink(name))); err != nil && !errors.Is(err, os.ErrNotExist) {
 				return err
 			}
 		}
 	}
 	for _, name := range sortedKeys(now) {
-		link := s.path(certLink(name))
+		link := s.Path(certLink(name))
 		if err := os.Remove(link); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
@@ -117,7 +117,7 @@ func (s *Server) updateTrustStore(ctx context.Context, before map[string]string,
 	}
 	// The subject-hash links OpenSSL looks certificates up by; rehash also
 	// drops the ones whose certificate went.
-	if _, err := s.OS.Run(ctx, "openssl", "rehash", s.path(etcCertsDir)); err != nil {
+	if _, err := s.OS.Run(ctx, "openssl", "rehash", s.Path(etcCertsDir)); err != nil {
 		return fmt.Errorf("openssl rehash %s: %w", etcCertsDir, err)
 	}
 	return nil
@@ -176,8 +176,8 @@ func dropLast(blocks []bundleBlock, digest [sha256.Size]byte) []bundleBlock {
 // readBundleRecord is what vmdock added to the bundle, file name to DER
 // digest; an error wrapping fs.ErrNotExist when there is no record, and
 // errRecordUnknown when an edit was cut off.
-func (s *Server) readBundleRecord() (map[string]string, error) {
-	b, err := os.ReadFile(s.path(caBundleRecord))
+func (s *CorpNet) readBundleRecord() (map[string]string, error) {
+	b, err := os.ReadFile(s.Path(caBundleRecord))
 	if err != nil {
 		return nil, err
 	}
@@ -197,29 +197,29 @@ func (s *Server) readBundleRecord() (map[string]string, error) {
 
 // markBundleRecordUnknown says, until writeBundleRecord, that what vmdock
 // added to the bundle is not known.
-func (s *Server) markBundleRecordUnknown() error {
-	if err := os.MkdirAll(filepath.Dir(s.path(caBundleRecord)), 0o755); err != nil {
+func (s *CorpNet) markBundleRecordUnknown() error {
+	if err := os.MkdirAll(filepath.Dir(s.Path(caBundleRecord)), 0o755); err != nil {
 		return err
 	}
-	return guestos.WriteFile(s.path(caBundleRecord), []byte(recordUnknown), 0o644)
+	return guestos.WriteFile(s.Path(caBundleRecord), []byte(recordUnknown), 0o644)
 }
 
 // writeBundleRecord records now as what vmdock added to the bundle.
-func (s *Server) writeBundleRecord(now map[string][]byte) error {
+func (s *CorpNet) writeBundleRecord(now map[string][]byte) error {
 	var b strings.Builder
 	for _, name := range sortedKeys(now) {
 		d := derDigest(now[name])
 		fmt.Fprintf(&b, "%s %s\n", name, hex.EncodeToString(d[:]))
 	}
-	if err := os.MkdirAll(filepath.Dir(s.path(caBundleRecord)), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(s.Path(caBundleRecord)), 0o755); err != nil {
 		return err
 	}
-	return guestos.WriteFile(s.path(caBundleRecord), []byte(b.String()), 0o644)
+	return guestos.WriteFile(s.Path(caBundleRecord), []byte(b.String()), 0o644)
 }
 
 // readCADir is the certificates in the vmdock folder, file name to PEM.
-func (s *Server) readCADir() (map[string][]byte, error) {
-	entries, err := os.ReadDir(s.path(guestCADir))
+func (s *CorpNet) readCADir() (map[string][]byte, error) {
+	entries, err := os.ReadDir(s.Path(guestCADir))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -231,7 +231,7 @@ func (s *Server) readCADir() (map[string][]byte, error) {
 		if !e.Type().IsRegular() || !strings.HasSuffix(e.Name(), ".crt") {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(s.path(guestCADir), e.Name()))
+		b, err := os.ReadFile(filepath.Join(s.Path(guestCADir), e.Name()))
 		if err != nil {
 			return nil, err
 		}
