@@ -46,7 +46,7 @@ func (s *Server) startContainerd(ctx context.Context) error {
 			return err
 		}
 	}
-	if _, err := s.releaseReserveIfFull(); err != nil {
+	if _, err := s.rooms().disks.ReleaseReserveIfFull(); err != nil {
 		s.Log.Warn("data disk reserve", "err", err)
 	}
 	if err := s.startUnitsNow(ctx, []string{"containerd"}); err != nil {

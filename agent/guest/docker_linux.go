@@ -26,7 +26,7 @@ func (s *Server) startDocker(ctx context.Context) error {
 	if err := s.writeContainerdConfig(); err != nil {
 		return err
 	}
-	if _, err := s.releaseReserveIfFull(); err != nil {
+	if _, err := s.rooms().disks.ReleaseReserveIfFull(); err != nil {
 		s.Log.Warn("data disk reserve", "err", err)
 	}
 	if err := s.startUnitsNow(ctx, []string{"containerd", "docker.socket"}, []string{"docker.service"}); err != nil {

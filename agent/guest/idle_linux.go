@@ -7,17 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 )
-
-// pauseTrimMin: before an idle pause, a file system that freed at least
-// this much since its last trim is trimmed, so the host gets the space
-// back while the VM sleeps; less is left to the hourly round.
-const pauseTrimMin = 8 << 20
-
-// quiesceTrimTimeout bounds the trims of one quiesce: the host agent waits
-// for them before it pauses, and a docker call meanwhile cancels them.
-const quiesceTrimTimeout = 60 * time.Second
 
 // quiesce prepares the guest for an idle pause: disk blocks freed since
 // the last trim are trimmed, and the keepalive pings stop until the
@@ -30,12 +20,7 @@ const quiesceTrimTimeout = 60 * time.Second
 // wake then paid for reading and translating that code again: a
 // GET /version took 1.47 s against 0.15 s warm.
 func (s *Server) quiesce(ctx context.Context) error {
-	u := s.currentUpkeep()
-	s.upkeepMu.Lock()
-	tctx, cancel := context.WithTimeout(ctx, quiesceTrimTimeout)
-	u.trimWhere(tctx, time.Now(), func(_ trimState, freed uint64, _ time.Time) bool { return freed >= pauseTrimMin })
-	cancel()
-	s.upkeepMu.Unlock()
+	s.rooms().disks.TrimBeforePause(ctx)
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("quiesce: %w", err)
 	}

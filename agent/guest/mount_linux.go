@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/agent/guest/disks"
 	"github.com/vmdock/vmdock/mounts"
 )
 
@@ -70,7 +71,7 @@ func (s *Server) mount(ctx context.Context, m agent.MountRequest) error {
 
 // excludesDir holds the excluded subfolders of every share, on the data
 // disk: they outlive a restart, and `delete --data` takes them away.
-const excludesDir = dataMount + "/excludes"
+const excludesDir = disks.DataMount + "/excludes"
 
 // excludeStore is where one share's excludes live: named after the host
 // folder, so a share keeps its own whatever its place in the mount list.

@@ -20,6 +20,7 @@ import (
 
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/agent/guest/corpnet"
+	"github.com/vmdock/vmdock/agent/guest/disks"
 	"github.com/vmdock/vmdock/agent/guest/dnsforward"
 	"github.com/vmdock/vmdock/agent/guest/guestos"
 )
@@ -64,10 +65,6 @@ type Server struct {
 	publishDNAT bool
 	dnatFailed  bool // logged once
 
-	// upkeepMu serialises the upkeep rounds and a quiesce.
-	upkeepMu    sync.Mutex
-	upkeepState *upkeep
-
 	// The features, made on first use from Log, OS and Root; each has
 	// its own lock.
 	featuresOnce sync.Once
@@ -76,8 +73,9 @@ type Server struct {
 
 // features are the server's rooms, one job each.
 type features struct {
-	dns  *dnsforward.Forwarder
-	corp *corpnet.CorpNet
+	dns   *dnsforward.Forwarder
+	corp  *corpnet.CorpNet
+	disks *disks.Disks
 }
 
 // rooms returns the features, made on first use.
@@ -85,8 +83,9 @@ func (s *Server) rooms() *features {
 	s.featuresOnce.Do(func() {
 		sys := s.sys()
 		s.features = features{
-			dns:  &dnsforward.Forwarder{Sys: sys},
-			corp: &corpnet.CorpNet{Sys: sys},
+			dns:   &dnsforward.Forwarder{Sys: sys},
+			corp:  &corpnet.CorpNet{Sys: sys},
+			disks: &disks.Disks{Sys: sys},
 		}
 	})
 	return &s.features

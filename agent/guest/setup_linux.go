@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -19,8 +18,6 @@ import (
 )
 
 const (
-	dataMount   = "/var/lib/vmdock-data"
-	dataLabel   = "vmdock-data"
 	binfmtMisc  = "/proc/sys/fs/binfmt_misc"
 	hostsMarker = "# vmdock host access"
 )
@@ -52,16 +49,10 @@ func (s *Server) setup(ctx context.Context, st agent.Setup) error {
 
 	var grow, disk, trust, rest setupSteps
 	if st.GrowRoot {
-		grow.add("grow root", func() error { return s.growRoot(ctx) })
+		grow.add("grow root", func() error { return s.rooms().disks.GrowRoot(ctx) })
 	}
 	if st.DataDisk != "" {
-		disk.add("data disk", func() error {
-			dev, err := s.dataDiskDevice(st.DataDisk, st.DataDiskFallback)
-			if err != nil {
-				return err
-			}
-			return s.dataDisk(ctx, dev)
-		})
+		disk.add("data disk", func() error { return s.rooms().disks.SetupDataDisk(ctx, st.DataDisk, st.DataDiskFallback) })
 	}
 	// Before the daemons start (the OpDocker/OpContainerd requests that
 	// follow): they read both only then.
@@ -184,83 +175,6 @@ func (s *Server) setEnv(env map[string]string) error {
 		fmt.Fprintf(&b, "%s=%s\n", k, strconv.Quote(env[k]))
 	}
 	return guestos.WriteFile(s.path("/etc/environment"), []byte(b.String()), 0o644)
-}
-
-// growRoot lets ext4 take a disk that the host enlarged.
-func (s *Server) growRoot(ctx context.Context) error {
-	m, ok, err := s.sys().MountedAt("/")
-	if err != nil {
-		return err
-	}
-	if !ok || !strings.HasPrefix(m.Source, "/dev/") {
-		return fmt.Errorf("no block device mounted at /")
-	}
-	if m.FSType != "ext4" {
-		return fmt.Errorf("root filesystem is %s, only ext4 grows", m.FSType)
-	}
-	return s.resizeIfGrown(ctx, m.Source)
-}
-
-// dataDisk formats the data disk on first boot, mounts it, binds the
-// docker and containerd folders onto it, so images survive a new root disk,
-// and grows its file system when the host grew the disk.
-func (s *Server) dataDisk(ctx context.Context, dev string) error {
-	if !strings.HasPrefix(dev, "/dev/") {
-		return fmt.Errorf("data disk %q is not a /dev path", dev)
-	}
-	if err := s.formatIfBlank(ctx, dev); err != nil {
-		return err
-	}
-	// mount(2) rather than mount(8): three processes fewer on every boot,
-	// each a good part of a second under TCG, for mounts that need no
-	// option mount(8) would work out.
-	if err := s.sys().MountOnceWith(dataMount, func() error { return s.OS.Mount(dev, dataMount, "ext4", false) }); err != nil {
-		return err
-	}
-	for _, sub := range []string{"docker", "containerd"} {
-		src, dst := filepath.Join(dataMount, sub), "/var/lib/"+sub
-		if err := os.MkdirAll(s.path(src), 0o710); err != nil {
-			return err
-		}
-		if err := s.sys().MountOnceWith(dst, func() error { return s.OS.Mount(src, dst, "", true) }); err != nil {
-			return err
-		}
-	}
-	if err := s.growFS(ctx, dev); err != nil {
-		return err
-	}
-	return s.keepReserve()
-}
-
-// formatIfBlank makes an ext4 file system on dev when blkid finds no
-// signature on it. A disk whose ext4 superblock reads is not blank: every
-// boot but the first skips blkid, a process costing a good part of a
-// second under TCG.
-func (s *Server) formatIfBlank(ctx context.Context, dev string) error {
-	if _, err := ext4Room(s.path(dev)); err == nil {
-		return nil
-	}
-	_, err := s.OS.Run(ctx, "blkid", "-o", "value", "-s", "TYPE", dev)
-	if guestos.ExitCode(err) != 2 { // 2: nothing found, a blank disk
-		return err
-	}
-	// The inode tables are zeroed now, not by ext4lazyinit after the
-	// mount: the drive offloads the zeroes (the host punches holes), and
-	// a gigabyte written in the background would read as space freed to
-	// the upkeep, which trims the whole new file system for nothing.
-	_, err = s.OS.Run(ctx, "mkfs.ext4", "-q", "-E", "lazy_itable_init=0", "-L", dataLabel, dev)
-	return err
-}
-
-// growFS lets a mounted ext4 take the space of a disk the host enlarged
-// (`start --disk` with a bigger size). It runs every boot rather than on a
-// flag, so a boot that died before growing catches up on the next one;
-// the superblock tells whether there is new space.
-func (s *Server) growFS(ctx context.Context, dev string) error {
-	if err := s.resizeIfGrown(ctx, dev); err != nil {
-		return fmt.Errorf("grow the file system on %s: %w", dev, err)
-	}
-	return nil
 }
 
 // binfmt enables qemu-user-static's handlers so foreign-arch images run.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/agent/guest/disks"
 	"github.com/vmdock/vmdock/agent/guest/dnsforward"
 	"github.com/vmdock/vmdock/agent/guest/guestos/guestostest"
 )
@@ -181,8 +182,8 @@ func TestMountSyncCopy(t *testing.T) {
 	if want := "mount --bind /var/lib/vmdock-data/sync/s0123abcd /home/me/app"; strings.TrimSpace(fos.Ran()) != want {
 		t.Fatalf("ran %q, want %q", fos.Ran(), want)
 	}
-	if !strings.HasPrefix(agent.GuestSyncDir, dataMount+"/") {
-		t.Fatalf("GuestSyncDir %s is not on the data disk (%s)", agent.GuestSyncDir, dataMount)
+	if !strings.HasPrefix(agent.GuestSyncDir, disks.DataMount+"/") {
+		t.Fatalf("GuestSyncDir %s is not on the data disk (%s)", agent.GuestSyncDir, disks.DataMount)
 	}
 	fi, err := os.Stat(filepath.Join(s.Root, "/var/lib/vmdock-data/sync/s0123abcd"))
 	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o755 {

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/vmdock/vmdock/agent/guest/disks"
 	"github.com/vmdock/vmdock/mounts/watch"
 
 	"github.com/vmdock/vmdock/agent"
@@ -32,10 +33,10 @@ func syncCopy(id string) string { return path.Join(syncDir, id) }
 // dataDiskReady refuses sync work before the data disk is mounted: a copy
 // or engine state written to the root disk would be hidden by it later.
 func (s *Server) dataDiskReady() error {
-	if _, ok, err := s.sys().MountedAt(dataMount); err != nil {
+	if _, ok, err := s.sys().MountedAt(disks.DataMount); err != nil {
 		return err
 	} else if !ok {
-		return fmt.Errorf("the data disk is not mounted at %s", dataMount)
+		return fmt.Errorf("the data disk is not mounted at %s", disks.DataMount)
 	}
 	return nil
 }

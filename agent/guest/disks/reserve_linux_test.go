@@ -1,4 +1,4 @@
-package guest
+package disks
 
 import (
 	"os"
@@ -8,23 +8,23 @@ import (
 
 func TestReserveKeptWithRoomAndReleasedWhenFull(t *testing.T) {
 	s, _ := newTestServer(t)
-	must(t, os.MkdirAll(s.path(dataMount), 0o755))
+	must(t, os.MkdirAll(s.Path(DataMount), 0o755))
 	defer func(f func(string) (int64, error), n int64) { diskFree, reserveSize = f, n }(diskFree, reserveSize)
 	reserveSize = 1 << 20
 	free := int64(100 << 20)
 	diskFree = func(string) (int64, error) { return free, nil }
 
 	must(t, s.keepReserve())
-	st, err := os.Stat(filepath.Join(s.Root, dataMount, reserveName))
+	st, err := os.Stat(filepath.Join(s.Root, DataMount, reserveName))
 	if err != nil || st.Size() != reserveSize {
 		t.Fatalf("reserve after keepReserve: %v, %v", st, err)
 	}
-	if released, err := s.releaseReserveIfFull(); released || err != nil {
+	if released, err := s.ReleaseReserveIfFull(); released || err != nil {
 		t.Fatalf("released with room to spare: %v, %v", released, err)
 	}
 
 	free = 4096 // a container filled the disk
-	if released, err := s.releaseReserveIfFull(); !released || err != nil {
+	if released, err := s.ReleaseReserveIfFull(); !released || err != nil {
 		t.Fatalf("full disk: released %v, %v; want the reserve given back", released, err)
 	}
 	if _, err := os.Stat(s.reservePath()); !os.IsNotExist(err) {

@@ -1,4 +1,4 @@
-package guest
+package disks
 
 import (
 	"context"
@@ -67,13 +67,13 @@ func ext4Room(dev string) (int64, error) {
 // nothing to do, and resize2fs, a process that reads the group
 // descriptors, costs a second or more under TCG to say so. When the
 // superblock cannot be read resize2fs runs as it always did.
-func (s *Server) resizeIfGrown(ctx context.Context, dev string) error {
-	room, err := ext4Room(s.path(dev))
+func (s *Disks) resizeIfGrown(ctx context.Context, dev string) error {
+	room, err := ext4Room(s.Path(dev))
 	switch {
 	case err != nil:
-		s.log().Debug("ext4 size unknown; running resize2fs", "device", dev, "err", err)
+		s.Logger().Debug("ext4 size unknown; running resize2fs", "device", dev, "err", err)
 	case room == 0:
-		s.log().Debug("ext4 fills its device; no resize", "device", dev)
+		s.Logger().Debug("ext4 fills its device; no resize", "device", dev)
 		return nil
 	}
 	_, err = s.OS.Run(ctx, "resize2fs", dev)

@@ -1,4 +1,4 @@
-package guest
+package disks
 
 import (
 	"errors"
@@ -28,11 +28,11 @@ var diskFree = func(path string) (int64, error) {
 	return int64(st.Bfree) * int64(st.Bsize), nil
 }
 
-func (s *Server) reservePath() string { return s.path(filepath.Join(dataMount, reserveName)) }
+func (s *Disks) reservePath() string { return s.Path(filepath.Join(DataMount, reserveName)) }
 
 // keepReserve creates the reserve when it is missing and the disk has
 // plenty of room.
-func (s *Server) keepReserve() error {
+func (s *Disks) keepReserve() error {
 	p := s.reservePath()
 	if _, err := os.Stat(p); err == nil {
 		return nil
@@ -57,7 +57,7 @@ func (s *Server) keepReserve() error {
 }
 
 // releaseReserveIfFull removes the reserve when less than its size is free.
-func (s *Server) releaseReserveIfFull() (bool, error) {
+func (s *Disks) ReleaseReserveIfFull() (bool, error) {
 	p := s.reservePath()
 	free, err := diskFree(filepath.Dir(p))
 	if err != nil || free >= reserveSize {

@@ -1,4 +1,4 @@
-package guest
+package disks
 
 import (
 	"bufio"
@@ -19,7 +19,7 @@ import (
 
 // Upkeep gives the host back what an idle guest does not need:
 // memory the guest only keeps as cold page cache, and disk blocks its file
-// systems freed. Every upkeepEvery the agent
+// systems freed. Every UpkeepEvery the agent
 //
 //   - reads the memory pressure (PSI) and, when the guest had none since
 //     the last look, asks the kernel through cgroup v2's memory.reclaim to
@@ -35,13 +35,13 @@ import (
 //     online discard; fstrim also covers the root's discards that did not
 //     reach the disk.
 const (
-	upkeepEvery = 30 * time.Second
+	UpkeepEvery = 30 * time.Second
 
 	// psiQuiet is how much of one upkeep interval tasks may have stalled
 	// on memory (PSI's "some" total, µs) for it to count as no pressure:
 	// 1 %, as for the last 10 s (avg10, in percent). An idle guest under
 	// TCG measured a few ms a second of such stalls with 1.2 GiB free.
-	psiQuiet = uint64(upkeepEvery / 100 / time.Microsecond)
+	psiQuiet = uint64(UpkeepEvery / 100 / time.Microsecond)
 
 	// A cgroup's inactive file cache below reclaimMin is left alone; above
 	// it, one round reclaims half of it, at most reclaimMax. Half of the
@@ -63,7 +63,7 @@ const (
 // upkeep is the state of the periodic work; its decisions are pure
 // functions of what it read, for the tests.
 type upkeep struct {
-	s *Server
+	s *Disks
 
 	psiTotal uint64 // memory "some total" at the last look
 	psiSeen  bool
@@ -89,9 +89,9 @@ type trimState struct {
 	haveWritten   bool
 }
 
-func newUpkeep(s *Server, now time.Time) *upkeep {
+func newUpkeep(s *Disks, now time.Time) *upkeep {
 	u := &upkeep{s: s, trims: map[string]*trimState{}, statFree: statFree, syncFS: syncFS}
-	for _, m := range []string{"/", dataMount} {
+	for _, m := range []string{"/", DataMount} {
 		// The first timed trim comes ten minutes after the agent starts,
 		// away from the boot.
 		u.trims[m] = &trimState{last: now.Add(-trimEvery + 10*time.Minute), lowFree: ^uint64(0)}
@@ -100,7 +100,7 @@ func newUpkeep(s *Server, now time.Time) *upkeep {
 }
 
 // runUpkeep does the upkeep until ctx ends.
-func (s *Server) runUpkeep(ctx context.Context, every time.Duration) {
+func (s *Disks) RunUpkeep(ctx context.Context, every time.Duration) {
 	u := s.currentUpkeep()
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -118,13 +118,33 @@ func (s *Server) runUpkeep(ctx context.Context, every time.Duration) {
 
 // currentUpkeep is the agent's upkeep state, made on first use: the
 // rounds and a quiesce before an idle pause share what was trimmed when.
-func (s *Server) currentUpkeep() *upkeep {
+func (s *Disks) currentUpkeep() *upkeep {
 	s.upkeepMu.Lock()
 	defer s.upkeepMu.Unlock()
 	if s.upkeepState == nil {
 		s.upkeepState = newUpkeep(s, time.Now())
 	}
 	return s.upkeepState
+}
+
+// pauseTrimMin: before an idle pause, a file system that freed at least
+// this much since its last trim is trimmed, so the host gets the space
+// back while the VM sleeps; less is left to the hourly round.
+const pauseTrimMin = 8 << 20
+
+// quiesceTrimTimeout bounds the trims of one quiesce: the host agent waits
+// for them before it pauses, and a docker call meanwhile cancels them.
+const quiesceTrimTimeout = 60 * time.Second
+
+// trimBeforePause trims the file systems that freed at least pauseTrimMin
+// since their last trim, within quiesceTrimTimeout.
+func (s *Disks) TrimBeforePause(ctx context.Context) {
+	u := s.currentUpkeep()
+	s.upkeepMu.Lock()
+	defer s.upkeepMu.Unlock()
+	tctx, cancel := context.WithTimeout(ctx, quiesceTrimTimeout)
+	defer cancel()
+	u.trimWhere(tctx, time.Now(), func(_ trimState, freed uint64, _ time.Time) bool { return freed >= pauseTrimMin })
 }
 
 // round is one upkeep pass.
@@ -222,13 +242,13 @@ type reclaimTarget struct {
 // systemd cgroup driver; docker/ under cgroupfs). Each with the inactive
 // file cache its memory.stat reports (the root's from /proc/meminfo when
 // it has no memory.stat).
-func (s *Server) reclaimTargets() ([]reclaimTarget, error) {
-	root := s.path(cgroupRoot)
+func (s *Disks) reclaimTargets() ([]reclaimTarget, error) {
+	root := s.Path(cgroupRoot)
 	if fsutil.Exists(filepath.Join(root, "memory.reclaim")) {
 		t := reclaimTarget{Dir: root}
 		if b, err := os.ReadFile(filepath.Join(root, "memory.stat")); err == nil {
 			t.InactiveFile, _ = statField(b, "inactive_file")
-		} else if b, err := os.ReadFile(s.path("/proc/meminfo")); err == nil {
+		} else if b, err := os.ReadFile(s.Path("/proc/meminfo")); err == nil {
 			t.InactiveFile, _ = statField(b, "Inactive(file)")
 		}
 		return []reclaimTarget{t}, nil
@@ -256,8 +276,8 @@ func (s *Server) reclaimTargets() ([]reclaimTarget, error) {
 
 // swapOn reports whether the guest has swap: memory.reclaim would then
 // swap anonymous memory out too, which this upkeep never wants.
-func (s *Server) swapOn() bool {
-	b, err := os.ReadFile(s.path("/proc/meminfo"))
+func (s *Disks) swapOn() bool {
+	b, err := os.ReadFile(s.Path("/proc/meminfo"))
 	if err != nil {
 		return true // unknown: stay on the safe side
 	}
@@ -272,7 +292,7 @@ func (u *upkeep) reclaim() {
 		return
 	}
 	s := u.s
-	b, err := os.ReadFile(s.path(psiMemory))
+	b, err := os.ReadFile(s.Path(psiMemory))
 	if err != nil {
 		u.off("no memory pressure information (PSI)", err)
 		return
@@ -314,10 +334,10 @@ func (u *upkeep) reclaimCold() {
 		err := os.WriteFile(filepath.Join(t.Dir, "memory.reclaim"), []byte(strconv.FormatUint(n, 10)), 0)
 		switch {
 		case err == nil:
-			s.log().Debug("reclaimed cold page cache", "cgroup", t.Dir, "bytes", n)
+			s.Logger().Debug("reclaimed cold page cache", "cgroup", t.Dir, "bytes", n)
 		case errors.Is(err, unix.EAGAIN):
 			// Less than asked was reclaimable: fine, it is a ceiling.
-			s.log().Debug("reclaimed part of the cold page cache", "cgroup", t.Dir, "asked", n)
+			s.Logger().Debug("reclaimed part of the cold page cache", "cgroup", t.Dir, "asked", n)
 		default:
 			u.off("memory.reclaim refused", err)
 			return
@@ -329,9 +349,9 @@ func (u *upkeep) reclaimCold() {
 func (u *upkeep) off(why string, err error) {
 	u.noReclaim = true
 	if err != nil {
-		u.s.log().Info("idle page cache reclaim off: "+why, "err", err)
+		u.s.Logger().Info("idle page cache reclaim off: "+why, "err", err)
 	} else {
-		u.s.log().Info("idle page cache reclaim off: " + why)
+		u.s.Logger().Info("idle page cache reclaim off: " + why)
 	}
 }
 
@@ -382,11 +402,11 @@ func (u *upkeep) trimWhere(ctx context.Context, now time.Time, due func(st trimS
 	sort.Strings(mounts)
 	for _, m := range mounts {
 		st := u.trims[m]
-		me, ok, err := u.s.sys().MountedAt(m)
+		me, ok, err := u.s.MountedAt(m)
 		if m != "/" && (err != nil || !ok) {
 			continue
 		}
-		free, err := u.statFree(u.s.path(m))
+		free, err := u.statFree(u.s.Path(m))
 		if err != nil {
 			continue
 		}
@@ -400,8 +420,8 @@ func (u *upkeep) trimWhere(ctx context.Context, now time.Time, due func(st trimS
 		if !due(*st, freedSinceTrim(*st, free, written, haveWritten), now) {
 			continue
 		}
-		if err := u.syncFS(u.s.path(m)); err != nil {
-			u.s.log().Debug("sync before fstrim", "mount", m, "err", err)
+		if err := u.syncFS(u.s.Path(m)); err != nil {
+			u.s.Logger().Debug("sync before fstrim", "mount", m, "err", err)
 		}
 		tctx, cancel := context.WithTimeout(ctx, trimTimeout)
 		out, err := u.s.OS.Run(tctx, "fstrim", "-v", m)
@@ -409,28 +429,28 @@ func (u *upkeep) trimWhere(ctx context.Context, now time.Time, due func(st trimS
 		// Whatever happened, wait for the next reason: a failing fstrim
 		// must not run every round.
 		st.last = now
-		if f, ferr := u.statFree(u.s.path(m)); ferr == nil {
+		if f, ferr := u.statFree(u.s.Path(m)); ferr == nil {
 			free = f
 		}
 		st.lowFree, st.freeAtTrim = free, free
 		st.writtenAtTrim, st.haveWritten = u.s.ext4Written(me.Source)
 		if err != nil {
-			u.s.log().Warn("fstrim", "mount", m, "err", err)
+			u.s.Logger().Warn("fstrim", "mount", m, "err", err)
 			continue
 		}
-		u.s.log().Info("trimmed", "mount", m, "fstrim", strings.TrimSpace(string(out)))
+		u.s.Logger().Info("trimmed", "mount", m, "fstrim", strings.TrimSpace(string(out)))
 	}
 }
 
 // ext4Written is the bytes the ext4 file system on dev (a /dev path) has
 // written to its disk in its lifetime, from /sys/fs/ext4/<dev>/
 // lifetime_write_kbytes; false when there is no such count.
-func (s *Server) ext4Written(dev string) (uint64, bool) {
+func (s *Disks) ext4Written(dev string) (uint64, bool) {
 	name, ok := strings.CutPrefix(dev, "/dev/")
 	if !ok || name == "" || strings.Contains(name, "/") {
 		return 0, false
 	}
-	b, err := os.ReadFile(s.path(filepath.Join("/sys/fs/ext4", name, "lifetime_write_kbytes")))
+	b, err := os.ReadFile(s.Path(filepath.Join("/sys/fs/ext4", name, "lifetime_write_kbytes")))
 	if err != nil {
 		return 0, false
 	}

@@ -1,4 +1,4 @@
-package guest
+package disks
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vmdock/vmdock/agent/guest/guestos"
 	"github.com/vmdock/vmdock/agent/guest/guestos/guestostest"
 )
 
@@ -123,7 +124,7 @@ func (g *guestTree) cgroup(rel string, inactiveFile uint64) {
 func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
 
 func (g *guestTree) upkeep(fos *guestostest.FakeOS) *upkeep {
-	s := &Server{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), OS: fos, Root: g.root}
+	s := &Disks{Sys: guestos.Sys{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), OS: fos, Root: g.root}}
 	u := newUpkeep(s, time.Now())
 	u.statFree = func(string) (uint64, error) { return 0, errors.New("no file systems here") }
 	u.syncFS = func(string) error { return nil }
@@ -308,10 +309,10 @@ func TestTrimAfterDelete(t *testing.T) {
 		t.Fatalf("no hourly trim: %s", got)
 	}
 
-	g.write("/proc/self/mountinfo", "22 1 254:0 / / rw - ext4 /dev/vda rw\n30 22 254:16 / "+dataMount+" rw - ext4 /dev/vdc rw\n")
+	g.write("/proc/self/mountinfo", "22 1 254:0 / / rw - ext4 /dev/vda rw\n30 22 254:16 / "+DataMount+" rw - ext4 /dev/vdc rw\n")
 	u.statFree = func(string) (uint64, error) { return free, nil }
 	u.trim(context.Background(), start.Add(130*time.Minute))
-	if got := fos.Ran(); !strings.HasSuffix(got, "fstrim -v /\nfstrim -v "+dataMount) {
+	if got := fos.Ran(); !strings.HasSuffix(got, "fstrim -v /\nfstrim -v "+DataMount) {
 		t.Fatalf("data disk not trimmed once mounted: %s", got)
 	}
 }
@@ -350,5 +351,29 @@ func TestTrimFailureWaits(t *testing.T) {
 	u.trim(context.Background(), start.Add(trimEvery+30*time.Second))
 	if got := fos.Ran(); got != "fstrim -v /" {
 		t.Fatalf("ran %q", got)
+	}
+}
+
+// Before a pause the guest trims what it freed (at least pauseTrimMin).
+func TestTrimBeforePauseTrimsFreedSpace(t *testing.T) {
+	g := newGuestTree(t)
+	g.write("/proc/self/mountinfo", "22 1 254:0 / / rw - ext4 /dev/vda rw\n")
+	fos := &guestostest.FakeOS{}
+	u := g.upkeep(fos)
+	free := uint64(5 << 30)
+	u.statFree = func(string) (uint64, error) { return free, nil }
+	s := u.s
+	s.upkeepState = u
+	u.trim(context.Background(), time.Now()) // the first look: a baseline only
+
+	free += 4 << 20 // a little freed: left to the hourly round
+	s.TrimBeforePause(context.Background())
+	if got := fos.Ran(); got != "" {
+		t.Fatalf("trimmed %q for 4 MiB freed", got)
+	}
+	free += 300 << 20 // an image removed
+	s.TrimBeforePause(context.Background())
+	if got := fos.Ran(); got != "fstrim -v /" {
+		t.Fatalf("after 300 MiB freed the trim before a pause ran %q, want fstrim -v /", got)
 	}
 }

@@ -1,4 +1,4 @@
-package guest
+package disks
 
 import (
 	"errors"
@@ -17,7 +17,7 @@ const byIDPrefix = "/dev/disk/by-id/virtio-"
 // names (udev has not made the link yet, or has no rule for it); else
 // fallback, the name by attach order, with a log line, so a guest without
 // the links still boots. A plain device name is taken as it is.
-func (s *Server) dataDiskDevice(link, fallback string) (string, error) {
+func (s *Disks) dataDiskDevice(link, fallback string) (string, error) {
 	serial, ok := strings.CutPrefix(link, byIDPrefix)
 	if !ok || serial == "" {
 		return link, nil
@@ -30,39 +30,39 @@ func (s *Server) dataDiskDevice(link, fallback string) (string, error) {
 		return "", fmt.Errorf("data disk link %s: %w", link, err)
 	}
 	if dev, ok := s.diskWithSerial(serial); ok {
-		s.log().Info("data disk found by its serial; its by-id link is missing", "link", link, "device", dev)
+		s.Logger().Info("data disk found by its serial; its by-id link is missing", "link", link, "device", dev)
 		return dev, nil
 	}
 	if fallback == "" {
 		return "", fmt.Errorf("data disk: no %s and no disk with serial %q", link, serial)
 	}
-	s.log().Warn("data disk: no by-id link and no disk with its serial; using the device by attach order", "link", link, "device", fallback)
+	s.Logger().Warn("data disk: no by-id link and no disk with its serial; using the device by attach order", "link", link, "device", fallback)
 	return fallback, nil
 }
 
 // resolveLink is the /dev name a /dev/disk/by-id link points to.
-func (s *Server) resolveLink(link string) (string, error) {
-	target, err := os.Readlink(s.path(link))
+func (s *Disks) resolveLink(link string) (string, error) {
+	target, err := os.Readlink(s.Path(link))
 	if err != nil {
 		return "", err
 	}
 	if !filepath.IsAbs(target) {
 		target = filepath.Join(filepath.Dir(link), target)
 	}
-	if _, err := os.Stat(s.path(target)); err != nil {
+	if _, err := os.Stat(s.Path(target)); err != nil {
 		return "", fmt.Errorf("points to %s: %w", target, err)
 	}
 	return target, nil
 }
 
 // diskWithSerial is the block device whose virtio serial is serial.
-func (s *Server) diskWithSerial(serial string) (string, bool) {
-	des, err := os.ReadDir(s.path("/sys/block"))
+func (s *Disks) diskWithSerial(serial string) (string, bool) {
+	des, err := os.ReadDir(s.Path("/sys/block"))
 	if err != nil {
 		return "", false
 	}
 	for _, de := range des {
-		b, err := os.ReadFile(s.path(filepath.Join("/sys/block", de.Name(), "serial")))
+		b, err := os.ReadFile(s.Path(filepath.Join("/sys/block", de.Name(), "serial")))
 		if err == nil && strings.TrimSpace(string(b)) == serial {
 			return "/dev/" + de.Name(), true
 		}

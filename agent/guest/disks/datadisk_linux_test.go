@@ -1,4 +1,4 @@
-package guest
+package disks
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/agent/guest/guestos"
 	"github.com/vmdock/vmdock/agent/guest/guestos/guestostest"
 )
@@ -43,8 +42,8 @@ func TestDataDiskGrowsFileSystem(t *testing.T) {
 func TestDataDiskGrowFailureIsReported(t *testing.T) {
 	s, fos := newTestServer(t)
 	fos.Results = map[string]error{"resize2fs": guestostest.ExitErr(1)}
-	err := s.setup(context.Background(), agent.Setup{DataDisk: "/dev/vdb"})
-	if err == nil || !strings.Contains(err.Error(), "data disk: grow the file system on /dev/vdb") {
+	err := s.SetupDataDisk(context.Background(), "/dev/vdb", "")
+	if err == nil || !strings.Contains(err.Error(), "grow the file system on /dev/vdb") {
 		t.Fatalf("err = %v, want the failed grow named", err)
 	}
 	// The binds came first: docker still finds its folders.
@@ -66,10 +65,10 @@ func TestGrowFSRealExt4(t *testing.T) {
 	img := filepath.Join(t.TempDir(), "data.raw")
 	must(t, os.WriteFile(img, nil, 0o600))
 	must(t, os.Truncate(img, 32<<20))
-	if out, err := exec.Command("mkfs.ext4", "-q", "-F", "-L", dataLabel, img).CombinedOutput(); err != nil {
+	if out, err := exec.Command("mkfs.ext4", "-q", "-F", "-L", DataLabel, img).CombinedOutput(); err != nil {
 		t.Fatalf("mkfs.ext4: %v\n%s", err, out)
 	}
-	s := &Server{OS: guestos.RealOS{}}
+	s := &Disks{Sys: guestos.Sys{OS: guestos.RealOS{}}}
 	ctx := context.Background()
 	must(t, s.growFS(ctx, img)) // nothing to do: must not fail
 	if got := ext4Bytes(t, img); got != 32<<20 {
@@ -110,7 +109,7 @@ func ext4Bytes(t *testing.T, img string) int64 {
 
 // devTree makes a fake /dev and /sys under s.Root: disks holds each
 // virtio disk's serial ("" for none), links the by-id links udev made.
-func devTree(t *testing.T, s *Server, disks map[string]string, links map[string]string) {
+func devTree(t *testing.T, s *Disks, disks map[string]string, links map[string]string) {
 	t.Helper()
 	for name, serial := range disks {
 		must(t, os.MkdirAll(filepath.Join(s.Root, "sys/block", name), 0o755))
@@ -183,9 +182,9 @@ func TestSetupUsesTheDataDiskItsLinkNames(t *testing.T) {
 	devTree(t, s, map[string]string{"vdb": "cidata", "vdc": "vmdock-data"},
 		map[string]string{"/dev/disk/by-id/virtio-vmdock-data": "../../vdc"})
 	fos.Results = map[string]error{"blkid": guestostest.ExitErr(2)}
-	must(t, s.setup(context.Background(), agent.Setup{DataDisk: "/dev/disk/by-id/virtio-vmdock-data", DataDiskFallback: "/dev/vdb"}))
+	must(t, s.SetupDataDisk(context.Background(), "/dev/disk/by-id/virtio-vmdock-data", "/dev/vdb"))
 	ran := fos.Ran()
-	for _, want := range []string{"mkfs.ext4 -q -E lazy_itable_init=0 -L " + dataLabel + " /dev/vdc", "mount -t ext4 /dev/vdc /var/lib/vmdock-data", "resize2fs /dev/vdc"} {
+	for _, want := range []string{"mkfs.ext4 -q -E lazy_itable_init=0 -L " + DataLabel + " /dev/vdc", "mount -t ext4 /dev/vdc /var/lib/vmdock-data", "resize2fs /dev/vdc"} {
 		if !strings.Contains(ran, want) {
 			t.Errorf("setup ran:\n%s\nwant %q", ran, want)
 		}
