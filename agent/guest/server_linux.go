@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/agent/guest/binfmt"
 	"github.com/vmdock/vmdock/agent/guest/corpnet"
 	"github.com/vmdock/vmdock/agent/guest/disks"
 	"github.com/vmdock/vmdock/agent/guest/dnsforward"
@@ -73,9 +74,10 @@ type Server struct {
 
 // features are the server's rooms, one job each.
 type features struct {
-	dns   *dnsforward.Forwarder
-	corp  *corpnet.CorpNet
-	disks *disks.Disks
+	dns    *dnsforward.Forwarder
+	corp   *corpnet.CorpNet
+	disks  *disks.Disks
+	binfmt *binfmt.Handlers
 }
 
 // rooms returns the features, made on first use.
@@ -83,9 +85,10 @@ func (s *Server) rooms() *features {
 	s.featuresOnce.Do(func() {
 		sys := s.sys()
 		s.features = features{
-			dns:   &dnsforward.Forwarder{Sys: sys},
-			corp:  &corpnet.CorpNet{Sys: sys},
-			disks: &disks.Disks{Sys: sys},
+			dns:    &dnsforward.Forwarder{Sys: sys},
+			corp:   &corpnet.CorpNet{Sys: sys},
+			disks:  &disks.Disks{Sys: sys},
+			binfmt: &binfmt.Handlers{Sys: sys},
 		}
 	})
 	return &s.features

@@ -18,7 +18,6 @@ import (
 )
 
 const (
-	binfmtMisc  = "/proc/sys/fs/binfmt_misc"
 	hostsMarker = "# vmdock host access"
 )
 
@@ -58,10 +57,10 @@ func (s *Server) setup(ctx context.Context, st agent.Setup) error {
 	// follow): they read both only then.
 	trust.add("CA certificates and proxy", func() error { return s.rooms().corp.Apply(ctx, st) })
 	if st.Binfmt {
-		rest.add("binfmt", func() error { return s.binfmt(ctx) })
+		rest.add("binfmt", func() error { return s.rooms().binfmt.EnableQEMU(ctx) })
 	}
 	if st.Rosetta {
-		rest.add("rosetta", func() error { return s.rosetta(ctx) })
+		rest.add("rosetta", func() error { return s.rooms().binfmt.EnableRosetta(ctx) })
 	}
 	if st.HostAccessIP != "" {
 		rest.add("host access", func() error { return s.setupHostAccess(ctx, st.HostAccessIP, st.DNS) })
@@ -175,33 +174,4 @@ func (s *Server) setEnv(env map[string]string) error {
 		fmt.Fprintf(&b, "%s=%s\n", k, strconv.Quote(env[k]))
 	}
 	return guestos.WriteFile(s.path("/etc/environment"), []byte(b.String()), 0o644)
-}
-
-// binfmt enables qemu-user-static's handlers so foreign-arch images run.
-// The boot has usually registered them already (systemd-binfmt from
-// binfmt.d, binfmt-support's own unit with update-binfmts), and then
-// nothing runs: update-binfmts is a process that reads every format file,
-// about a second under TCG to find it has nothing to do.
-func (s *Server) binfmt(ctx context.Context) error {
-	if s.binfmtsOnlyFromBinfmtD() {
-		// The agent starts before the boot's systemd-binfmt (pulled in
-		// by sysinit.target) has run; it registers these formats, and
-		// nothing before docker is ready needs a foreign binary. Not
-		// even a look at binfmt_misc: the boot mounts it on first
-		// access, which waits seconds for systemd under TCG.
-		s.log().Debug("binfmt handlers come from binfmt.d; the boot's systemd-binfmt registers them")
-		return nil
-	}
-	if names, ok := s.binfmtsRegistered(); ok {
-		s.log().Debug("binfmt handlers registered at boot", "formats", names)
-		return nil
-	}
-	_, err := s.OS.Run(ctx, "update-binfmts", "--enable")
-	if err == nil {
-		return nil
-	}
-	if _, err2 := s.OS.Run(ctx, "systemctl", "restart", "systemd-binfmt"); err2 != nil {
-		return errors.Join(err, err2)
-	}
-	return nil
 }

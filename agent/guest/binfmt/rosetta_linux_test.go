@@ -1,4 +1,4 @@
-package guest
+package binfmt
 
 import (
 	"context"
@@ -25,7 +25,7 @@ func TestRosettaFirstBoot(t *testing.T) {
 	must(t, os.MkdirAll(filepath.Join(s.Root, rosettaDir), 0o755))
 	must(t, os.WriteFile(filepath.Join(s.Root, rosettaDir, "rosettad"), nil, 0o755))
 
-	must(t, s.rosetta(context.Background()))
+	must(t, s.EnableRosetta(context.Background()))
 
 	if got := readFile(t, filepath.Join(s.Root, binfmtMisc, "register")); got != legacyRosettaRegistration {
 		t.Errorf("registered %q", got)
@@ -54,7 +54,7 @@ func TestRosettaAgainIsQuiet(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(s.Root, rosettaDir, "rosettad"), nil, 0o755))
 	must(t, os.WriteFile(filepath.Join(s.Root, binfmtMisc, "rosetta"), []byte("enabled\n"), 0o644))
 
-	must(t, s.rosetta(context.Background()))
+	must(t, s.EnableRosetta(context.Background()))
 
 	if _, err := os.Stat(filepath.Join(s.Root, binfmtMisc, "register")); err == nil {
 		t.Error("registered again with no rival")
@@ -75,7 +75,7 @@ func TestRosettaReregistersAheadOfARival(t *testing.T) {
 	must(t, os.WriteFile(filepath.Join(mi, "status"), []byte("enabled\n"), 0o644))
 	must(t, os.WriteFile(filepath.Join(mi, "qemu-x86_64"), []byte("enabled\ninterpreter /usr/bin/qemu-x86_64-static\nflags: F\noffset 0\nmagic 7f454c4602010100000000000000000002003e00\nmask fffffffffffefe00fffffffffffffffffeffffff\n"), 0o644))
 
-	must(t, s.rosetta(context.Background()))
+	must(t, s.EnableRosetta(context.Background()))
 
 	if got := readFile(t, filepath.Join(mi, "rosetta")); got != "-1" {
 		t.Errorf("old Rosetta entry got %q, want -1 (unregister)", got)
@@ -88,7 +88,7 @@ func TestRosettaReregistersAheadOfARival(t *testing.T) {
 // macOS 13 ships no rosettad: nothing to start, nothing to warn about.
 func TestRosettaWithoutCacheDaemon(t *testing.T) {
 	s, fos := newTestServer(t)
-	must(t, s.rosetta(context.Background()))
+	must(t, s.EnableRosetta(context.Background()))
 	if strings.Contains(fos.Ran(), "rosettad") {
 		t.Errorf("tried rosettad without one in the share:\n%s", fos.Ran())
 	}

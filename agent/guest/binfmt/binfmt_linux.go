@@ -1,18 +1,31 @@
-package guest
+package binfmt
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/vmdock/vmdock/agent/guest/guestos"
 )
 
 // Where the formats the guest registers at boot are declared:
 // update-binfmts' database (one file per format, named after it) and the
 // packages' binfmt.d(5) files that systemd-binfmt reads.
+// Handlers registers the binfmt handlers that run foreign binaries:
+// qemu-user-static's, and Rosetta's on Apple silicon.
+type Handlers struct {
+	guestos.Sys
+}
+
+// binfmtMisc is where the kernel lists its binfmt handlers.
+const binfmtMisc = "/proc/sys/fs/binfmt_misc"
+
 const (
 	binfmtsAdminDir = "/var/lib/binfmts"
 	binfmtDPackages = "/usr/lib/binfmt.d"
@@ -135,13 +148,13 @@ func (e binfmtEntry) claims(head []byte) bool {
 // binfmt_misc, and names them. With no format declared at all, or one
 // missing or disabled, it says no, and update-binfmts runs as it always
 // did.
-func (s *Server) binfmtsRegistered() ([]string, bool) {
+func (s *Handlers) binfmtsRegistered() ([]string, bool) {
 	names := s.declaredBinfmts()
 	if len(names) == 0 {
 		return nil, false
 	}
 	for _, n := range names {
-		b, err := os.ReadFile(s.path(filepath.Join(binfmtMisc, n)))
+		b, err := os.ReadFile(s.Path(filepath.Join(binfmtMisc, n)))
 		if err != nil {
 			return nil, false
 		}
@@ -155,26 +168,26 @@ func (s *Server) binfmtsRegistered() ([]string, bool) {
 // binfmtsOnlyFromBinfmtD reports whether every format comes from the
 // packages' binfmt.d files (update-binfmts' database is empty), which
 // systemd-binfmt registers.
-func (s *Server) binfmtsOnlyFromBinfmtD() bool {
-	if des, err := os.ReadDir(s.path(binfmtsAdminDir)); err == nil && len(des) > 0 {
+func (s *Handlers) binfmtsOnlyFromBinfmtD() bool {
+	if des, err := os.ReadDir(s.Path(binfmtsAdminDir)); err == nil && len(des) > 0 {
 		return false
 	}
-	confs, _ := filepath.Glob(filepath.Join(s.path(binfmtDPackages), "*.conf"))
+	confs, _ := filepath.Glob(filepath.Join(s.Path(binfmtDPackages), "*.conf"))
 	return len(confs) > 0
 }
 
 // declaredBinfmts are the format names of update-binfmts' database and of
 // the packages' binfmt.d files, sorted, each once.
-func (s *Server) declaredBinfmts() []string {
+func (s *Handlers) declaredBinfmts() []string {
 	seen := map[string]bool{}
-	if des, err := os.ReadDir(s.path(binfmtsAdminDir)); err == nil {
+	if des, err := os.ReadDir(s.Path(binfmtsAdminDir)); err == nil {
 		for _, de := range des {
 			if de.Type().IsRegular() {
 				seen[de.Name()] = true
 			}
 		}
 	}
-	confs, _ := filepath.Glob(filepath.Join(s.path(binfmtDPackages), "*.conf"))
+	confs, _ := filepath.Glob(filepath.Join(s.Path(binfmtDPackages), "*.conf"))
 	for _, c := range confs {
 		b, err := os.ReadFile(c)
 		if err != nil {
@@ -209,4 +222,33 @@ func binfmtDNames(text string) []string {
 		}
 	}
 	return out
+}
+
+// binfmt enables qemu-user-static's handlers so foreign-arch images run.
+// The boot has usually registered them already (systemd-binfmt from
+// binfmt.d, binfmt-support's own unit with update-binfmts), and then
+// nothing runs: update-binfmts is a process that reads every format file,
+// about a second under TCG to find it has nothing to do.
+func (s *Handlers) EnableQEMU(ctx context.Context) error {
+	if s.binfmtsOnlyFromBinfmtD() {
+		// The agent starts before the boot's systemd-binfmt (pulled in
+		// by sysinit.target) has run; it registers these formats, and
+		// nothing before docker is ready needs a foreign binary. Not
+		// even a look at binfmt_misc: the boot mounts it on first
+		// access, which waits seconds for systemd under TCG.
+		s.Logger().Debug("binfmt handlers come from binfmt.d; the boot's systemd-binfmt registers them")
+		return nil
+	}
+	if names, ok := s.binfmtsRegistered(); ok {
+		s.Logger().Debug("binfmt handlers registered at boot", "formats", names)
+		return nil
+	}
+	_, err := s.OS.Run(ctx, "update-binfmts", "--enable")
+	if err == nil {
+		return nil
+	}
+	if _, err2 := s.OS.Run(ctx, "systemctl", "restart", "systemd-binfmt"); err2 != nil {
+		return errors.Join(err, err2)
+	}
+	return nil
 }

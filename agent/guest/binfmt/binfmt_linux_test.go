@@ -1,11 +1,15 @@
-package guest
+package binfmt
 
 import (
+	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/vmdock/vmdock/agent/guest/guestos/guestostest"
 )
 
 // The registration the guest always wrote (magic, mask and flags as Apple
@@ -202,5 +206,96 @@ func TestParseBinfmtEntry(t *testing.T) {
 	}
 	if _, err := parseBinfmtEntry("enabled\nmagic zz\n"); err == nil {
 		t.Error("bad hex accepted")
+	}
+}
+
+// binfmt falls back to systemd-binfmt when update-binfmts fails, and
+// reports both failures when neither works.
+func TestBinfmt(t *testing.T) {
+	s, fos := newTestServer(t)
+	must(t, s.EnableQEMU(context.Background()))
+	if got := fos.Ran(); got != "update-binfmts --enable" {
+		t.Fatalf("ran %q", got)
+	}
+
+	s, fos = newTestServer(t)
+	fos.Results = map[string]error{"update-binfmts": guestostest.ExitErr(2)}
+	must(t, s.EnableQEMU(context.Background()))
+	if got := fos.Ran(); got != "update-binfmts --enable\nsystemctl restart systemd-binfmt" {
+		t.Fatalf("ran %q, want the systemd-binfmt fallback", got)
+	}
+
+	s, fos = newTestServer(t)
+	fos.Results = map[string]error{"update-binfmts": guestostest.ExitErr(2), "systemctl": guestostest.ExitErr(5)}
+	err := s.EnableQEMU(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "exit status 2") || !strings.Contains(err.Error(), "exit status 5") {
+		t.Fatalf("both failing: %v; want both reasons", err)
+	}
+}
+
+// With every format in binfmt.d (qemu-user-static in trixie) and the boot's
+// systemd-binfmt not run yet (the agent starts first), binfmt leaves them to
+// it: no update-binfmts with nothing to enable, no systemctl call.
+func TestBinfmtStartsSystemdBinfmtForBinfmtDFormats(t *testing.T) {
+	s, fos := newTestServer(t)
+	confs := filepath.Join(s.Root, binfmtDPackages)
+	must(t, os.MkdirAll(confs, 0o755))
+	must(t, os.MkdirAll(filepath.Join(s.Root, binfmtsAdminDir), 0o755))
+	must(t, os.WriteFile(filepath.Join(confs, "qemu-x86_64.conf"), []byte(qemuX8664Line+"\n"), 0o644))
+	must(t, s.EnableQEMU(context.Background()))
+	if got := fos.Ran(); got != "" {
+		t.Fatalf("ran %q, want nothing (systemd-binfmt is part of the boot)", got)
+	}
+}
+
+// binfmt runs nothing when the boot registered and enabled every format
+// update-binfmts' database and the packages' binfmt.d files declare, and
+// runs update-binfmts as before when one is missing or disabled.
+func TestBinfmtSkipsWhatTheBootRegistered(t *testing.T) {
+	s, fos := newTestServer(t)
+	admin := filepath.Join(s.Root, binfmtsAdminDir)
+	confs := filepath.Join(s.Root, binfmtDPackages)
+	misc := filepath.Join(s.Root, binfmtMisc)
+	for _, d := range []string{admin, confs, misc} {
+		must(t, os.MkdirAll(d, 0o755))
+	}
+	must(t, os.WriteFile(filepath.Join(admin, "qemu-aarch64"), []byte("qemu-user-static\nmagic\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(confs, "qemu-x86_64.conf"), []byte("# comment\n; another\n\n"+qemuX8664Line+"\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(confs, "qemu-riscv64.conf"), []byte(",qemu-riscv64,M,,\\x7fELF,\\xff,/usr/bin/qemu-riscv64,F\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(confs, "not-a-conf.txt"), []byte(":qemu-ignored:M::x::/x:\n"), 0o644))
+	entry := func(name, state string) {
+		must(t, os.WriteFile(filepath.Join(misc, name), []byte(state+"\ninterpreter /usr/libexec/qemu-binfmt/x\nflags: POCF\n"), 0o644))
+	}
+	entry("qemu-aarch64", "enabled")
+	entry("qemu-x86_64", "enabled")
+	entry("qemu-riscv64", "enabled")
+
+	if got := s.declaredBinfmts(); strings.Join(got, " ") != "qemu-aarch64 qemu-riscv64 qemu-x86_64" {
+		t.Fatalf("declared formats %q", got)
+	}
+	must(t, s.EnableQEMU(context.Background()))
+	if got := fos.Ran(); got != "" {
+		t.Fatalf("every format registered, yet ran %q", got)
+	}
+
+	entry("qemu-riscv64", "disabled")
+	must(t, s.EnableQEMU(context.Background()))
+	if got := fos.Ran(); got != "update-binfmts --enable" {
+		t.Fatalf("a disabled format ran %q, want update-binfmts", got)
+	}
+
+	fos.Cmds = nil
+	entry("qemu-riscv64", "enabled")
+	must(t, os.Remove(filepath.Join(misc, "qemu-aarch64")))
+	must(t, s.EnableQEMU(context.Background()))
+	if got := fos.Ran(); got != "update-binfmts --enable" {
+		t.Fatalf("a missing format ran %q, want update-binfmts", got)
+	}
+}
+
+func TestBinfmtDNames(t *testing.T) {
+	text := "# c\n;c\n  :a:M::x::/i:F  \n|b|E::so::/i:\n:../x:M::x::/i:\n:c/d:M::x::/i:\n::M::x::/i:\n:\n"
+	if got := strings.Join(binfmtDNames(text), " "); got != "a b" {
+		t.Errorf("names %q, want \"a b\"", got)
 	}
 }

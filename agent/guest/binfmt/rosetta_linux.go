@@ -1,4 +1,4 @@
-package guest
+package binfmt
 
 import (
 	"context"
@@ -40,18 +40,18 @@ const (
 // rosetta mounts the share, registers Rosetta for x86_64 binaries ahead of
 // any qemu-user registration, keeps that true across a systemd-binfmt
 // restart, and starts the translation cache when the share has one.
-func (s *Server) rosetta(ctx context.Context) error {
-	if err := s.sys().MountOnce(ctx, rosettaDir, "-t", "virtiofs", agent.RosettaTag, rosettaDir); err != nil {
+func (s *Handlers) EnableRosetta(ctx context.Context) error {
+	if err := s.MountOnce(ctx, rosettaDir, "-t", "virtiofs", agent.RosettaTag, rosettaDir); err != nil {
 		return err
 	}
-	if err := s.sys().MountOnce(ctx, binfmtMisc, "-t", "binfmt_misc", "binfmt_misc", binfmtMisc); err != nil {
+	if err := s.MountOnce(ctx, binfmtMisc, "-t", "binfmt_misc", "binfmt_misc", binfmtMisc); err != nil {
 		return err
 	}
 	rule := rosettaRule()
-	if err := os.MkdirAll(s.path(binfmtConfDir), 0o755); err != nil {
+	if err := os.MkdirAll(s.Path(binfmtConfDir), 0o755); err != nil {
 		return fmt.Errorf("binfmt.d: %w", err)
 	}
-	if err := guestos.WriteFile(s.path(filepath.Join(binfmtConfDir, rosettaBinfmtConf)), rule.confFile(), 0o644); err != nil {
+	if err := guestos.WriteFile(s.Path(filepath.Join(binfmtConfDir, rosettaBinfmtConf)), rule.confFile(), 0o644); err != nil {
 		return fmt.Errorf("binfmt.d: %w", err)
 	}
 	if err := s.registerFirst(rule); err != nil {
@@ -64,27 +64,27 @@ func (s *Server) rosetta(ctx context.Context) error {
 // registerFirst registers rule unless it already is and nothing else
 // claims its files; with a rival (qemu-x86_64 registered since, say by
 // installing qemu-user-static) it registers rule again, so it is newest.
-func (s *Server) registerFirst(rule binfmtRule) error {
-	entry := s.path(filepath.Join(binfmtMisc, rule.Name))
+func (s *Handlers) registerFirst(rule binfmtRule) error {
+	entry := s.Path(filepath.Join(binfmtMisc, rule.Name))
 	if _, err := os.Stat(entry); err == nil {
 		rival, err := s.binfmtRival(rule)
 		if err != nil || rival == "" {
 			return err
 		}
-		s.log().Info("re-registering so it is tried before a rival", "binfmt", rule.Name, "rival", rival)
+		s.Logger().Info("re-registering so it is tried before a rival", "binfmt", rule.Name, "rival", rival)
 		if err := os.WriteFile(entry, []byte("-1"), 0o200); err != nil {
 			return fmt.Errorf("unregister %s: %w", rule.Name, err)
 		}
 	}
-	if err := os.WriteFile(s.path(binfmtMisc+"/register"), []byte(rule.line()), 0o200); err != nil {
+	if err := os.WriteFile(s.Path(binfmtMisc+"/register"), []byte(rule.line()), 0o200); err != nil {
 		return fmt.Errorf("register %s: %w", rule.Name, err)
 	}
 	return nil
 }
 
 // binfmtRival names another enabled registration that takes rule's files.
-func (s *Server) binfmtRival(rule binfmtRule) (string, error) {
-	ents, err := os.ReadDir(s.path(binfmtMisc))
+func (s *Handlers) binfmtRival(rule binfmtRule) (string, error) {
+	ents, err := os.ReadDir(s.Path(binfmtMisc))
 	if err != nil {
 		return "", fmt.Errorf("list binfmt_misc: %w", err)
 	}
@@ -93,7 +93,7 @@ func (s *Server) binfmtRival(rule binfmtRule) (string, error) {
 		case rule.Name, "register", "status":
 			continue
 		}
-		b, err := os.ReadFile(s.path(filepath.Join(binfmtMisc, de.Name())))
+		b, err := os.ReadFile(s.Path(filepath.Join(binfmtMisc, de.Name())))
 		if err != nil {
 			continue // unregistered meanwhile
 		}
@@ -107,9 +107,9 @@ func (s *Server) binfmtRival(rule binfmtRule) (string, error) {
 // startRosettad starts the cache daemon once per boot. Rosetta runs
 // without it, only slower the second time, so a failure is logged, not
 // returned.
-func (s *Server) startRosettad(ctx context.Context) {
+func (s *Handlers) startRosettad(ctx context.Context) {
 	bin := rosettaDir + "/rosettad"
-	if _, err := os.Stat(s.path(bin)); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(s.Path(bin)); errors.Is(err, os.ErrNotExist) {
 		return // macOS 13's Rosetta has no cache
 	}
 	if _, err := s.OS.Run(ctx, "systemctl", "is-active", "--quiet", rosettadUnit); err == nil {
@@ -120,6 +120,6 @@ func (s *Server) startRosettad(ctx context.Context) {
 	if _, err := s.OS.Run(ctx, "systemd-run", "--unit", rosettadUnit, "--collect",
 		"--property", "CacheDirectory="+filepath.Base(rosettadCache),
 		bin, "daemon", rosettadCache); err != nil {
-		s.log().Warn("rosettad not started: amd64 binaries run uncached", "err", err)
+		s.Logger().Warn("rosettad not started: amd64 binaries run uncached", "err", err)
 	}
 }
