@@ -24,6 +24,7 @@ import (
 	"github.com/vmdock/vmdock/agent/guest/disks"
 	"github.com/vmdock/vmdock/agent/guest/dnsforward"
 	"github.com/vmdock/vmdock/agent/guest/guestos"
+	"github.com/vmdock/vmdock/agent/guest/sshagent"
 )
 
 // Server answers the host. One Server lives as long as the agent process;
@@ -60,7 +61,6 @@ type Server struct {
 	ownPorts     map[portKey]bool
 	hostAccess   net.Listener
 	hostAccessIP string
-	sshAgent     *sshAgentListener
 	// publishDNAT: the containerd runtime runs, so published ports are
 	// portmap's DNAT rules as well as listening sockets.
 	publishDNAT bool
@@ -78,6 +78,7 @@ type features struct {
 	corp   *corpnet.CorpNet
 	disks  *disks.Disks
 	binfmt *binfmt.Handlers
+	ssh    *sshagent.Relay
 }
 
 // rooms returns the features, made on first use.
@@ -89,6 +90,7 @@ func (s *Server) rooms() *features {
 			corp:   &corpnet.CorpNet{Sys: sys},
 			disks:  &disks.Disks{Sys: sys},
 			binfmt: &binfmt.Handlers{Sys: sys},
+			ssh:    &sshagent.Relay{Sys: sys, OpenToHost: s.openToHost},
 		}
 	})
 	return &s.features

@@ -65,7 +65,7 @@ func (s *Server) setup(ctx context.Context, st agent.Setup) error {
 	if st.HostAccessIP != "" {
 		rest.add("host access", func() error { return s.setupHostAccess(ctx, st.HostAccessIP, st.DNS) })
 	}
-	rest.add("ssh agent", func() error { return s.setupSSHAgent(st.SSHAgent) })
+	rest.add("ssh agent", func() error { return s.rooms().ssh.Setup(st.SSHAgent) })
 
 	chains := []*setupSteps{&grow, &disk, &trust, &rest}
 	chainErrs := make([][]error, len(chains))

@@ -1,4 +1,4 @@
-package guest
+package sshagent
 
 import (
 	"errors"
@@ -7,10 +7,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/agent/guest/guestos"
 	"github.com/vmdock/vmdock/internal/connpipe"
 )
 
@@ -21,6 +23,17 @@ const maxSSHAgentConns = 64
 
 // sshAgentListener is the socket at agent.GuestSSHAgentSocket; every
 // connection to it becomes an ssh-agent stream to the host.
+// Relay serves the ssh-agent socket in the guest and carries each of its
+// connections to the host's agent.
+type Relay struct {
+	guestos.Sys
+	// OpenToHost opens a stream to the host on the current session.
+	OpenToHost func(agent.Request) (net.Conn, error)
+
+	mu       sync.Mutex
+	listener *sshAgentListener
+}
+
 type sshAgentListener struct {
 	l    *net.UnixListener
 	path string
@@ -34,19 +47,19 @@ type sshAgentListener struct {
 	refused atomic.Bool
 }
 
-// setupSSHAgent offers the host's SSH agent in the guest (on) or takes it
+// Setup offers the host's SSH agent in the guest (on) or takes it
 // away. Setup runs it on every session: a listener whose file is still in
 // place is kept, one whose file went is made again, and a socket a former
 // agent process left behind is replaced or removed.
-func (s *Server) setupSSHAgent(on bool) error {
-	p := s.path(agent.GuestSSHAgentSocket)
+func (s *Relay) Setup(on bool) error {
+	p := s.Path(agent.GuestSSHAgentSocket)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if cur := s.sshAgent; cur != nil {
+	if cur := s.listener; cur != nil {
 		if on && cur.inPlace() {
 			return nil
 		}
-		s.sshAgent = nil
+		s.listener = nil
 		cur.close()
 	}
 	if err := removeSocket(p); err != nil {
@@ -59,7 +72,7 @@ func (s *Server) setupSSHAgent(on bool) error {
 	if err != nil {
 		return err
 	}
-	s.sshAgent = a
+	s.listener = a
 	go s.serveSSHAgent(a)
 	return nil
 }
@@ -124,7 +137,7 @@ func removeSocket(p string) error {
 	return nil
 }
 
-func (s *Server) serveSSHAgent(a *sshAgentListener) {
+func (s *Relay) serveSSHAgent(a *sshAgentListener) {
 	for {
 		c, err := a.l.Accept()
 		if errors.Is(err, net.ErrClosed) {
@@ -132,7 +145,7 @@ func (s *Server) serveSSHAgent(a *sshAgentListener) {
 		}
 		if err != nil {
 			// Out of descriptors, most likely: wait instead of spinning.
-			s.log().Warn("ssh agent: accept", "err", err)
+			s.Logger().Warn("ssh agent: accept", "err", err)
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
@@ -141,7 +154,7 @@ func (s *Server) serveSSHAgent(a *sshAgentListener) {
 		default:
 			c.Close()
 			if a.refused.CompareAndSwap(false, true) {
-				s.log().Warn("ssh agent: a connection was refused: the limit of open connections is reached (later refusals are not logged)", "limit", maxSSHAgentConns)
+				s.Logger().Warn("ssh agent: a connection was refused: the limit of open connections is reached (later refusals are not logged)", "limit", maxSSHAgentConns)
 			}
 			continue
 		}
@@ -153,10 +166,10 @@ func (s *Server) serveSSHAgent(a *sshAgentListener) {
 }
 
 // relaySSHAgent carries one client connection to the host's agent.
-func (s *Server) relaySSHAgent(c net.Conn) {
-	st, err := s.openToHost(agent.Request{Op: agent.OpSSHAgent})
+func (s *Relay) relaySSHAgent(c net.Conn) {
+	st, err := s.OpenToHost(agent.Request{Op: agent.OpSSHAgent})
 	if err != nil {
-		s.log().Info("ssh agent: the host refused the connection", "err", err)
+		s.Logger().Info("ssh agent: the host refused the connection", "err", err)
 		c.Close()
 		return
 	}

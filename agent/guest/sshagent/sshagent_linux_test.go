@@ -1,4 +1,4 @@
-package guest
+package sshagent
 
 import (
 	"bytes"
@@ -17,23 +17,22 @@ import (
 	"github.com/vmdock/vmdock/agent"
 )
 
-// echoSSHAgentHost serves the host's half of ssh-agent streams on c: each
-// one echoes what it gets until the guest ends it. It counts the streams
-// it was asked for.
-func echoSSHAgentHost(c *agent.Client) *atomic.Int32 {
+// echoSSHAgentHost stands for the host's agent: each stream echoes what
+// it gets until the guest ends it. It counts the streams it was asked for.
+func echoSSHAgentHost(s *Relay) *atomic.Int32 {
 	var n atomic.Int32
-	c.HandleGuestStreams(func(req agent.Request, conn net.Conn) {
-		defer conn.Close()
+	s.OpenToHost = func(req agent.Request) (net.Conn, error) {
 		if req.Op != agent.OpSSHAgent {
-			agent.Reply(conn, fmt.Errorf("op %q", req.Op))
-			return
+			return nil, fmt.Errorf("op %q", req.Op)
 		}
 		n.Add(1)
-		if agent.Reply(conn, nil) != nil {
-			return
-		}
-		io.Copy(conn, conn)
-	})
+		guest, host := net.Pipe()
+		go func() {
+			defer host.Close()
+			io.Copy(host, host)
+		}()
+		return guest, nil
+	}
 	return &n
 }
 
@@ -56,11 +55,10 @@ func roundTrip(c net.Conn, msg string) error {
 
 func TestSSHAgentSocketFollowsSetup(t *testing.T) {
 	s, _ := newTestServer(t)
-	c, _ := connect(t, s)
-	streams := echoSSHAgentHost(c)
+	streams := echoSSHAgentHost(s)
 	sock := filepath.Join(s.Root, agent.GuestSSHAgentSocket)
 
-	must(t, c.Setup(ctx(t), agent.Setup{SSHAgent: true}))
+	must(t, s.Setup(true))
 	fi, err := os.Lstat(sock)
 	if err != nil {
 		t.Fatalf("no socket after setup with sshAgent: %v", err)
@@ -82,13 +80,13 @@ func TestSSHAgentSocketFollowsSetup(t *testing.T) {
 
 	// Setup again (a reconnect) keeps the same socket, so containers that
 	// mounted it keep working.
-	must(t, c.Setup(ctx(t), agent.Setup{SSHAgent: true}))
+	must(t, s.Setup(true))
 	if again, err := os.Lstat(sock); err != nil || !os.SameFile(fi, again) {
 		t.Fatalf("a second setup replaced the socket: %v", err)
 	}
 	// One that was removed is made again.
 	must(t, os.Remove(sock))
-	must(t, c.Setup(ctx(t), agent.Setup{SSHAgent: true}))
+	must(t, s.Setup(true))
 	conn, err = net.Dial("unix", sock)
 	if err != nil {
 		t.Fatalf("socket not made again after it was removed: %v", err)
@@ -96,7 +94,7 @@ func TestSSHAgentSocketFollowsSetup(t *testing.T) {
 	must(t, roundTrip(conn, "again"))
 	conn.Close()
 
-	must(t, c.Setup(ctx(t), agent.Setup{SSHAgent: false}))
+	must(t, s.Setup(false))
 	if _, err := os.Lstat(sock); !os.IsNotExist(err) {
 		t.Fatalf("socket still there with sshAgent false: %v", err)
 	}
@@ -115,9 +113,9 @@ func TestSSHAgentReplacesAStaleSocket(t *testing.T) {
 			must(t, err)
 			old.SetUnlinkOnClose(false)
 			old.Close() // the old process is gone; its file stays
-			must(t, s.setupSSHAgent(on))
-			if s.sshAgent != nil {
-				defer s.sshAgent.close()
+			must(t, s.Setup(on))
+			if s.listener != nil {
+				defer s.listener.close()
 			}
 			_, err = net.Dial("unix", sock)
 			if on && err != nil {
@@ -135,7 +133,7 @@ func TestSSHAgentLeavesAFileThatIsNoSocket(t *testing.T) {
 	sock := filepath.Join(s.Root, agent.GuestSSHAgentSocket)
 	must(t, os.MkdirAll(filepath.Dir(sock), 0o755))
 	must(t, os.WriteFile(sock, []byte("mine"), 0o644))
-	err := s.setupSSHAgent(true)
+	err := s.Setup(true)
 	if err == nil || !strings.Contains(err.Error(), "is not a socket") {
 		t.Fatalf("setup over a regular file: %v, want an error saying it is not a socket", err)
 	}
@@ -166,9 +164,8 @@ func TestSSHAgentConnectionLimit(t *testing.T) {
 	s, _ := newTestServer(t)
 	var logs lockedBuffer
 	s.Log = slog.New(slog.NewTextHandler(&logs, nil))
-	c, _ := connect(t, s)
-	streams := echoSSHAgentHost(c)
-	must(t, c.Setup(ctx(t), agent.Setup{SSHAgent: true}))
+	streams := echoSSHAgentHost(s)
+	must(t, s.Setup(true))
 	sock := filepath.Join(s.Root, agent.GuestSSHAgentSocket)
 
 	var open []net.Conn
