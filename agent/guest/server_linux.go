@@ -9,7 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +24,9 @@ import (
 	"github.com/vmdock/vmdock/agent/guest/disks"
 	"github.com/vmdock/vmdock/agent/guest/dnsforward"
 	"github.com/vmdock/vmdock/agent/guest/guestos"
+	"github.com/vmdock/vmdock/agent/guest/runtime"
+	"github.com/vmdock/vmdock/agent/guest/runtime/containerd"
+	"github.com/vmdock/vmdock/agent/guest/runtime/docker"
 	"github.com/vmdock/vmdock/agent/guest/sshagent"
 )
 
@@ -79,6 +82,8 @@ type features struct {
 	disks  *disks.Disks
 	binfmt *binfmt.Handlers
 	ssh    *sshagent.Relay
+	docker *docker.Engine
+	ctrd   *containerd.Engine
 }
 
 // rooms returns the features, made on first use.
@@ -92,6 +97,13 @@ func (s *Server) rooms() *features {
 			binfmt: &binfmt.Handlers{Sys: sys},
 			ssh:    &sshagent.Relay{Sys: sys, OpenToHost: s.openToHost},
 		}
+		f := &s.features
+		f.docker = &docker.Engine{Sys: sys, Socket: s.DockerSocket, ReleaseReserve: f.disks.ReleaseReserveIfFull}
+		f.ctrd = &containerd.Engine{Sys: sys, ReleaseReserve: f.disks.ReleaseReserveIfFull, UnitsStarted: func() {
+			s.mu.Lock()
+			s.publishDNAT = true
+			s.mu.Unlock()
+		}}
 	})
 	return &s.features
 }
@@ -282,21 +294,9 @@ func (s *Server) answer(ctx context.Context, req agent.Request) (agent.Response,
 		}
 		return resp, s.mount(ctx, *req.Mount)
 	case agent.OpDocker:
-		dctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-		defer cancel()
-		if err := s.startDocker(dctx); err != nil {
-			return resp, err
-		}
-		s.rooms().dns.AwaitResolvers(ctx)
-		return resp, nil
+		return resp, s.startRuntime(ctx, s.rooms().docker, 5*time.Minute)
 	case agent.OpContainerd:
-		dctx, cancel := context.WithTimeout(ctx, containerdTimeout)
-		defer cancel()
-		if err := s.startContainerd(dctx); err != nil {
-			return resp, err
-		}
-		s.rooms().dns.AwaitResolvers(ctx)
-		return resp, nil
+		return resp, s.startRuntime(ctx, s.rooms().ctrd, containerd.Timeout)
 	case agent.OpTouch:
 		return resp, s.touch(req.Touch)
 	case agent.OpIdleCheck:
@@ -319,6 +319,21 @@ func (s *Server) answer(ctx context.Context, req agent.Request) (agent.Response,
 	}
 }
 
+// startRuntime starts rt, within timeout, for the host access IP and the
+// DNS server, then waits for the guest's resolvers.
+func (s *Server) startRuntime(ctx context.Context, rt runtime.Runtime, timeout time.Duration) error {
+	s.mu.Lock()
+	ip := s.hostAccessIP
+	s.mu.Unlock()
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := rt.Start(rctx, runtime.Config{HostAccessIP: ip, DNSIP: s.rooms().dns.IP()}); err != nil {
+		return err
+	}
+	s.rooms().dns.AwaitResolvers(ctx)
+	return nil
+}
+
 // powerOff answers the request, then powers the VM off.
 func (s *Server) powerOff(st net.Conn, log *slog.Logger) {
 	_ = agent.Reply(st, nil)
@@ -332,7 +347,7 @@ func (s *Server) powerOff(st net.Conn, log *slog.Logger) {
 }
 
 func (s *Server) info() (agent.Info, error) {
-	info := agent.Info{Version: agent.Version, Arch: runtime.GOARCH}
+	info := agent.Info{Version: agent.Version, Arch: goruntime.GOARCH}
 	var uts unix.Utsname
 	if err := unix.Uname(&uts); err != nil {
 		return info, fmt.Errorf("uname: %w", err)

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -339,44 +338,6 @@ func (e *eofThen) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	return copy(p, e.data), nil
-}
-
-func TestStartDocker(t *testing.T) {
-	s, fos := newTestServer(t)
-	sock := filepath.Join(t.TempDir(), "docker.sock")
-	s.DockerSocket = sock
-	s.hostAccessIP = "10.254.254.254"
-	must(t, os.MkdirAll(filepath.Join(s.Root, "etc/docker"), 0o755))
-	must(t, os.WriteFile(filepath.Join(s.Root, daemonJSON), []byte(`{"log-driver":"local"}`), 0o644))
-	go func() {
-		// dockerd comes up a little after systemctl returns.
-		time.Sleep(300 * time.Millisecond)
-		l, err := net.Listen("unix", sock)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		t.Cleanup(func() { l.Close() })
-		http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == "/_ping" {
-				io.WriteString(w, "OK")
-				return
-			}
-			http.NotFound(w, r)
-		}))
-	}()
-	c, _ := connect(t, s)
-	must(t, c.StartDocker(ctx(t)))
-	if !strings.Contains(fos.Ran(), "systemctl start --job-mode=ignore-dependencies containerd docker.socket\nsystemctl start --job-mode=ignore-dependencies docker.service") {
-		t.Fatalf("commands: %s", fos.Ran())
-	}
-	if b, _ := os.ReadFile(filepath.Join(s.Root, containerdConfig)); string(b) != containerdConfigText {
-		t.Errorf("containerd started without its configuration: %q", b)
-	}
-	b, _ := os.ReadFile(filepath.Join(s.Root, daemonJSON))
-	if !strings.Contains(string(b), `"host-gateway-ip": "10.254.254.254"`) || !strings.Contains(string(b), `"log-driver": "local"`) {
-		t.Fatalf("daemon.json = %s", b)
-	}
 }
 
 // TestWatchPortsIdlesUntilHostActivity: once the host has been quiet for

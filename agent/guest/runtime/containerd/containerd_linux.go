@@ -1,4 +1,4 @@
-package guest
+package containerd
 
 import (
 	"context"
@@ -14,55 +14,67 @@ import (
 
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/agent/guest/guestos"
+	"github.com/vmdock/vmdock/agent/guest/runtime"
 	"github.com/vmdock/vmdock/internal/atomicfile"
 )
 
 const (
-	nerdctlTOML       = "/etc/nerdctl/nerdctl.toml"
-	resolvConf        = "/etc/resolv.conf"
-	containerdTimeout = 2 * time.Minute
+	nerdctlTOML = "/etc/nerdctl/nerdctl.toml"
+	resolvConf  = "/etc/resolv.conf"
+	// Timeout bounds the runtime's start.
+	Timeout = 2 * time.Minute
 )
 
-// startContainerd is the containerd runtime's counterpart of startDocker:
+// Engine is the containerd runtime, for nerdctl.
+type Engine struct {
+	guestos.Sys
+	// ReleaseReserve frees the data disk's reserve when the disk is full,
+	// so the daemon starts; nil: nothing to free.
+	ReleaseReserve func() (bool, error)
+	// UnitsStarted is called once containerd's unit started: from then
+	// on the port watch reads portmap's DNAT rules.
+	UnitsStarted func()
+}
+
+// Start is the containerd runtime's counterpart of docker's:
 // containerd with its state on the data disk (the same bind mount dockerd's
 // containerd uses), nerdctl's view of the host, BuildKit when the image
 // carries it, and the port watch reading portmap's DNAT rules, since
 // `nerdctl run -p` publishes a port without a listening socket.
-func (s *Server) startContainerd(ctx context.Context) error {
-	s.mu.Lock()
-	ip := s.hostAccessIP
-	s.mu.Unlock()
-	if err := s.writeNerdctlHostGateway(ip); err != nil {
+func (s *Engine) Start(ctx context.Context, cfg runtime.Config) error {
+	if err := s.writeNerdctlHostGateway(cfg.HostAccessIP); err != nil {
 		return err
 	}
-	if err := s.writeContainerdConfig(); err != nil {
+	if err := runtime.WriteContainerdConfig(s.Sys); err != nil {
 		return err
 	}
 	// nerdctl copies the guest's resolv.conf into containers (resolved's
 	// upstream list when the stub is in use), so containers find
 	// host.docker.internal only if the guest itself asks the agent's DNS.
-	if d := s.rooms().dns.IP(); d != "" {
+	if d := cfg.DNSIP; d != "" {
 		if err := s.pointResolvConf(d); err != nil {
 			return err
 		}
 	}
-	if _, err := s.rooms().disks.ReleaseReserveIfFull(); err != nil {
-		s.Log.Warn("data disk reserve", "err", err)
+	if s.ReleaseReserve != nil {
+		if _, err := s.ReleaseReserve(); err != nil {
+			s.Logger().Warn("data disk reserve", "err", err)
+		}
 	}
-	if err := s.startUnitsNow(ctx, []string{"containerd"}); err != nil {
+	if err := runtime.StartUnitsNow(ctx, s.OS, []string{"containerd"}); err != nil {
 		return fmt.Errorf("start containerd: %w", err)
 	}
-	s.mu.Lock()
-	s.publishDNAT = true
-	s.mu.Unlock()
+	if s.UnitsStarted != nil {
+		s.UnitsStarted()
+	}
 	if err := s.waitContainerdSocket(ctx); err != nil {
 		return err
 	}
-	if _, err := os.Stat(s.path(guestos.BuildkitUnit)); err == nil {
+	if _, err := os.Stat(s.Path(guestos.BuildkitUnit)); err == nil {
 		// Not waited for: only `nerdctl build` needs it, and a failure
 		// there says so itself.
 		if _, err := s.OS.Run(ctx, "systemctl", "start", "--no-block", "buildkit"); err != nil {
-			s.Log.Warn("buildkit did not start; nerdctl build will fail", "err", err)
+			s.Logger().Warn("buildkit did not start; nerdctl build will fail", "err", err)
 		}
 	}
 	return nil
@@ -75,8 +87,8 @@ func (s *Server) startContainerd(ctx context.Context) error {
 // notification. A dial replaces running `ctr version`, a Go binary of
 // tens of megabytes whose start costs most of a second under TCG, every
 // 250 ms.
-func (s *Server) waitContainerdSocket(ctx context.Context) error {
-	sock := s.path(agent.GuestContainerdSocket)
+func (s *Engine) waitContainerdSocket(ctx context.Context) error {
+	sock := s.Path(agent.GuestContainerdSocket)
 	var d net.Dialer
 	for {
 		c, err := d.DialContext(ctx, "unix", sock)
@@ -97,8 +109,8 @@ var hostGatewayLine = regexp.MustCompile(`(?m)^host_gateway_ip\s*=.*\n?`)
 // writeNerdctlHostGateway sets nerdctl's host_gateway_ip, so `--add-host
 // name:host-gateway` reaches the host as it does with docker; the rest of
 // the image's nerdctl.toml stays.
-func (s *Server) writeNerdctlHostGateway(ip string) error {
-	p := s.path(nerdctlTOML)
+func (s *Engine) writeNerdctlHostGateway(ip string) error {
+	p := s.Path(nerdctlTOML)
 	b, err := os.ReadFile(p)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("read %s: %w", nerdctlTOML, err)
@@ -118,7 +130,7 @@ func (s *Server) writeNerdctlHostGateway(ip string) error {
 // at ip, replacing the link to systemd-resolved's stub: nerdctl skips the
 // stub (a loopback address is useless in a container) and would hand
 // containers resolved's upstreams, which do not know host.docker.internal.
-func (s *Server) pointResolvConf(ip string) error {
+func (s *Engine) pointResolvConf(ip string) error {
 	var b strings.Builder
 	b.WriteString("# Written by the vmdock agent (containerd runtime): its DNS server answers\n")
 	b.WriteString("# host.docker.internal and forwards the rest to the guest's resolvers.\n")
@@ -126,5 +138,5 @@ func (s *Server) pointResolvConf(ip string) error {
 	b.WriteString("options edns0\n")
 	// The link itself goes: writing through it would land in /run, which
 	// resolved rewrites.
-	return atomicfile.ReplaceFile(s.path(resolvConf), []byte(b.String()), 0o644)
+	return atomicfile.ReplaceFile(s.Path(resolvConf), []byte(b.String()), 0o644)
 }

@@ -1,4 +1,4 @@
-package guest
+package docker
 
 import (
 	"context"
@@ -13,26 +13,40 @@ import (
 
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/agent/guest/guestos"
+	"github.com/vmdock/vmdock/agent/guest/runtime"
 )
 
-const daemonJSON = "/etc/docker/daemon.json"
+// DaemonJSON is dockerd's configuration.
+const DaemonJSON = "/etc/docker/daemon.json"
 
-// startDocker writes daemon.json and containerd's configuration, starts
+// Engine is the docker runtime: dockerd on containerd.
+type Engine struct {
+	guestos.Sys
+	// Socket is where dockerd answers; default /var/run/docker.sock.
+	Socket string
+	// ReleaseReserve frees the data disk's reserve when the disk is full,
+	// so the daemon starts; nil: nothing to free.
+	ReleaseReserve func() (bool, error)
+}
+
+// Start writes daemon.json and containerd's configuration, starts
 // containerd and docker, and waits until the socket answers /_ping.
-func (s *Server) startDocker(ctx context.Context) error {
-	if err := s.writeDaemonJSON(); err != nil {
+func (s *Engine) Start(ctx context.Context, cfg runtime.Config) error {
+	if err := s.writeDaemonJSON(cfg); err != nil {
 		return err
 	}
-	if err := s.writeContainerdConfig(); err != nil {
+	if err := runtime.WriteContainerdConfig(s.Sys); err != nil {
 		return err
 	}
-	if _, err := s.rooms().disks.ReleaseReserveIfFull(); err != nil {
-		s.Log.Warn("data disk reserve", "err", err)
+	if s.ReleaseReserve != nil {
+		if _, err := s.ReleaseReserve(); err != nil {
+			s.Logger().Warn("data disk reserve", "err", err)
+		}
 	}
-	if err := s.startUnitsNow(ctx, []string{"containerd", "docker.socket"}, []string{"docker.service"}); err != nil {
+	if err := runtime.StartUnitsNow(ctx, s.OS, []string{"containerd", "docker.socket"}, []string{"docker.service"}); err != nil {
 		return fmt.Errorf("start docker: %w", err)
 	}
-	sock := s.DockerSocket
+	sock := s.Socket
 	if sock == "" {
 		sock = agent.GuestDockerSocket
 	}
@@ -47,20 +61,6 @@ func (s *Server) startDocker(ctx context.Context) error {
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-}
-
-// startUnitsNow starts each group of units after the one before it,
-// without the ordering their unit files ask for (network.target,
-// basic.target and the like): the agent has already done what the daemons
-// need (the data disk, their configuration), and under TCG the rest of the
-// boot would hold them for seconds.
-func (s *Server) startUnitsNow(ctx context.Context, groups ...[]string) error {
-	for _, units := range groups {
-		if _, err := s.OS.Run(ctx, "systemctl", append([]string{"start", "--job-mode=ignore-dependencies"}, units...)...); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func pingDocker(ctx context.Context, sock string) error {
@@ -88,21 +88,19 @@ func pingDocker(ctx context.Context, sock string) error {
 // writeDaemonJSON keeps whatever the image ships and only sets what vmdock
 // owns: host-gateway-ip, so `--add-host x:host-gateway` reaches the host,
 // and dns, so containers resolve host.docker.internal.
-func (s *Server) writeDaemonJSON() error {
-	p := s.path(daemonJSON)
+func (s *Engine) writeDaemonJSON(rc runtime.Config) error {
+	p := s.Path(DaemonJSON)
 	cfg := map[string]any{}
 	b, err := os.ReadFile(p)
 	switch {
 	case err == nil:
 		if err := json.Unmarshal(b, &cfg); err != nil {
-			return fmt.Errorf("parse %s: %w", daemonJSON, err)
+			return fmt.Errorf("parse %s: %w", DaemonJSON, err)
 		}
 	case !errors.Is(err, os.ErrNotExist):
-		return fmt.Errorf("read %s: %w", daemonJSON, err)
+		return fmt.Errorf("read %s: %w", DaemonJSON, err)
 	}
-	s.mu.Lock()
-	ip := s.hostAccessIP
-	s.mu.Unlock()
+	ip := rc.HostAccessIP
 	if ip != "" {
 		cfg["host-gateway-ip"] = ip
 	} else {
@@ -110,7 +108,7 @@ func (s *Server) writeDaemonJSON() error {
 	}
 	// Containers resolve through the agent's DNS server, which knows
 	// host.docker.internal; user networks' embedded DNS forwards to it too.
-	if d := s.rooms().dns.IP(); d != "" {
+	if d := rc.DNSIP; d != "" {
 		cfg["dns"] = []string{d}
 	} else if isOnlyDNS(cfg["dns"], ip) {
 		// Written on an earlier boot, but no server answers there now.
@@ -121,7 +119,7 @@ func (s *Server) writeDaemonJSON() error {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return fmt.Errorf("write %s: %w", daemonJSON, err)
+		return fmt.Errorf("write %s: %w", DaemonJSON, err)
 	}
 	return guestos.WriteFile(p, append(out, '\n'), 0o644)
 }
