@@ -27,6 +27,7 @@ import (
 	"github.com/vmdock/vmdock/agent/guest/runtime"
 	"github.com/vmdock/vmdock/agent/guest/runtime/containerd"
 	"github.com/vmdock/vmdock/agent/guest/runtime/docker"
+	"github.com/vmdock/vmdock/agent/guest/shares"
 	"github.com/vmdock/vmdock/agent/guest/sshagent"
 )
 
@@ -84,6 +85,7 @@ type features struct {
 	ssh    *sshagent.Relay
 	docker *docker.Engine
 	ctrd   *containerd.Engine
+	shares *shares.Shares
 }
 
 // rooms returns the features, made on first use.
@@ -96,6 +98,7 @@ func (s *Server) rooms() *features {
 			disks:  &disks.Disks{Sys: sys},
 			binfmt: &binfmt.Handlers{Sys: sys},
 			ssh:    &sshagent.Relay{Sys: sys, OpenToHost: s.openToHost},
+			shares: &shares.Shares{Sys: sys},
 		}
 		f := &s.features
 		f.docker = &docker.Engine{Sys: sys, Socket: s.DockerSocket, ReleaseReserve: f.disks.ReleaseReserveIfFull}
@@ -292,13 +295,13 @@ func (s *Server) answer(ctx context.Context, req agent.Request) (agent.Response,
 		if req.Mount == nil {
 			return resp, errors.New("mount request without mount")
 		}
-		return resp, s.mount(ctx, *req.Mount)
+		return resp, s.rooms().shares.Mount(ctx, *req.Mount)
 	case agent.OpDocker:
 		return resp, s.startRuntime(ctx, s.rooms().docker, 5*time.Minute)
 	case agent.OpContainerd:
 		return resp, s.startRuntime(ctx, s.rooms().ctrd, containerd.Timeout)
 	case agent.OpTouch:
-		return resp, s.touch(req.Touch)
+		return resp, s.rooms().shares.Touch(req.Touch)
 	case agent.OpIdleCheck:
 		n, err := runningContainers(s.path("/proc"))
 		resp.Idle = &agent.IdleReport{RunningContainers: n}

@@ -224,7 +224,7 @@ func binfmtDNames(text string) []string {
 	return out
 }
 
-// binfmt enables qemu-user-static's handlers so foreign-arch images run.
+// EnableQEMU enables qemu-user-static's handlers so foreign-arch images run.
 // The boot has usually registered them already (systemd-binfmt from
 // binfmt.d, binfmt-support's own unit with update-binfmts), and then
 // nothing runs: update-binfmts is a process that reads every format file,

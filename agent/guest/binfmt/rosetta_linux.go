@@ -37,7 +37,7 @@ const (
 	rosettadCache = "/var/cache/rosettad"
 )
 
-// rosetta mounts the share, registers Rosetta for x86_64 binaries ahead of
+// EnableRosetta mounts the share, registers Rosetta for x86_64 binaries ahead of
 // any qemu-user registration, keeps that true across a systemd-binfmt
 // restart, and starts the translation cache when the share has one.
 func (s *Handlers) EnableRosetta(ctx context.Context) error {

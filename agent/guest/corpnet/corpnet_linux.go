@@ -333,7 +333,7 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// withProxyVars is env over the proxy variables: a command the host runs
+// WithProxyVars is env over the proxy variables: a command the host runs
 // in the guest (vmdock nerdctl, which pulls itself) uses the proxy the
 // daemons use, unless the request sets its own.
 func (s *CorpNet) WithProxyVars(env map[string]string) map[string]string {

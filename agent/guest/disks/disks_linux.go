@@ -28,7 +28,7 @@ const (
 	DataLabel = "vmdock-data"
 )
 
-// setupDataDisk finds the data disk link (or fallback) names and makes it
+// SetupDataDisk finds the data disk link (or fallback) names and makes it
 // ready: see dataDisk.
 func (s *Disks) SetupDataDisk(ctx context.Context, link, fallback string) error {
 	dev, err := s.dataDiskDevice(link, fallback)
@@ -38,7 +38,7 @@ func (s *Disks) SetupDataDisk(ctx context.Context, link, fallback string) error 
 	return s.dataDisk(ctx, dev)
 }
 
-// growRoot lets ext4 take a disk that the host enlarged.
+// GrowRoot lets ext4 take a disk that the host enlarged.
 func (s *Disks) GrowRoot(ctx context.Context) error {
 	m, ok, err := s.MountedAt("/")
 	if err != nil {

@@ -56,7 +56,7 @@ func (s *Disks) keepReserve() error {
 	return nil
 }
 
-// releaseReserveIfFull removes the reserve when less than its size is free.
+// ReleaseReserveIfFull removes the reserve when less than its size is free.
 func (s *Disks) ReleaseReserveIfFull() (bool, error) {
 	p := s.reservePath()
 	free, err := diskFree(filepath.Dir(p))

@@ -99,7 +99,7 @@ func newUpkeep(s *Disks, now time.Time) *upkeep {
 	return u
 }
 
-// runUpkeep does the upkeep until ctx ends.
+// RunUpkeep does the upkeep until ctx ends.
 func (s *Disks) RunUpkeep(ctx context.Context, every time.Duration) {
 	u := s.currentUpkeep()
 	t := time.NewTicker(every)
@@ -136,7 +136,7 @@ const pauseTrimMin = 8 << 20
 // for them before it pauses, and a docker call meanwhile cancels them.
 const quiesceTrimTimeout = 60 * time.Second
 
-// trimBeforePause trims the file systems that freed at least pauseTrimMin
+// TrimBeforePause trims the file systems that freed at least pauseTrimMin
 // since their last trim, within quiesceTrimTimeout.
 func (s *Disks) TrimBeforePause(ctx context.Context) {
 	u := s.currentUpkeep()

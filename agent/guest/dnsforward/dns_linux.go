@@ -384,7 +384,7 @@ func isReplyTo(msg []byte, id uint16) bool {
 	return err == nil && h.Response && h.ID == id
 }
 
-// dnsUpstreams picks the resolvers the guest itself uses: the configured
+// Upstreams picks the resolvers the guest itself uses: the configured
 // ones, else DHCP's, else systemd-resolved's upstream list, else
 // resolv.conf's. Resolved's stub (127.0.0.53) is never one: with upstreams
 // of its own resolved lists them in its upstream file, and without it
@@ -460,7 +460,7 @@ const (
 	dnsRecheckNone = time.Second
 )
 
-// startDNS serves DNS on ip:53 for the agent's lifetime; a second setup
+// Start serves DNS on ip:53 for the agent's lifetime; a second setup
 // only refreshes the upstreams.
 func (s *Forwarder) Start(ip string, given []string) error {
 	return s.StartOn(net.JoinHostPort(ip, "53"), ip, given)
@@ -486,7 +486,7 @@ func listenDNS(addr string) (net.PacketConn, net.Listener, error) {
 	}
 }
 
-// startDNSOn listens on listen (UDP and TCP on the same port) and answers
+// StartOn listens on listen (UDP and TCP on the same port) and answers
 // the local names with ip.
 func (s *Forwarder) StartOn(listen, ip string, given []string) error {
 	s.mu.Lock()
@@ -568,7 +568,7 @@ func (s *Forwarder) followUpstreams(ctx context.Context, r *dnsRunner) {
 	}
 }
 
-// stopDNS ends the server's DNS server, if any, and waits for it.
+// Stop ends the DNS server, if any, and waits for it.
 func (s *Forwarder) Stop() {
 	s.mu.Lock()
 	r := s.running
@@ -587,7 +587,7 @@ func (s *Forwarder) Stop() {
 // every container's lookup until then.
 const resolverWait = time.Minute
 
-// awaitResolvers waits, within resolverWait, until the guest knows a
+// AwaitResolvers waits, within resolverWait, until the guest knows a
 // resolver; without one it only says so, since the runtime works for
 // everything but names.
 func (s *Forwarder) AwaitResolvers(ctx context.Context) {
@@ -610,7 +610,7 @@ func (s *Forwarder) AwaitResolvers(ctx context.Context) {
 	}
 }
 
-// refreshDNS looks for the guest's resolvers now and returns them, as
+// Refresh looks for the guest's resolvers now and returns them, as
 // the forwarder's upstreams when it runs.
 func (s *Forwarder) Refresh() []string {
 	s.mu.Lock()
@@ -624,7 +624,7 @@ func (s *Forwarder) Refresh() []string {
 	return s.Upstreams(nil)
 }
 
-// currentDNSUpstreams are the forwarder's upstreams, or the guest's own
+// CurrentUpstreams are the forwarder's upstreams, or the guest's own
 // resolvers when no forwarder runs; never nil.
 func (s *Forwarder) CurrentUpstreams() []string {
 	s.mu.Lock()
@@ -636,7 +636,7 @@ func (s *Forwarder) CurrentUpstreams() []string {
 	return append([]string{}, s.Upstreams(nil)...)
 }
 
-// dnsIP is the address containers should use as their resolver, or "" when
+// IP is the address containers should use as their resolver, or "" when
 // no DNS server runs.
 func (s *Forwarder) IP() string {
 	s.mu.Lock()
@@ -647,7 +647,7 @@ func (s *Forwarder) IP() string {
 	return ""
 }
 
-// dnsAddr is where the DNS server listens, or "".
+// Addr is where the DNS server listens, or "".
 func (s *Forwarder) Addr() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -657,7 +657,7 @@ func (s *Forwarder) Addr() string {
 	return ""
 }
 
-// setupDNS starts the DNS server on the host access IP and says whether
+// Setup starts the DNS server on the host access IP and says whether
 // it runs, so the host access rules keep its port out of the redirect.
 // Failing here is not fatal to setup: containers then keep the guest's
 // resolvers (dockerd's "dns" is only set while the server runs) and lose

@@ -14,7 +14,7 @@ import (
 // LeasesDir holds systemd-networkd's DHCP leases.
 const LeasesDir = "/run/systemd/netif/leases"
 
-// setDNS writes the given servers, else the ones DHCP handed out; with
+// WriteResolvConf writes the given servers, else the ones DHCP handed out; with
 // neither it keeps the image's resolv.conf.
 func (s *Forwarder) WriteResolvConf(servers []string) error {
 	for _, d := range servers {
@@ -41,7 +41,7 @@ func (s *Forwarder) WriteResolvConf(servers []string) error {
 	return guestos.WriteFile(p, []byte(b.String()), 0o644)
 }
 
-// leaseDNS reads DNS= from systemd-networkd's DHCP leases.
+// LeaseDNS reads DNS= from systemd-networkd's DHCP leases.
 func (s *Forwarder) LeaseDNS() []string {
 	files, _ := filepath.Glob(filepath.Join(s.Path(LeasesDir), "*"))
 	sort.Strings(files)

@@ -1,4 +1,4 @@
-package guest
+package shares
 
 import (
 	"context"
@@ -12,12 +12,19 @@ import (
 
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/agent/guest/disks"
+	"github.com/vmdock/vmdock/agent/guest/guestos"
 	"github.com/vmdock/vmdock/mounts"
 )
 
-// mount mounts one share at its target, creating the folder; a target that
+// Shares mounts the host's folders in the guest: 9p and virtiofs shares,
+// their excluded folders, and the sync mounts' guest copies.
+type Shares struct {
+	guestos.Sys
+}
+
+// Mount mounts one share at its target, creating the folder; a target that
 // is already mounted is left alone so a reconnecting host can repeat it.
-func (s *Server) mount(ctx context.Context, m agent.MountRequest) error {
+func (s *Shares) Mount(ctx context.Context, m agent.MountRequest) error {
 	if m.Tag == "" {
 		return fmt.Errorf("mount %q: empty tag", m.Target)
 	}
@@ -51,15 +58,15 @@ func (s *Server) mount(ctx context.Context, m agent.MountRequest) error {
 	default:
 		return fmt.Errorf("mount %q: type %q is not %q or %q", m.Target, m.Type, mounts.Type9p, mounts.TypeVirtiofs)
 	}
-	if err := checkExcludes(m.Exclude); err != nil {
+	if err := CheckExcludes(m.Exclude); err != nil {
 		return fmt.Errorf("mount %q: %w", m.Target, err)
 	}
-	e, ok, err := s.sys().MountedAt(m.Target)
+	e, ok, err := s.MountedAt(m.Target)
 	if err != nil {
 		return err
 	}
 	if !ok || e.Source != m.Tag {
-		if err := os.MkdirAll(s.path(m.Target), 0o755); err != nil {
+		if err := os.MkdirAll(s.Path(m.Target), 0o755); err != nil {
 			return fmt.Errorf("create mount point: %w", err)
 		}
 		if err := s.mountRetrying(ctx, m, args); err != nil {
@@ -87,20 +94,20 @@ func excludeStore(hostPath, target string) string {
 // mountExcludes bind-mounts each excluded subfolder of m from the data
 // disk over the share. The mount point is created in the share (an empty
 // folder the host sees); its contents stay in the guest.
-func (s *Server) mountExcludes(ctx context.Context, m agent.MountRequest) error {
+func (s *Shares) mountExcludes(ctx context.Context, m agent.MountRequest) error {
 	store := excludeStore(m.HostPath, m.Target)
 	for _, ex := range m.Exclude {
 		target := path.Join(m.Target, ex)
-		if e, ok, err := s.sys().MountedAt(target); err != nil {
+		if e, ok, err := s.MountedAt(target); err != nil {
 			return err
 		} else if ok && e.FSType != m.Type {
 			continue // bound by an earlier request (a reconnecting host repeats it)
 		}
 		src := path.Join(store, ex)
-		if err := os.MkdirAll(s.path(src), 0o755); err != nil {
+		if err := os.MkdirAll(s.Path(src), 0o755); err != nil {
 			return fmt.Errorf("exclude %s: create its folder on the data disk: %w", ex, err)
 		}
-		if err := os.MkdirAll(s.path(target), 0o755); err != nil {
+		if err := os.MkdirAll(s.Path(target), 0o755); err != nil {
 			return fmt.Errorf("exclude %s: create its mount point in the share%s: %w", ex, readOnlyHint(m), err)
 		}
 		if _, err := s.OS.Run(ctx, "mount", "--bind", src, target); err != nil {
@@ -117,9 +124,9 @@ func readOnlyHint(m agent.MountRequest) string {
 	return ""
 }
 
-// checkExcludes refuses what config validation refuses, so a host that
+// CheckExcludes refuses what config validation refuses, so a host that
 // skipped it cannot make the guest bind outside the share.
-func checkExcludes(ex []string) error {
+func CheckExcludes(ex []string) error {
 	for _, e := range ex {
 		if e == "" || path.IsAbs(e) || path.Clean(e) != e || e == "." || e == ".." || strings.HasPrefix(e, "../") {
 			return fmt.Errorf("exclude %q is not a clean path inside the share", e)
@@ -137,7 +144,7 @@ var (
 	mountRetryEvery = 500 * time.Millisecond
 )
 
-func (s *Server) mountRetrying(ctx context.Context, m agent.MountRequest, args []string) error {
+func (s *Shares) mountRetrying(ctx context.Context, m agent.MountRequest, args []string) error {
 	deadline := time.Now().Add(mountRetryFor)
 	for attempt := 1; ; attempt++ {
 		_, err := s.OS.Run(ctx, "mount", args...)

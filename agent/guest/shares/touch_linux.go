@@ -1,4 +1,4 @@
-package guest
+package shares
 
 import (
 	"fmt"
@@ -11,12 +11,12 @@ import (
 // maxTouch bounds one touch request: the host batches a burst of edits.
 const maxTouch = 4096
 
-// touch sets each path's times to what they already are. The change is a
+// Touch sets each path's times to what they already are. The change is a
 // no-op for the file, but it goes through the guest's VFS, which raises an
 // inotify event (IN_ATTRIB) for watchers in containers; host edits that
 // arrive over virtiofs or 9p raise none. Paths that are gone are skipped:
 // their folder is in the list too.
-func (s *Server) touch(paths []string) error {
+func (s *Shares) Touch(paths []string) error {
 	if len(paths) > maxTouch {
 		return fmt.Errorf("touch: %d paths; accepted: at most %d per request", len(paths), maxTouch)
 	}
@@ -27,12 +27,12 @@ func (s *Server) touch(paths []string) error {
 	}
 	for _, p := range paths {
 		var st unix.Stat_t
-		if err := unix.Lstat(s.path(p), &st); err != nil || st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		if err := unix.Lstat(s.Path(p), &st); err != nil || st.Mode&unix.S_IFMT == unix.S_IFLNK {
 			continue
 		}
 		ts := []unix.Timespec{st.Atim, st.Mtim}
-		if err := unix.UtimesNanoAt(unix.AT_FDCWD, s.path(p), ts, unix.AT_SYMLINK_NOFOLLOW); err != nil && !os.IsNotExist(err) {
-			s.log().Debug("touch", "path", p, "err", err)
+		if err := unix.UtimesNanoAt(unix.AT_FDCWD, s.Path(p), ts, unix.AT_SYMLINK_NOFOLLOW); err != nil && !os.IsNotExist(err) {
+			s.Logger().Debug("touch", "path", p, "err", err)
 		}
 	}
 	return nil
