@@ -23,6 +23,7 @@ import (
 	"github.com/vmdock/vmdock/agent/guest/corpnet"
 	"github.com/vmdock/vmdock/agent/guest/disks"
 	"github.com/vmdock/vmdock/agent/guest/dnsforward"
+	"github.com/vmdock/vmdock/agent/guest/exec"
 	"github.com/vmdock/vmdock/agent/guest/guestos"
 	"github.com/vmdock/vmdock/agent/guest/runtime"
 	"github.com/vmdock/vmdock/agent/guest/runtime/containerd"
@@ -86,29 +87,36 @@ type features struct {
 	docker *docker.Engine
 	ctrd   *containerd.Engine
 	shares *shares.Shares
+	exec   *exec.Runner
 }
 
 // rooms returns the features, made on first use.
 func (s *Server) rooms() *features {
 	s.featuresOnce.Do(func() {
 		sys := s.sys()
+		corp := &corpnet.CorpNet{Sys: sys}
+		disk := &disks.Disks{Sys: sys}
 		s.features = features{
 			dns:    &dnsforward.Forwarder{Sys: sys},
-			corp:   &corpnet.CorpNet{Sys: sys},
-			disks:  &disks.Disks{Sys: sys},
+			corp:   corp,
+			disks:  disk,
 			binfmt: &binfmt.Handlers{Sys: sys},
 			ssh:    &sshagent.Relay{Sys: sys, OpenToHost: s.openToHost},
+			docker: &docker.Engine{Sys: sys, Socket: s.DockerSocket, ReleaseReserve: disk.ReleaseReserveIfFull},
+			ctrd:   &containerd.Engine{Sys: sys, ReleaseReserve: disk.ReleaseReserveIfFull, UnitsStarted: s.publishDNATPorts},
 			shares: &shares.Shares{Sys: sys},
+			exec:   &exec.Runner{ProxyVars: corp.WithProxyVars},
 		}
-		f := &s.features
-		f.docker = &docker.Engine{Sys: sys, Socket: s.DockerSocket, ReleaseReserve: f.disks.ReleaseReserveIfFull}
-		f.ctrd = &containerd.Engine{Sys: sys, ReleaseReserve: f.disks.ReleaseReserveIfFull, UnitsStarted: func() {
-			s.mu.Lock()
-			s.publishDNAT = true
-			s.mu.Unlock()
-		}}
 	})
 	return &s.features
+}
+
+// publishDNATPorts has the port watch read portmap's DNAT rules: the
+// containerd runtime publishes ports there as well as with sockets.
+func (s *Server) publishDNATPorts() {
+	s.mu.Lock()
+	s.publishDNAT = true
+	s.mu.Unlock()
 }
 
 // NewServer returns a server on the real system.
@@ -265,7 +273,7 @@ func (s *Server) serveStream(ctx context.Context, st net.Conn, req agent.Request
 	case agent.OpDial:
 		s.dial(ctx, st, req)
 	case agent.OpExec:
-		s.exec(ctx, st, req)
+		s.rooms().exec.Serve(ctx, st, req)
 	case agent.OpWatchPorts:
 		s.watchPorts(ctx, st)
 	case agent.OpSync:

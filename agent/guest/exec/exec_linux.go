@@ -1,4 +1,4 @@
-package guest
+package exec
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
+	osexec "os/exec"
 	"sync"
 	"syscall"
 	"time"
@@ -18,7 +18,17 @@ import (
 	"github.com/vmdock/vmdock/agent"
 )
 
-func (s *Server) exec(ctx context.Context, st net.Conn, req agent.Request) {
+// Runner runs the commands the host asks for (vmdock ssh, vmdock nerdctl)
+// on an exec stream, with a terminal or pipes.
+type Runner struct {
+	// ProxyVars puts the proxy variables under a request's environment;
+	// nil: none.
+	ProxyVars func(env map[string]string) map[string]string
+}
+
+// Serve answers an exec request on st: the command's output and exit go
+// back as frames, the host's input and resizes come in as frames.
+func (s *Runner) Serve(ctx context.Context, st net.Conn, req agent.Request) {
 	defer st.Close()
 	if req.Exec == nil || len(req.Exec.Argv) == 0 {
 		_ = agent.Reply(st, errors.New("exec: empty command"))
@@ -43,8 +53,8 @@ func (s *Server) exec(ctx context.Context, st net.Conn, req agent.Request) {
 	_ = fw.WriteFrame(agent.FrameExit, b)
 }
 
-func execCmd(r agent.ExecRequest) *exec.Cmd {
-	cmd := exec.Command(r.Argv[0], r.Argv[1:]...)
+func execCmd(r agent.ExecRequest) *osexec.Cmd {
+	cmd := osexec.Command(r.Argv[0], r.Argv[1:]...)
 	cmd.Dir = r.Dir
 	cmd.Env = os.Environ()
 	if os.Getenv("PATH") == "" {
@@ -69,7 +79,7 @@ func execCmd(r agent.ExecRequest) *exec.Cmd {
 
 // execProc is a started command and the ends the host's frames feed.
 type execProc struct {
-	cmd     *exec.Cmd
+	cmd     *osexec.Cmd
 	tty     bool
 	stdin   io.WriteCloser
 	ptmx    *os.File      // the terminal's controlling side; nil without a tty
@@ -78,8 +88,10 @@ type execProc struct {
 
 // runExec runs the command and returns its exit code; err means it could
 // not start. When the host goes away the process group is killed.
-func (s *Server) runExec(st net.Conn, fw *agent.FrameWriter, r agent.ExecRequest) (int, error) {
-	r.Env = s.rooms().corp.WithProxyVars(r.Env)
+func (s *Runner) runExec(st net.Conn, fw *agent.FrameWriter, r agent.ExecRequest) (int, error) {
+	if s.ProxyVars != nil {
+		r.Env = s.ProxyVars(r.Env)
+	}
 	start := startExecPipes
 	if r.TTY {
 		start = startExecPTY
@@ -105,7 +117,7 @@ func (s *Server) runExec(st net.Conn, fw *agent.FrameWriter, r agent.ExecRequest
 
 // startExecPTY starts cmd on a new terminal whose output goes to the host
 // as stdout frames.
-func startExecPTY(cmd *exec.Cmd, fw *agent.FrameWriter, r agent.ExecRequest) (*execProc, error) {
+func startExecPTY(cmd *osexec.Cmd, fw *agent.FrameWriter, r agent.ExecRequest) (*execProc, error) {
 	ws := &pty.Winsize{Rows: uint16(r.Rows), Cols: uint16(r.Cols)}
 	if ws.Rows == 0 || ws.Cols == 0 {
 		ws = &pty.Winsize{Rows: 24, Cols: 80}
@@ -126,7 +138,7 @@ func startExecPTY(cmd *exec.Cmd, fw *agent.FrameWriter, r agent.ExecRequest) (*e
 
 // startExecPipes starts cmd with its stdout and stderr sent to the host as
 // frames.
-func startExecPipes(cmd *exec.Cmd, fw *agent.FrameWriter, r agent.ExecRequest) (*execProc, error) {
+func startExecPipes(cmd *osexec.Cmd, fw *agent.FrameWriter, r agent.ExecRequest) (*execProc, error) {
 	cmd.Stdout = fw.Writer(agent.FrameStdout)
 	cmd.Stderr = fw.Writer(agent.FrameStderr)
 	stdin, err := cmd.StdinPipe()
@@ -182,7 +194,7 @@ func (p *execProc) relayInput(st net.Conn, exited <-chan struct{}) {
 // execExitCode turns cmd.Wait's error into the exit code the host sees: a
 // signal's death is 128+signal, as in a shell.
 func execExitCode(name string, err error) (int, error) {
-	var ee *exec.ExitError
+	var ee *osexec.ExitError
 	switch {
 	case err == nil:
 		return 0, nil
