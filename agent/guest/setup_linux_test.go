@@ -73,12 +73,6 @@ func TestSetup(t *testing.T) {
 	}
 }
 
-// Excluded subfolders are bound from the data disk over the share, after
-// the share; a repeated request binds nothing twice, and a path leaving
-// the share is refused before anything is mounted.
-// A sync mount binds its guest copy from the data disk at the target,
-// creating the copy owned by the host user; without the data disk it is
-// refused, since the copy would end up hidden under it.
 // The sync service needs the data disk too: the engine's state and the
 // copies must live on the same disk.
 func TestSyncRefusedWithoutDataDisk(t *testing.T) {
@@ -123,10 +117,3 @@ func TestSyncWatchReportsChangedCopies(t *testing.T) {
 	}
 }
 
-// touch keeps a file's times as they are (so nothing changes for the
-// file), skips paths that are gone, and refuses paths that are not clean
-// and absolute.
-// A 9p share's cache mode reaches the mount options; an unknown one is
-// refused before mounting.
-// An exclude's mount point is created in the share; when that fails on a
-// read-only share the error says where the folder has to be made.

@@ -60,6 +60,9 @@ func TestMountRetriesWhileTheDeviceBinds(t *testing.T) {
 	}
 }
 
+// Excluded subfolders are bound from the data disk over the share, after
+// the share; a repeated request binds nothing twice, and a path leaving
+// the share is refused before anything is mounted.
 func TestMountExcludes(t *testing.T) {
 	s, fos := newTestServer(t)
 	mi := filepath.Join(s.Root, "proc/self/mountinfo")
@@ -102,6 +105,9 @@ func TestMountExcludes(t *testing.T) {
 	}
 }
 
+// A sync mount binds its guest copy from the data disk at the target,
+// creating the copy owned by the host user; without the data disk it is
+// refused, since the copy would end up hidden under it.
 func TestMountSyncCopy(t *testing.T) {
 	s, fos := newTestServer(t)
 	m := agent.MountRequest{Type: agent.MountTypeSync, Tag: "s0123abcd", Target: "/home/me/app", UID: os.Getuid(), GID: os.Getgid()}
@@ -129,6 +135,9 @@ func TestMountSyncCopy(t *testing.T) {
 	}
 }
 
+// Touch keeps a file's times as they are (so nothing changes for the
+// file), skips paths that are gone, and refuses paths that are not clean
+// and absolute.
 func TestTouch(t *testing.T) {
 	s, _ := newTestServer(t)
 	f := filepath.Join(s.Root, "src/app/x.js")
@@ -148,6 +157,8 @@ func TestTouch(t *testing.T) {
 	}
 }
 
+// A 9p share's cache mode reaches the mount options; an unknown one is
+// refused before mounting.
 func TestMount9pCache(t *testing.T) {
 	s, fos := newTestServer(t)
 	must(t, s.Mount(context.Background(), agent.MountRequest{Type: "9p", Tag: "vmdock1", Target: "/src", Cache: "loose"}))
@@ -160,6 +171,8 @@ func TestMount9pCache(t *testing.T) {
 	}
 }
 
+// An exclude's mount point is created in the share; when that fails on a
+// read-only share the error says where the folder has to be made.
 func TestMountExcludeMountPointFails(t *testing.T) {
 	for _, ro := range []bool{true, false} {
 		s, fos := newTestServer(t)
