@@ -25,6 +25,7 @@ import (
 	"github.com/vmdock/vmdock/agent/guest/dnsforward"
 	"github.com/vmdock/vmdock/agent/guest/exec"
 	"github.com/vmdock/vmdock/agent/guest/guestos"
+	"github.com/vmdock/vmdock/agent/guest/hostaccess"
 	"github.com/vmdock/vmdock/agent/guest/runtime"
 	"github.com/vmdock/vmdock/agent/guest/runtime/containerd"
 	"github.com/vmdock/vmdock/agent/guest/runtime/docker"
@@ -60,12 +61,10 @@ type Server struct {
 	// memtrim.Trim. Tests count the calls.
 	trimMemory func()
 
-	mu           sync.Mutex
-	sess         *yamux.Session
-	keepalive    *agent.Keepalive // the current session's
-	ownPorts     map[portKey]bool
-	hostAccess   net.Listener
-	hostAccessIP string
+	mu        sync.Mutex
+	sess      *yamux.Session
+	keepalive *agent.Keepalive // the current session's
+	ownPorts  map[portKey]bool
 	// publishDNAT: the containerd runtime runs, so published ports are
 	// portmap's DNAT rules as well as listening sockets.
 	publishDNAT bool
@@ -88,6 +87,7 @@ type features struct {
 	ctrd   *containerd.Engine
 	shares *shares.Shares
 	exec   *exec.Runner
+	host   *hostaccess.HostAccess
 }
 
 // rooms returns the features, made on first use.
@@ -96,8 +96,9 @@ func (s *Server) rooms() *features {
 		sys := s.sys()
 		corp := &corpnet.CorpNet{Sys: sys}
 		disk := &disks.Disks{Sys: sys}
+		dns := &dnsforward.Forwarder{Sys: sys}
 		s.features = features{
-			dns:    &dnsforward.Forwarder{Sys: sys},
+			dns:    dns,
 			corp:   corp,
 			disks:  disk,
 			binfmt: &binfmt.Handlers{Sys: sys},
@@ -106,6 +107,7 @@ func (s *Server) rooms() *features {
 			ctrd:   &containerd.Engine{Sys: sys, ReleaseReserve: disk.ReleaseReserveIfFull, UnitsStarted: s.publishDNATPorts},
 			shares: &shares.Shares{Sys: sys},
 			exec:   &exec.Runner{ProxyVars: corp.WithProxyVars},
+			host:   &hostaccess.HostAccess{Sys: sys, OpenToHost: s.openToHost, HideOwnPort: s.addOwnPort, DNS: dns},
 		}
 	})
 	return &s.features
@@ -333,9 +335,7 @@ func (s *Server) answer(ctx context.Context, req agent.Request) (agent.Response,
 // startRuntime starts rt, within timeout, for the host access IP and the
 // DNS server, then waits for the guest's resolvers.
 func (s *Server) startRuntime(ctx context.Context, rt runtime.Runtime, timeout time.Duration) error {
-	s.mu.Lock()
-	ip := s.hostAccessIP
-	s.mu.Unlock()
+	ip := s.rooms().host.IP()
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := rt.Start(rctx, runtime.Config{HostAccessIP: ip, DNSIP: s.rooms().dns.IP()}); err != nil {

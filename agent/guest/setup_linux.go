@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"regexp"
 	"sort"
 	"strconv"
@@ -63,7 +62,7 @@ func (s *Server) setup(ctx context.Context, st agent.Setup) error {
 		rest.add("rosetta", func() error { return s.rooms().binfmt.EnableRosetta(ctx) })
 	}
 	if st.HostAccessIP != "" {
-		rest.add("host access", func() error { return s.setupHostAccess(ctx, st.HostAccessIP, st.DNS) })
+		rest.add("host access", func() error { return s.rooms().host.Setup(ctx, st.HostAccessIP, st.DNS) })
 	}
 	rest.add("ssh agent", func() error { return s.rooms().ssh.Setup(st.SSHAgent) })
 
@@ -124,37 +123,10 @@ func (s *Server) setHostname(name string) error {
 	if err := guestos.WriteFile(s.path("/etc/hostname"), []byte(name+"\n"), 0o644); err != nil {
 		return err
 	}
-	if err := s.editHosts("127.0.1.1", "127.0.1.1\t"+name); err != nil {
+	if err := s.sys().EditHosts("127.0.1.1", "127.0.1.1\t"+name); err != nil {
 		return err
 	}
 	return s.OS.SetHostname(name)
-}
-
-// editHosts replaces the /etc/hosts line starting with key (or appends it).
-func (s *Server) editHosts(key, line string) error {
-	p := s.path("/etc/hosts")
-	b, err := os.ReadFile(p)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("read /etc/hosts: %w", err)
-	}
-	var out []string
-	done := false
-	for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
-		if f := strings.Fields(l); len(f) > 0 && f[0] == key {
-			if !done {
-				out = append(out, line)
-				done = true
-			}
-			continue
-		}
-		if l != "" || len(out) > 0 {
-			out = append(out, l)
-		}
-	}
-	if !done {
-		out = append(out, line)
-	}
-	return guestos.WriteFile(p, []byte(strings.Join(out, "\n")+"\n"), 0o644)
 }
 
 func (s *Server) setEnv(env map[string]string) error {

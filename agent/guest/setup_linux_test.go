@@ -12,6 +12,7 @@ import (
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/agent/guest/dnsforward"
 	"github.com/vmdock/vmdock/agent/guest/guestos/guestostest"
+	"github.com/vmdock/vmdock/agent/guest/hostaccess"
 )
 
 func TestSetup(t *testing.T) {
@@ -26,19 +27,19 @@ func TestSetup(t *testing.T) {
 		DataDisk: "/dev/vdb", HostAccessIP: "10.254.254.254",
 	})
 	must(t, err)
-	defer s.hostAccess.Close()
+	defer s.rooms().host.Close()
 	ran := fos.Ran()
 	for _, want := range []string{
 		"resize2fs /dev/vda", "mkfs.ext4 -q -E lazy_itable_init=0 -L vmdock-data /dev/vdb",
 		"mount -t ext4 /dev/vdb /var/lib/vmdock-data", "mount --bind /var/lib/vmdock-data/docker /var/lib/docker",
 		"ip addr replace 10.254.254.254/32 dev lo", "iptables -t nat -S",
-		"iptables-restore --noflush " + filepath.Join(s.Root, hostAccessRules),
+		"iptables-restore --noflush " + filepath.Join(s.Root, hostaccess.RulesFile),
 	} {
 		if !strings.Contains(ran, want) {
 			t.Errorf("missing command %q in:\n%s", want, ran)
 		}
 	}
-	rules, _ := os.ReadFile(filepath.Join(s.Root, hostAccessRules))
+	rules, _ := os.ReadFile(filepath.Join(s.Root, hostaccess.RulesFile))
 	for _, want := range []string{"-I OUTPUT 1 -j VMDOCK-HOST\n", "-I PREROUTING 1 -j VMDOCK-HOST\n", "-d 10.254.254.254 -j REDIRECT --to-ports "} {
 		if !strings.Contains(string(rules), want) {
 			t.Errorf("missing rule %q in:\n%s", want, rules)
@@ -116,4 +117,3 @@ func TestSyncWatchReportsChangedCopies(t *testing.T) {
 	case <-time.After(400 * time.Millisecond):
 	}
 }
-

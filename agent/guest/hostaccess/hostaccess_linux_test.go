@@ -1,12 +1,16 @@
-package guest
+package hostaccess
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/vmdock/vmdock/agent/guest/dnsforward"
 	"github.com/vmdock/vmdock/agent/guest/guestos/guestostest"
 )
 
@@ -41,7 +45,7 @@ func TestHostAccessRestore(t *testing.T) {
 func TestExemptDNSFromRedirect(t *testing.T) {
 	s, fos := newTestServer(t)
 	must(t, s.loadHostAccessRules(context.Background(), "10.254.254.254", 4321, true))
-	b, err := os.ReadFile(filepath.Join(s.Root, hostAccessRules))
+	b, err := os.ReadFile(filepath.Join(s.Root, RulesFile))
 	must(t, err)
 	rules := string(b)
 	redirect := strings.Index(rules, "-j REDIRECT")
@@ -53,11 +57,11 @@ func TestExemptDNSFromRedirect(t *testing.T) {
 			t.Errorf("%q missing or after the REDIRECT in:\n%s", want, rules)
 		}
 	}
-	if !strings.Contains(fos.Ran(), "iptables-restore --noflush "+filepath.Join(s.Root, hostAccessRules)) {
+	if !strings.Contains(fos.Ran(), "iptables-restore --noflush "+filepath.Join(s.Root, RulesFile)) {
 		t.Errorf("rules not loaded:\n%s", fos.Ran())
 	}
 	must(t, s.loadHostAccessRules(context.Background(), "10.254.254.254", 4321, false))
-	if b, _ := os.ReadFile(filepath.Join(s.Root, hostAccessRules)); strings.Contains(string(b), "--dport 53") {
+	if b, _ := os.ReadFile(filepath.Join(s.Root, RulesFile)); strings.Contains(string(b), "--dport 53") {
 		t.Errorf("port 53 exempted without a DNS server:\n%s", b)
 	}
 	for _, failing := range []string{"iptables ", "iptables-restore"} {
@@ -65,5 +69,45 @@ func TestExemptDNSFromRedirect(t *testing.T) {
 		if err := s.loadHostAccessRules(context.Background(), "10.254.254.254", 4321, true); err == nil {
 			t.Errorf("failing %s: want an error", failing)
 		}
+	}
+}
+
+// Setup puts the address on lo, starts the redirect target (hidden from
+// the port watch) once, loads the rules and names host.docker.internal in
+// /etc/hosts; a connection that did not come through the REDIRECT has no
+// original destination and is closed.
+func TestSetupRedirectsToTheAgent(t *testing.T) {
+	s, fos := newTestServer(t)
+	// Port 53 of the address is not this machine's: the DNS server fails
+	// to start, which setup survives.
+	s.DNS = &dnsforward.Forwarder{Sys: s.Sys}
+	var hidden []int
+	s.HideOwnPort = func(proto string, port int) { hidden = append(hidden, port) }
+	must(t, s.Setup(context.Background(), "10.254.254.254", nil))
+	defer s.Close()
+	if s.IP() != "10.254.254.254" || len(hidden) != 1 {
+		t.Fatalf("IP %q, hidden ports %v", s.IP(), hidden)
+	}
+	for _, want := range []string{"ip addr replace 10.254.254.254/32 dev lo", "iptables -t nat -S", "iptables-restore --noflush " + filepath.Join(s.Root, RulesFile)} {
+		if !strings.Contains(fos.Ran(), want) {
+			t.Errorf("missing command %q in:\n%s", want, fos.Ran())
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(s.Root, "etc/hosts")); !strings.Contains(string(b), "10.254.254.254\thost.docker.internal\n") {
+		t.Errorf("/etc/hosts = %q", b)
+	}
+	must(t, s.Setup(context.Background(), "10.254.254.254", nil))
+	if len(hidden) != 1 {
+		t.Errorf("a second setup started another listener: %v", hidden)
+	}
+	c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(hidden[0])), 5*time.Second)
+	must(t, err)
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if n, err := c.Read(make([]byte, 1)); n != 0 || err == nil || os.IsTimeout(err) {
+		t.Errorf("a connection without an original destination: read %d, %v; want it closed", n, err)
+	}
+	if err := s.Setup(context.Background(), "::1", nil); err == nil {
+		t.Error("IPv6 address: want an error")
 	}
 }

@@ -1,4 +1,4 @@
-package guest
+package hostaccess
 
 import (
 	"context"
@@ -8,26 +8,45 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/agent/guest/dnsforward"
 	"github.com/vmdock/vmdock/agent/guest/guestos"
 	"github.com/vmdock/vmdock/internal/connpipe"
 )
 
 const hostAccessChain = "VMDOCK-HOST"
 
-// hostAccessRules is the iptables-restore input setupHostAccess loads;
-// kept after the load, for a look at what the guest was given.
-const hostAccessRules = "/run/vmdock/host-access.rules"
+// HostAccess makes an address in the guest reach the host's loopback,
+// for containers (host.docker.internal) as for the guest.
+type HostAccess struct {
+	guestos.Sys
+	// OpenToHost opens a stream to the host on the current session.
+	OpenToHost func(agent.Request) (net.Conn, error)
+	// HideOwnPort keeps the agent's own listener out of the port watch:
+	// forwarding it to the host would loop.
+	HideOwnPort func(proto string, port int)
+	// DNS is the DNS server for containers, started on the address.
+	DNS *dnsforward.Forwarder
 
-// setupHostAccess makes ip (and host.docker.internal) reach the host's
+	mu       sync.Mutex
+	listener net.Listener
+	ip       string
+}
+
+// RulesFile is the iptables-restore input Setup loads;
+// kept after the load, for a look at what the guest was given.
+const RulesFile = "/run/vmdock/host-access.rules"
+
+// Setup makes ip (and host.docker.internal) reach the host's
 // loopback: ip lives on lo, iptables redirects tcp to it onto the agent's
 // listener, and each connection becomes a host-dial stream. The DNS server
 // for containers (given: the configured upstreams) starts on ip too.
-func (s *Server) setupHostAccess(ctx context.Context, ipStr string, given []string) error {
+func (s *HostAccess) Setup(ctx context.Context, ipStr string, given []string) error {
 	ip := net.ParseIP(ipStr)
 	if ip == nil || ip.To4() == nil {
 		return fmt.Errorf("host access IP %q is not an IPv4 address", ipStr)
@@ -37,30 +56,30 @@ func (s *Server) setupHostAccess(ctx context.Context, ipStr string, given []stri
 		return err
 	}
 	s.mu.Lock()
-	s.hostAccessIP = ipStr
+	s.ip = ipStr
 	s.mu.Unlock()
 	if _, err := s.OS.Run(ctx, "ip", "addr", "replace", ipStr+"/32", "dev", "lo"); err != nil {
 		return err
 	}
 	// The DNS server binds ip, so it needs ip on lo; it starts before the
 	// rules are loaded so that its exemption goes in with them.
-	dns := s.rooms().dns.Setup(ipStr, given)
+	dns := s.DNS.Setup(ipStr, given)
 	if err := s.loadHostAccessRules(ctx, ipStr, port, dns); err != nil {
 		return err
 	}
-	return s.editHosts(ipStr, ipStr+"\thost.docker.internal")
+	return s.EditHosts(ipStr, ipStr+"\thost.docker.internal")
 }
 
 // loadHostAccessRules fills the host access chain and jumps to it in one
 // iptables-restore, after one listing that says which jumps exist: two
 // processes where one iptables per rule took eight to ten, each a good
 // part of a second under TCG.
-func (s *Server) loadHostAccessRules(ctx context.Context, ip string, port int, exemptDNS bool) error {
+func (s *HostAccess) loadHostAccessRules(ctx context.Context, ip string, port int, exemptDNS bool) error {
 	listing, err := s.OS.Run(ctx, "iptables", "-t", "nat", "-S")
 	if err != nil {
 		return fmt.Errorf("list the nat table: %w", err)
 	}
-	p := s.path(hostAccessRules)
+	p := s.Path(RulesFile)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return fmt.Errorf("host access rules: %w", err)
 	}
@@ -68,7 +87,7 @@ func (s *Server) loadHostAccessRules(ctx context.Context, ip string, port int, e
 		return fmt.Errorf("host access rules: %w", err)
 	}
 	if _, err := s.OS.Run(ctx, "iptables-restore", "--noflush", p); err != nil {
-		return fmt.Errorf("load %s: %w", hostAccessRules, err)
+		return fmt.Errorf("load %s: %w", RulesFile, err)
 	}
 	return nil
 }
@@ -104,30 +123,48 @@ func hostAccessRestore(ip string, port int, exemptDNS bool, listing string) stri
 	return b.String()
 }
 
+// IP is the host access address of the last setup, "" before one.
+func (s *HostAccess) IP() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ip
+}
+
+// Close stops the redirect target, if it runs.
+func (s *HostAccess) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.listener == nil {
+		return nil
+	}
+	err := s.listener.Close()
+	s.listener = nil
+	return err
+}
+
 // hostAccessListener starts the redirect target once per agent process.
 // It listens on all addresses because REDIRECT rewrites the destination to
 // the primary address of the interface the packet came in on (docker0).
-func (s *Server) hostAccessListener() (int, error) {
+func (s *HostAccess) hostAccessListener() (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.hostAccess != nil {
-		return s.hostAccess.Addr().(*net.TCPAddr).Port, nil
+	if s.listener != nil {
+		return s.listener.Addr().(*net.TCPAddr).Port, nil
 	}
 	l, err := net.Listen("tcp4", "0.0.0.0:0")
 	if err != nil {
 		return 0, fmt.Errorf("host access listener: %w", err)
 	}
-	s.hostAccess = l
+	s.listener = l
 	port := l.Addr().(*net.TCPAddr).Port
-	if s.ownPorts == nil {
-		s.ownPorts = map[portKey]bool{}
+	if s.HideOwnPort != nil {
+		s.HideOwnPort("tcp", port)
 	}
-	s.ownPorts[portKey{Proto: "tcp", Port: port}] = true
 	go s.serveHostAccess(l)
 	return port, nil
 }
 
-func (s *Server) serveHostAccess(l net.Listener) {
+func (s *HostAccess) serveHostAccess(l net.Listener) {
 	for {
 		c, err := l.Accept()
 		if err != nil {
@@ -137,16 +174,16 @@ func (s *Server) serveHostAccess(l net.Listener) {
 	}
 }
 
-func (s *Server) hostDial(c net.Conn) {
+func (s *HostAccess) hostDial(c net.Conn) {
 	port, err := originalPort(c.(*net.TCPConn))
 	if err != nil {
-		s.log().Warn("host access: original destination", "err", err)
+		s.Logger().Warn("host access: original destination", "err", err)
 		c.Close()
 		return
 	}
-	st, err := s.openToHost(agent.Request{Op: agent.OpHostDial, Network: "tcp", Port: port})
+	st, err := s.OpenToHost(agent.Request{Op: agent.OpHostDial, Network: "tcp", Port: port})
 	if err != nil {
-		s.log().Info("host access refused", "port", port, "err", err)
+		s.Logger().Info("host access refused", "port", port, "err", err)
 		c.Close()
 		return
 	}
