@@ -26,6 +26,7 @@ import (
 	"github.com/vmdock/vmdock/agent/guest/exec"
 	"github.com/vmdock/vmdock/agent/guest/guestos"
 	"github.com/vmdock/vmdock/agent/guest/hostaccess"
+	"github.com/vmdock/vmdock/agent/guest/idle"
 	"github.com/vmdock/vmdock/agent/guest/runtime"
 	"github.com/vmdock/vmdock/agent/guest/runtime/containerd"
 	"github.com/vmdock/vmdock/agent/guest/runtime/docker"
@@ -313,7 +314,7 @@ func (s *Server) answer(ctx context.Context, req agent.Request) (agent.Response,
 	case agent.OpTouch:
 		return resp, s.rooms().shares.Touch(req.Touch)
 	case agent.OpIdleCheck:
-		n, err := runningContainers(s.path("/proc"))
+		n, err := idle.RunningContainers(s.path("/proc"))
 		resp.Idle = &agent.IdleReport{RunningContainers: n}
 		return resp, err
 	case agent.OpQuiesce:
@@ -342,6 +343,30 @@ func (s *Server) startRuntime(ctx context.Context, rt runtime.Runtime, timeout t
 		return err
 	}
 	s.rooms().dns.AwaitResolvers(ctx)
+	return nil
+}
+
+// quiesce prepares the guest for an idle pause: disk blocks freed since
+// the last trim are trimmed, and the keepalive pings stop until the
+// host's next request, so the paused session is not ended by them when
+// the VM runs again.
+//
+// It does not reclaim page cache: the upkeep rounds do that at their own
+// pace. Forcing it here evicted what the runtime touched last (runc,
+// docker-init, dockerd's code), and under TCG the first call after the
+// wake then paid for reading and translating that code again: a
+// GET /version took 1.47 s against 0.15 s warm.
+func (s *Server) quiesce(ctx context.Context) error {
+	s.rooms().disks.TrimBeforePause(ctx)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("quiesce: %w", err)
+	}
+	s.mu.Lock()
+	k := s.keepalive
+	s.mu.Unlock()
+	if k != nil {
+		k.Suspend()
+	}
 	return nil
 }
 

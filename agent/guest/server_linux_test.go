@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/yamux"
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/agent/guest/guestos/guestostest"
 )
@@ -352,4 +353,34 @@ func TestWatchPortsTrimsMemoryOnceWhenTheHostGoesQuiet(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(2)
+}
+
+// Before a pause the keepalive stops until the next request; a quiesce
+// a docker call cancelled reports it.
+func TestQuiesceSuspendsKeepalive(t *testing.T) {
+	s, _ := newTestServer(t)
+	hostEnd, guestEnd := net.Pipe()
+	defer hostEnd.Close()
+	sess, err := yamux.Server(guestEnd, agent.YamuxConfig(s.log()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	go func() {
+		if c, err := yamux.Client(hostEnd, agent.YamuxConfig(s.log())); err == nil {
+			<-c.CloseChan()
+		}
+	}()
+	s.keepalive = agent.StartKeepalive(sess, time.Hour, s.log())
+	if err := s.quiesce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !s.keepalive.Suspended() {
+		t.Error("keepalive still pinging after quiesce")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.quiesce(ctx); err == nil {
+		t.Error("a cancelled quiesce (a docker call came) reported success")
+	}
 }

@@ -1,17 +1,10 @@
-package guest
+package idle
 
 import (
-	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
-	"time"
-
-	"github.com/hashicorp/yamux"
-
-	"github.com/vmdock/vmdock/agent"
 )
 
 // writeProc adds a process to a fake /proc.
@@ -35,7 +28,7 @@ func TestRunningContainers(t *testing.T) {
 	writeProc(t, proc, 1, "systemd", 0)
 	writeProc(t, proc, 300, "dockerd", 1)
 	writeProc(t, proc, 310, "containerd", 1)
-	n, err := runningContainers(proc)
+	n, err := RunningContainers(proc)
 	if err != nil || n != 0 {
 		t.Fatalf("no shims: %d, %v; want 0", n, err)
 	}
@@ -45,10 +38,10 @@ func TestRunningContainers(t *testing.T) {
 	writeProc(t, proc, 500, "containerd-shim-runc-v2", 1)
 	writeProc(t, proc, 501, "sleep", 500)
 	writeProc(t, proc, 600, "containerd-shim-runc-v2", 1) // task exited, not deleted yet
-	if n, err := runningContainers(proc); err != nil || n != 2 {
+	if n, err := RunningContainers(proc); err != nil || n != 2 {
 		t.Fatalf("two containers: %d, %v; want 2", n, err)
 	}
-	if _, err := runningContainers(filepath.Join(proc, "missing")); err == nil {
+	if _, err := RunningContainers(filepath.Join(proc, "missing")); err == nil {
 		t.Error("an unreadable /proc gave no error")
 	}
 }
@@ -70,35 +63,5 @@ func TestParseStat(t *testing.T) {
 		if comm != tc.comm || ppid != tc.ppid || ok != tc.ok {
 			t.Errorf("parseStat(%q) = %q, %d, %v; want %q, %d, %v", tc.in, comm, ppid, ok, tc.comm, tc.ppid, tc.ok)
 		}
-	}
-}
-
-// Before a pause the keepalive stops until the next request; a quiesce
-// a docker call cancelled reports it.
-func TestQuiesceSuspendsKeepalive(t *testing.T) {
-	s, _ := newTestServer(t)
-	hostEnd, guestEnd := net.Pipe()
-	defer hostEnd.Close()
-	sess, err := yamux.Server(guestEnd, agent.YamuxConfig(s.log()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
-	go func() {
-		if c, err := yamux.Client(hostEnd, agent.YamuxConfig(s.log())); err == nil {
-			<-c.CloseChan()
-		}
-	}()
-	s.keepalive = agent.StartKeepalive(sess, time.Hour, s.log())
-	if err := s.quiesce(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if !s.keepalive.Suspended() {
-		t.Error("keepalive still pinging after quiesce")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := s.quiesce(ctx); err == nil {
-		t.Error("a cancelled quiesce (a docker call came) reported success")
 	}
 }

@@ -1,7 +1,6 @@
-package guest
+package idle
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,35 +8,11 @@ import (
 	"strings"
 )
 
-// quiesce prepares the guest for an idle pause: disk blocks freed since
-// the last trim are trimmed, and the keepalive pings stop until the
-// host's next request, so the paused session is not ended by them when
-// the VM runs again.
-//
-// It does not reclaim page cache: the upkeep rounds do that at their own
-// pace. Forcing it here evicted what the runtime touched last (runc,
-// docker-init, dockerd's code), and under TCG the first call after the
-// wake then paid for reading and translating that code again: a
-// GET /version took 1.47 s against 0.15 s warm.
-func (s *Server) quiesce(ctx context.Context) error {
-	s.rooms().disks.TrimBeforePause(ctx)
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("quiesce: %w", err)
-	}
-	s.mu.Lock()
-	k := s.keepalive
-	s.mu.Unlock()
-	if k != nil {
-		k.Suspend()
-	}
-	return nil
-}
-
-// runningContainers counts the processes whose parent is a containerd
+// RunningContainers counts the processes whose parent is a containerd
 // shim: each running container's first process, under dockerd and under
 // containerd alike. A shim outlives its container only until the runtime
 // deletes the task, and then has no child.
-func runningContainers(proc string) (int, error) {
+func RunningContainers(proc string) (int, error) {
 	ents, err := os.ReadDir(proc)
 	if err != nil {
 		return 0, fmt.Errorf("list processes: %w", err)
