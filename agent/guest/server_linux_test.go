@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -382,5 +383,72 @@ func TestQuiesceSuspendsKeepalive(t *testing.T) {
 	cancel()
 	if err := s.quiesce(ctx); err == nil {
 		t.Error("a cancelled quiesce (a docker call came) reported success")
+	}
+}
+
+// The runtime requests start their runtime and return once the guest knows
+// a resolver; containerd's start turns on the port watch's DNAT scan.
+func TestRuntimeRequests(t *testing.T) {
+	s, fos := newTestServer(t)
+	must(t, os.WriteFile(filepath.Join(s.Root, "etc/resolv.conf"), []byte("nameserver 192.0.2.53\n"), 0o644))
+	sock := filepath.Join(s.Root, agent.GuestContainerdSocket)
+	must(t, os.MkdirAll(filepath.Dir(sock), 0o755))
+	l, err := net.Listen("unix", sock)
+	must(t, err)
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	c, _ := connect(t, s)
+	must(t, c.StartContainerd(ctx(t)))
+	if !strings.Contains(fos.Ran(), "systemctl start --job-mode=ignore-dependencies containerd") {
+		t.Errorf("containerd not started:\n%s", fos.Ran())
+	}
+	s.mu.Lock()
+	dnat := s.publishDNAT
+	s.mu.Unlock()
+	if !dnat {
+		t.Error("the port watch does not read DNAT rules after containerd started")
+	}
+
+	s, fos = newTestServer(t)
+	must(t, os.WriteFile(filepath.Join(s.Root, "etc/resolv.conf"), []byte("nameserver 192.0.2.53\n"), 0o644))
+	s.DockerSocket = filepath.Join(t.TempDir(), "docker.sock")
+	dl, err := net.Listen("unix", s.DockerSocket)
+	must(t, err)
+	defer dl.Close()
+	go http.Serve(dl, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "OK") }))
+	c, _ = connect(t, s)
+	must(t, c.StartDocker(ctx(t)))
+	if !strings.Contains(fos.Ran(), "systemctl start --job-mode=ignore-dependencies docker.service") {
+		t.Errorf("docker not started:\n%s", fos.Ran())
+	}
+}
+
+// A server on the real system edits the real root and logs to slog's
+// default without a logger of its own.
+func TestNewServerDefaults(t *testing.T) {
+	s := NewServer(nil)
+	if got := s.path("/etc/hosts"); got != "/etc/hosts" {
+		t.Errorf("path = %s, want the real root's", got)
+	}
+	if s.log() == nil {
+		t.Error("no logger")
+	}
+}
+
+// An exec request is handed its stream.
+func TestExecThroughTheServer(t *testing.T) {
+	s, _ := newTestServer(t)
+	c, _ := connect(t, s)
+	code, err := c.Exec(ctx(t), agent.ExecRequest{Argv: []string{"/bin/sh", "-c", "exit 3"}}, nil, nil, nil, nil)
+	if err != nil || code != 3 {
+		t.Fatalf("code %d, %v; want 3", code, err)
 	}
 }

@@ -117,3 +117,13 @@ func TestSyncWatchReportsChangedCopies(t *testing.T) {
 	case <-time.After(400 * time.Millisecond):
 	}
 }
+
+// A failing step is named in setup's error, with every reason.
+func TestSetupNamesTheFailingStep(t *testing.T) {
+	s, fos := newTestServer(t)
+	fos.Results = map[string]error{"update-binfmts": guestostest.ExitErr(2), "systemctl": guestostest.ExitErr(5)}
+	err := s.setup(context.Background(), agent.Setup{Binfmt: true})
+	if err == nil || !strings.Contains(err.Error(), "binfmt: exit status 2") || !strings.Contains(err.Error(), "exit status 5") {
+		t.Fatalf("both failing: %v; want both reasons", err)
+	}
+}

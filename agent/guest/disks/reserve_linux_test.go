@@ -40,3 +40,12 @@ func TestReserveKeptWithRoomAndReleasedWhenFull(t *testing.T) {
 		t.Fatalf("reserve not taken back once there is room: %v", err)
 	}
 }
+
+// Before the data disk is mounted there is no folder to measure: nothing
+// is released, and the error says why.
+func TestReleaseReserveWithoutTheDataDisk(t *testing.T) {
+	s, _ := newTestServer(t)
+	if released, err := s.ReleaseReserveIfFull(); released || err == nil {
+		t.Fatalf("released %v, %v; want nothing released and the statfs error", released, err)
+	}
+}

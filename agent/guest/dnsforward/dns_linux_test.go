@@ -520,3 +520,12 @@ func TestDNSNeverForwardsToItself(t *testing.T) {
 		t.Errorf("upstreams %v", ups)
 	}
 }
+
+// While the server runs, containers are pointed at its address.
+func TestIPWhileRunning(t *testing.T) {
+	s, _ := newTestServer(t)
+	startTestDNS(t, s, nil)
+	if s.IP() != "10.254.254.254" {
+		t.Fatalf("IP %q, want the answer address", s.IP())
+	}
+}

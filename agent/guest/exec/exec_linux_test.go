@@ -136,3 +136,19 @@ type syncBuf struct {
 
 func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
 func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// A command gets the proxy the daemons use under its own environment.
+func TestExecGetsTheProxy(t *testing.T) {
+	c := execClient{&Runner{ProxyVars: func(env map[string]string) map[string]string {
+		out := map[string]string{"HTTPS_PROXY": "http://proxy.test:3128"}
+		for k, v := range env {
+			out[k] = v
+		}
+		return out
+	}}}
+	var out bytes.Buffer
+	code, err := c.Exec(ctx(t), agent.ExecRequest{Argv: []string{"/bin/sh", "-c", "echo $HTTPS_PROXY $FOO"}, Env: map[string]string{"FOO": "bar"}}, nil, &out, nil, nil)
+	if err != nil || code != 0 || out.String() != "http://proxy.test:3128 bar\n" {
+		t.Fatalf("code %d, %v, out %q", code, err, out.String())
+	}
+}

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,5 +41,24 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Each group of units starts after the one before, without their unit
+// files' ordering; a failing start stops the rest.
+func TestStartUnitsNow(t *testing.T) {
+	sys, fos := guestostest.NewSys(t)
+	must(t, StartUnitsNow(context.Background(), sys.OS, []string{"containerd", "docker.socket"}, []string{"docker.service"}))
+	want := "systemctl start --job-mode=ignore-dependencies containerd docker.socket\nsystemctl start --job-mode=ignore-dependencies docker.service"
+	if got := fos.Ran(); got != want {
+		t.Fatalf("ran:\n%s\nwant:\n%s", got, want)
+	}
+	sys, fos = guestostest.NewSys(t)
+	fos.Results = map[string]error{"systemctl": guestostest.ExitErr(1)}
+	if err := StartUnitsNow(context.Background(), sys.OS, []string{"a"}, []string{"b"}); err == nil {
+		t.Fatal("a failing start: want an error")
+	}
+	if got := fos.Ran(); got != "systemctl start --job-mode=ignore-dependencies a" {
+		t.Fatalf("ran %q after a failure, want only the first group", got)
 	}
 }

@@ -2,6 +2,7 @@ package containerd
 
 import (
 	"context"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -19,6 +20,9 @@ func TestStartContainerd(t *testing.T) {
 	s, fos := newTestServer(t)
 	dnat := false
 	s.UnitsStarted = func() { dnat = true }
+	// A reserve that cannot be freed is only logged.
+	reserveAsked := 0
+	s.ReleaseReserve = func() (bool, error) { reserveAsked++; return false, errors.New("reserve: permission denied") }
 	toml := filepath.Join(s.Root, nerdctlTOML)
 	must(t, os.MkdirAll(filepath.Dir(toml), 0o755))
 	must(t, os.WriteFile(toml, []byte("host_gateway_ip = \"1.2.3.4\"\naddress = \"/run/containerd/containerd.sock\"\n[x]\ny = 1\n"), 0o644))
@@ -52,6 +56,9 @@ func TestStartContainerd(t *testing.T) {
 	b, _ = os.ReadFile(filepath.Join(s.Root, resolvConf))
 	if fi.Mode()&os.ModeSymlink != 0 || !strings.Contains(string(b), "\nnameserver 10.254.254.254\n") {
 		t.Errorf("resolv.conf (%v):\n%s", fi.Mode(), b)
+	}
+	if reserveAsked != 1 {
+		t.Errorf("reserve asked %d times before the start, want once", reserveAsked)
 	}
 	if !dnat {
 		t.Error("the port watch does not read DNAT rules")

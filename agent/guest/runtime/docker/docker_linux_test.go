@@ -3,6 +3,7 @@ package docker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -53,6 +54,9 @@ func TestStartDocker(t *testing.T) {
 	s, fos := newTestServer(t)
 	sock := filepath.Join(t.TempDir(), "docker.sock")
 	s.Socket = sock
+	// A reserve that cannot be freed is only logged.
+	reserveAsked := 0
+	s.ReleaseReserve = func() (bool, error) { reserveAsked++; return false, errors.New("reserve: permission denied") }
 	must(t, os.MkdirAll(filepath.Join(s.Root, "etc/docker"), 0o755))
 	must(t, os.WriteFile(filepath.Join(s.Root, DaemonJSON), []byte(`{"log-driver":"local"}`), 0o644))
 	go func() {
@@ -75,6 +79,9 @@ func TestStartDocker(t *testing.T) {
 	must(t, s.Start(context.Background(), runtime.Config{HostAccessIP: "10.254.254.254"}))
 	if !strings.Contains(fos.Ran(), "systemctl start --job-mode=ignore-dependencies containerd docker.socket\nsystemctl start --job-mode=ignore-dependencies docker.service") {
 		t.Fatalf("commands: %s", fos.Ran())
+	}
+	if reserveAsked != 1 {
+		t.Errorf("reserve asked %d times before the start, want once", reserveAsked)
 	}
 	if b, _ := os.ReadFile(filepath.Join(s.Root, runtime.ContainerdConfig)); string(b) != runtime.ContainerdConfigText {
 		t.Errorf("containerd started without its configuration: %q", b)
