@@ -71,7 +71,8 @@ type Server struct {
 	publishDNAT bool
 	dnatFailed  bool // logged once
 
-	// The features, made on first use from Log, OS and Root; each has
+	// The features, made on first use from Log, OS, Root and
+	// DockerSocket (later changes to those do not reach them); each has
 	// its own lock.
 	featuresOnce sync.Once
 	features     features
