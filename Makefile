@@ -29,7 +29,7 @@ linux_only = if [ "$$(uname -s)" = Darwin ]; then \
 	echo "guest images are built on Linux; on a Mac, vmdock start downloads a published one (from the build's IMAGE_BASE_URL or VMDOCK_IMAGE_BASE_URL), or vmdock image import FILE takes a vmdock-<arch>.tar.zst built on a Linux machine" >&2; \
 	exit 1; fi
 
-.PHONY: all build agents test lint darwin-check print-image-base-url install image image-arm64 release e2e e2e-containerd e2e-resume deps-arm64 e2e-arm64 bench demo clean
+.PHONY: all build agents test lint darwin-check print-image-base-url install image image-arm64 release e2e e2e-containerd e2e-resume e2e-upgrade deps-arm64 e2e-arm64 bench demo clean
 
 all: build
 
@@ -60,8 +60,17 @@ agents:
 		$(GO) run ./hack/compress bin/vmdock-agent-linux-$$a $(AGENT_DIR)/vmdock-agent-linux-$$a.zst; \
 	done
 
+# The unit tests run with a TMPDIR as long as macOS's (/var/folders/xx/
+# <28 chars>/T/, 49 bytes; this one 53), so a test whose unix socket
+# path would not fit there fails here too: sockets go under
+# internal/shortdir's folders.
+MAC_TMPDIR_LEN := 53
 test:
-	$(GO) test ./...
+	@set -e; tmp=$$(mktemp -d /tmp/vmdock-test-tmpdir-XXXXXX); \
+	long=$$tmp/$$(printf '%*s' $$(( $(MAC_TMPDIR_LEN) - $${#tmp} - 1 )) '' | tr ' ' x); \
+	mkdir "$$long"; trap 'rm -rf "$$tmp"' EXIT; \
+	echo "TMPDIR=$$long ($${#long} bytes)"; \
+	TMPDIR=$$long $(GO) test ./...
 
 # actionlint at a pinned version checks every workflow (the expressions,
 # the runners, each action's inputs) without a GitHub runner.
@@ -138,6 +147,12 @@ e2e-containerd: $(E2E_PREREQS)
 # Fast start: save on stop, resume on start, and the cold fall backs.
 e2e-resume: $(E2E_PREREQS)
 	VMDOCK_E2E_RESUME=1 $(GO) test -tags e2e -v -timeout 45m -run 'TestE2EResume$$' ./hack/e2e/
+
+# Upgrades: an instance folder made by an earlier vmdock (a fixed commit,
+# built into bin/ in a git worktree; VMDOCK_UPGRADE_FROM=<commit> picks
+# another) started under this one.
+e2e-upgrade: $(E2E_PREREQS)
+	VMDOCK_E2E_UPGRADE=1 $(GO) test -tags e2e -v -timeout 45m -run 'TestE2EUpgrade$$' ./hack/e2e/
 
 # What e2e-arm64 makes first: qemu-system-aarch64 (deps-arm64), the binary
 # and the arm64 image. E2E_PREREQS= empties it too (.ci/run installed,

@@ -74,6 +74,7 @@ var checks = []check{
 	{"docker-context", checkDockerContext},
 	{"instance", checkInstance},
 	{"guest-dns", checkGuestDNS},
+	{"network-paths", checkNetworkPaths},
 }
 
 // Names lists every check in report order.

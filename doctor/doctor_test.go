@@ -187,6 +187,23 @@ func TestMacOSGates(t *testing.T) {
 	}
 }
 
+// Inside a macOS VM on an M1 or M2 (GitHub's macOS runners) vz cannot run,
+// though every version gate passes.
+func TestMacWithoutVirtualization(t *testing.T) {
+	fh := newFake(t, mac("15.5", "arm64"))
+	fh.VirtualizationSupported = func() (bool, error) { return false, nil }
+	expect(t, fh.result(t, "os"), Fail, "reports no hardware virtualization, so vz cannot start a VM", "run vmdock on the Mac itself")
+
+	fh.Config.VMType = driver.TypeQEMU
+	expect(t, fh.result(t, "os"), Warn, "no hardware virtualization", "--accel tcg")
+
+	fh.VirtualizationSupported = func() (bool, error) { return true, nil }
+	expect(t, fh.result(t, "os"), OK, "vz ok", "")
+	// A build that cannot ask (no cgo) leaves it to the cgo row.
+	fh.VirtualizationSupported = func() (bool, error) { return false, errors.New("vz: this build has no Virtualization.framework") }
+	expect(t, fh.result(t, "os"), OK, "vz ok", "")
+}
+
 func TestMacOS12UsesQEMUSoVZProblemsOnlyWarn(t *testing.T) {
 	fh := newFake(t, mac("12.7", "arm64"))
 	fh.CGO = false
@@ -538,4 +555,20 @@ func TestDetectDescribesThisHost(t *testing.T) {
 	if created, _ := f.InstanceStatus(context.Background()); created {
 		t.Error("a fresh home has a created instance")
 	}
+}
+
+// The watchdog's view of a running instance: a path it could not mend
+// fails, and healthy paths say what it last mended.
+func TestNetworkPaths(t *testing.T) {
+	fh := newFake(t, linux())
+	expect(t, fh.result(t, "network-paths"), OK, "not running", "")
+	fh.status = &instance.LiveStatus{State: instance.StateRunning, PID: 42, HostAgent: &control.Status{
+		Watchdog: &control.WatchdogStatus{Paths: []control.PathHealth{
+			{Path: "ports", OK: true}, {Path: "dns", Problem: "the stack's DNS server stopped"},
+		}},
+	}}
+	expect(t, fh.result(t, "network-paths"), Fail, "dns: the stack's DNS server stopped", "vmdock logs hostagent")
+	fh.status.HostAgent.Watchdog.Paths[1] = control.PathHealth{Path: "dns", OK: true}
+	fh.status.HostAgent.Watchdog.LastRepair = &control.WatchdogRepair{At: "2026-12-07T20:14:33Z", Path: "ports", What: "tcp 127.0.0.1:8080 bound again"}
+	expect(t, fh.result(t, "network-paths"), OK, "last repair 2026-12-07T20:14:33Z ports: tcp 127.0.0.1:8080 bound again", "")
 }

@@ -53,6 +53,10 @@ type Facts struct {
 	// QEMU reports the qemu-system-* binary and the accelerator a start
 	// of an arch guest would use (it may boot a probe).
 	QEMU func(ctx context.Context, arch string) (driver.AccelReport, error)
+	// VirtualizationSupported is Virtualization.framework's answer to
+	// whether this Mac runs VMs at all; nil or an error: unknown (a
+	// build without vz). Like QEMU, the caller sets it from the vz driver.
+	VirtualizationSupported func() (bool, error)
 	// DockerContext is the docker CLI's current context.
 	DockerContext func() string
 	// DefaultImage is the image a start without --image would use.
@@ -67,9 +71,9 @@ type Facts struct {
 
 // Detect describes this host for the instance inst, as main detected it
 // (h). The caller sets the Config fields, as which config a start would
-// use is the command line's business, and the QEMU driver's facts (QEMU,
-// VirtiofsdFound): below the command line only the host agent links the
-// drivers.
+// use is the command line's business, and the drivers' facts (QEMU,
+// VirtiofsdFound, VirtualizationSupported): below the command line only
+// the host agent links the drivers.
 func Detect(h config.Host, inst *store.Instance) Facts {
 	f := Facts{
 		Host:       h,

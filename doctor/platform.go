@@ -53,6 +53,10 @@ func checkMacOS(f Facts) Result {
 	case v.Less(macos.MinVZ):
 		return fail(upgradeOrQEMU, "%s: vmdock's vz driver needs macOS %s (EFI boot, Rosetta share, machine identity)", mac, macos.MinVZ)
 	}
+	if noVirtualization(f) {
+		return Result{Status: failIf(usesVZ(f)), Fix: noVirtualizationFix,
+			Message: mac + ": Virtualization.framework reports no hardware virtualization, so vz cannot start a VM here (a macOS VM without nested virtualization, as on M1/M2 hosts and GitHub's macOS runners?)"}
+	}
 	notes := []string{fmt.Sprintf("vz ok (needs %s)", macos.MinVZ)}
 	if f.Host.Arch == driver.ArchARM64 {
 		notes = append(notes, "Rosetta for Linux possible")
@@ -66,6 +70,17 @@ func checkMacOS(f Facts) Result {
 			"%s: vz on an Intel Mac before macOS %s crashes Linux 6.12 and newer at boot; vmdock works around it where it can", mac, macos.IntelPKUFixed)
 	}
 	return ok("%s: %s", mac, strings.Join(notes, "; "))
+}
+
+const noVirtualizationFix = "run vmdock on the Mac itself, or in a macOS VM whose host offers nested virtualization; here only `vmdock start --vm-type qemu --accel tcg` runs (emulated, slow)"
+
+// noVirtualization: the framework answered, and said no.
+func noVirtualization(f Facts) bool {
+	if f.VirtualizationSupported == nil {
+		return false
+	}
+	supported, err := f.VirtualizationSupported()
+	return err == nil && !supported
 }
 
 // signFix is the one fix for a binary vz refuses; vm/vz says the same

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cheggaaa/pb/v3"
+	"github.com/cheggaaa/pb/v3/termutil"
 )
 
 // ErrDigestMismatch is wrapped by errors for content that is not what its
@@ -308,6 +309,11 @@ type progress struct {
 
 const unknownSizeStep = 100 << 20
 
+// fallbackBarWidth replaces a terminal's width of zero columns (some CI
+// logs, `script` without a size), to which pb would cut the whole bar,
+// printing only carriage returns.
+const fallbackBarWidth = 80
+
 func newProgress(w io.Writer, tty bool, label string, total int64) *progress {
 	p := &progress{w: w, label: label, total: total}
 	if w == nil {
@@ -317,6 +323,9 @@ func newProgress(w io.Writer, tty bool, label string, total int64) *progress {
 		p.bar = pb.New64(total)
 		if total < 0 {
 			p.bar.SetTotal(0)
+		}
+		if cols, err := termutil.TerminalWidth(); err == nil && cols <= 0 {
+			p.bar.SetWidth(fallbackBarWidth)
 		}
 		p.bar.Set(pb.Bytes, true).Set("prefix", label+" ").SetWriter(w).Start()
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"reflect"
 	"sort"
 	"strings"
 )
@@ -94,7 +93,7 @@ func (r *run) container(ctx context.Context, id string) (string, error) {
 	spec := SpecOf(src)
 	existing, err := inspectContainer(ctx, r.opts.Target, spec.Name)
 	switch {
-	case err == nil && reflect.DeepEqual(comparable(SpecOf(existing)), comparable(spec)):
+	case err == nil && r.sameContainer(existing, spec):
 		return Present, nil
 	case err == nil:
 		return "", fmt.Errorf("the target already has a container named %s with another configuration: rename or remove one of them", spec.Name)
@@ -112,25 +111,11 @@ func (r *run) container(ctx context.Context, id string) (string, error) {
 			return "", err
 		}
 	}
-	if err := r.createContainer(ctx, src, spec); err != nil {
+	newID, err := r.createContainer(ctx, src, spec)
+	if err != nil {
 		return "", err
 	}
-	return Copied, nil
-}
-
-// comparable is spec with what an engine fills in by itself left out, for
-// telling whether a target container is the one a previous run made.
-func comparable(s ContainerSpec) ContainerSpec {
-	keep := func(m map[string]any, keys ...string) map[string]any {
-		out := map[string]any{}
-		for _, k := range keys {
-			out[k] = m[k]
-		}
-		return out
-	}
-	s.Config = keep(s.Config, "Image", "Cmd", "Entrypoint", "Env", "Labels", "ExposedPorts", "User", "WorkingDir")
-	s.HostConfig = keep(s.HostConfig, "PortBindings", "RestartPolicy", "Binds", "Mounts", "NetworkMode")
-	return s
+	return Copied, r.record.created(spec.Name, newID, specDigest(spec))
 }
 
 // checkContainer refuses what cannot be recreated faithfully: an image
@@ -154,7 +139,61 @@ func (r *run) checkContainer(ctx context.Context, src containerInspect, spec Con
 			return fmt.Errorf("it binds %s, which is outside vmdock's shares: add the folder to mounts in the profile's config, or drop the bind", p)
 		}
 	}
+	if held := privileges(spec.HostConfig); len(held) > 0 && !r.opts.AllowPrivileged {
+		return fmt.Errorf("it holds more than a plain container (%s): recreate it by hand, or pass --allow-privileged", strings.Join(held, ", "))
+	}
 	return nil
+}
+
+// privileges are what hostConfig grants beyond a plain container: in the
+// VM each reaches the VM itself (its disk, its processes, the shares).
+func privileges(hc map[string]any) []string {
+	var out []string
+	if b, _ := hc["Privileged"].(bool); b {
+		out = append(out, "privileged")
+	}
+	for _, d := range anyList(hc["Devices"]) {
+		m, _ := d.(map[string]any)
+		out = append(out, fmt.Sprintf("device %v", m["PathOnHost"]))
+	}
+	if rules := anyList(hc["DeviceCgroupRules"]); len(rules) > 0 {
+		out = append(out, fmt.Sprintf("device rules %v", rules))
+	}
+	for _, ns := range []string{"PidMode", "IpcMode", "UTSMode", "UsernsMode"} {
+		if mode, _ := hc[ns].(string); mode == "host" {
+			out = append(out, strings.ToLower(strings.TrimSuffix(ns, "Mode"))+"=host")
+		}
+	}
+	for _, c := range anyList(hc["CapAdd"]) {
+		out = append(out, fmt.Sprintf("cap-add %v", c))
+	}
+	for _, o := range anyList(hc["SecurityOpt"]) {
+		if s, _ := o.(string); unconfined(s) {
+			out = append(out, "security-opt "+s)
+		}
+	}
+	return out
+}
+
+func anyList(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
+
+// unconfined reports whether a security option turns confinement off
+// (seccomp, AppArmor, SELinux labels, masked /proc and /sys paths).
+func unconfined(opt string) bool {
+	k, v, ok := strings.Cut(opt, "=")
+	if !ok {
+		k, v, _ = strings.Cut(opt, ":")
+	}
+	switch k {
+	case "seccomp", "apparmor", "systempaths":
+		return v == "unconfined"
+	case "label":
+		return v == "disable"
+	}
+	return false
 }
 
 func shortID(id string) string {
@@ -166,7 +205,9 @@ func shortID(id string) string {
 }
 
 // bindSources are the host folders hostConfig binds, from Binds
-// ("/src:/dst[:opts]") and from Mounts of type bind.
+// ("/src:/dst[:opts]"), from Mounts of type bind, and from Mounts of
+// volumes whose local-driver options bind a folder (type=none o=bind
+// device=/path) or mount a device.
 func bindSources(hostConfig map[string]any) []string {
 	var out []string
 	binds, _ := hostConfig["Binds"].([]any)
@@ -184,13 +225,19 @@ func bindSources(hostConfig map[string]any) []string {
 				out = append(out, src)
 			}
 		}
+		vo, _ := mm["VolumeOptions"].(map[string]any)
+		dc, _ := vo["DriverConfig"].(map[string]any)
+		opts, _ := dc["Options"].(map[string]any)
+		if dev, _ := opts["device"].(string); strings.HasPrefix(dev, "/") {
+			out = append(out, dev)
+		}
 	}
 	return out
 }
 
 // createContainer creates the container on the target, stopped, on its
 // first network, then connects it to the others.
-func (r *run) createContainer(ctx context.Context, src containerInspect, spec ContainerSpec) error {
+func (r *run) createContainer(ctx context.Context, src containerInspect, spec ContainerSpec) (string, error) {
 	body := map[string]any{}
 	for k, v := range spec.Config {
 		body[k] = v
@@ -208,7 +255,7 @@ func (r *run) createContainer(ctx context.Context, src containerInspect, spec Co
 		ID string `json:"Id"`
 	}
 	if err := r.opts.Target.call(ctx, http.MethodPost, "/containers/create", url.Values{"name": {spec.Name}}, body, &created); err != nil {
-		return fmt.Errorf("create on the target: %w", err)
+		return "", fmt.Errorf("create on the target: %w", err)
 	}
 	for _, n := range spec.Networks {
 		if n == first || n == mode || builtinNetworks[n] {
@@ -216,10 +263,10 @@ func (r *run) createContainer(ctx context.Context, src containerInspect, spec Co
 		}
 		conn := map[string]any{"Container": created.ID, "EndpointConfig": endpointConfig(src, n)}
 		if err := r.opts.Target.call(ctx, http.MethodPost, "/networks/"+url.PathEscape(n)+"/connect", nil, conn, nil); err != nil {
-			return fmt.Errorf("connect to network %s on the target: %w", n, err)
+			return "", fmt.Errorf("connect to network %s on the target: %w", n, err)
 		}
 	}
-	return nil
+	return created.ID, nil
 }
 
 // endpointConfig is what the container asked of network n: its aliases

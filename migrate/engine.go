@@ -49,9 +49,12 @@ func (e *apiError) Error() string {
 	return fmt.Sprintf("engine answered %d: %s", e.Status, e.Message)
 }
 
-func isNotFound(err error) bool {
+func isNotFound(err error) bool { return hasStatus(err, http.StatusNotFound) }
+func isConflict(err error) bool { return hasStatus(err, http.StatusConflict) }
+
+func hasStatus(err error, status int) bool {
 	var ae *apiError
-	return errors.As(err, &ae) && ae.Status == http.StatusNotFound
+	return errors.As(err, &ae) && ae.Status == status
 }
 
 // do sends one request; the caller closes the body of a success.

@@ -12,9 +12,10 @@ import (
 	"github.com/vmdock/vmdock/migrate/migratetest"
 )
 
-// testEngineDir holds the test engines' folders; a fixed place, so a run
-// killed before its cleanup has its daemons ended by the next one.
-const testEngineDir = "/tmp/vmdock-migrate-test"
+// testEngineDir holds the test engines' folders, one made per run
+// (migratetest.Start), so two runs at once keep apart. Not the fixed
+// folder older versions of this test emptied at their start.
+const testEngineDir = "/tmp/vmdock-migrate-runs"
 
 var (
 	enginesOnce  sync.Once

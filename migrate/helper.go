@@ -118,7 +118,7 @@ func (h *helpers) create(ctx context.Context, volume string, readOnly bool) (str
 	body := map[string]any{
 		"Image":      image,
 		"Cmd":        []string{"/vmdock-migrate-helper-never-runs"},
-		"Labels":     map[string]string{"vmdock.migrate.helper": "1"},
+		"Labels":     map[string]string{helperLabel: "1"},
 		"HostConfig": map[string]any{"Mounts": []map[string]any{{"Type": "volume", "Source": volume, "Target": volumeMountPath, "ReadOnly": readOnly}}, "NetworkMode": "none"},
 	}
 	var created struct {
@@ -137,18 +137,32 @@ func randomSuffix() string {
 	return hex.EncodeToString(b)
 }
 
-// removeAll removes every helper and the loaded helper image, even when
-// ctx is cancelled (Ctrl-C): the engines are left as they were.
+// helperLabel marks every helper container, so a run finds and removes
+// the ones a killed run, or a request Ctrl-C cut after the engine made
+// the container, left behind (each keeps its volume "in use").
+const helperLabel = "vmdock.migrate.helper"
+
+// removeAll removes every helper container, this run's and every other
+// one the label marks, and the helper image, even when ctx is cancelled
+// (Ctrl-C): the engines are left as they were.
 func (h *helpers) removeAll(ctx context.Context) {
-	h.removeContainers(ctx)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if h.loadedImage {
-		if err := h.engine.call(ctx, http.MethodDelete, "/images/"+url.PathEscape(helperImageTag), nil, nil, nil); err != nil && !isNotFound(err) {
-			slog.Warn("remove the migrate helper image", "err", err)
-		}
-		h.image, h.loadedImage = "", false
+	h.removeContainers(ctx)
+	var labelled []containerSummary
+	q := url.Values{"all": {"1"}, "filters": {`{"label":["` + helperLabel + `=1"]}`}}
+	if err := h.engine.call(ctx, http.MethodGet, "/containers/json", q, nil, &labelled); err != nil {
+		slog.Warn("list migrate helper containers", "err", err)
 	}
+	for _, c := range labelled {
+		h.remove(ctx, c.ID)
+	}
+	// The image may be one a killed run loaded; a container of the
+	// user's that runs it keeps it (the engine refuses, 409).
+	if err := h.engine.call(ctx, http.MethodDelete, "/images/"+url.PathEscape(helperImageTag), nil, nil, nil); err != nil && !isNotFound(err) && !isConflict(err) {
+		slog.Warn("remove the migrate helper image", "err", err)
+	}
+	h.image, h.loadedImage = "", false
 }
 
 // removeContainers removes the helper containers made so far, even when
@@ -157,11 +171,15 @@ func (h *helpers) removeContainers(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	for _, id := range h.created {
-		if err := h.engine.call(ctx, http.MethodDelete, "/containers/"+id, url.Values{"force": {"1"}, "v": {"0"}}, nil, nil); err != nil && !isNotFound(err) {
-			slog.Warn("remove a migrate helper container", "id", id, "err", err)
-		}
+		h.remove(ctx, id)
 	}
 	h.created = nil
+}
+
+func (h *helpers) remove(ctx context.Context, id string) {
+	if err := h.engine.call(ctx, http.MethodDelete, "/containers/"+url.PathEscape(id), url.Values{"force": {"1"}, "v": {"0"}}, nil, nil); err != nil && !isNotFound(err) {
+		slog.Warn("remove a migrate helper container", "id", id, "err", err)
+	}
 }
 
 // isHelperName reports whether a container name (as listed, "/name") is

@@ -98,20 +98,30 @@ func inspectImage(ctx context.Context, e *Engine, name string) (imageInspect, er
 	return in, err
 }
 
-// usesContainerdStore reports whether the engine keeps images in
-// containerd (Docker Desktop's default), where an image's ID is not its
-// config's digest.
-func usesContainerdStore(ctx context.Context, e *Engine) (bool, error) {
-	var info struct{ DriverStatus [][]string }
-	if err := e.call(ctx, http.MethodGet, "/info", nil, nil, &info); err != nil {
-		return false, fmt.Errorf("engine info: %w", err)
+// engineInfo is what GET /info tells migrate about an engine.
+type engineInfo struct {
+	// ID names the engine itself, whatever socket reaches it.
+	ID string
+	// containerdStore says the engine keeps images in containerd (Docker
+	// Desktop's default), where an image's ID is not its config's digest.
+	containerdStore bool
+}
+
+func infoOf(ctx context.Context, e *Engine) (engineInfo, error) {
+	var info struct {
+		ID           string
+		DriverStatus [][]string
 	}
+	if err := e.call(ctx, http.MethodGet, "/info", nil, nil, &info); err != nil {
+		return engineInfo{}, fmt.Errorf("engine info: %w", err)
+	}
+	out := engineInfo{ID: info.ID}
 	for _, kv := range info.DriverStatus {
 		if len(kv) == 2 && kv[0] == "driver-type" && strings.HasPrefix(kv[1], "io.containerd.snapshotter") {
-			return true, nil
+			out.containerdStore = true
 		}
 	}
-	return false, nil
+	return out, nil
 }
 
 // missingTags are img's tags the target lacks; a tag the target holds for
@@ -137,9 +147,10 @@ func missingTags(ctx context.Context, target *Engine, img taggedImage, src image
 }
 
 // streamImage moves the tags from source to target: the source's export
-// is piped straight into the target's load, no temporary file. It returns
-// the config digest the export's manifest names for the first tag, and
-// the bytes moved.
+// is piped into the target's load, no temporary file, with every name but
+// tags taken out of it on the way (see filterExport). It returns the
+// config digest the export's manifest names for the first tag, and the
+// bytes moved.
 func streamImage(ctx context.Context, source, target *Engine, tags []string, report func(int64)) (string, int64, error) {
 	q := url.Values{"names": tags}
 	resp, err := source.do(ctx, http.MethodGet, "/images/get", q, nil, "")
@@ -149,25 +160,28 @@ func streamImage(ctx context.Context, source, target *Engine, tags []string, rep
 	defer resp.Body.Close()
 	pr, pw := io.Pipe()
 	manifest := make(chan manifestResult, 1)
-	go func() { manifest <- readManifest(pr) }()
-	counter := &progressReader{r: io.TeeReader(resp.Body, pw), every: progressEvery, report: report}
-	load, err := target.do(ctx, http.MethodPost, "/images/load", url.Values{"quiet": {"1"}}, counter, "application/x-tar")
+	counter := &progressReader{r: resp.Body, every: progressEvery, report: report}
+	go func() {
+		m := filterExport(counter, pw, tags)
+		pw.CloseWithError(m.err)
+		manifest <- m
+	}()
+	load, err := target.do(ctx, http.MethodPost, "/images/load", url.Values{"quiet": {"1"}}, pr, "application/x-tar")
 	if err != nil {
-		pw.CloseWithError(err)
+		pr.CloseWithError(err)
 		<-manifest
 		return "", counter.n, fmt.Errorf("load %s: %w", tags[0], err)
 	}
 	loadErr := loadStreamError(load.Body)
 	load.Body.Close()
-	// The load may stop reading before the archive's end; the manifest
-	// reader still needs the rest.
-	_, _ = io.Copy(io.Discard, counter)
-	pw.Close()
+	// A load that stopped reading before the archive's end had all it
+	// wanted; the filter is let go.
+	pr.Close()
 	m := <-manifest
 	if loadErr != nil {
 		return "", counter.n, fmt.Errorf("load %s: %w", tags[0], loadErr)
 	}
-	if m.err != nil {
+	if m.err != nil && !errors.Is(m.err, io.ErrClosedPipe) {
 		return "", counter.n, fmt.Errorf("read the export of %s: %w", tags[0], m.err)
 	}
 	return m.configFor(tags[0]), counter.n, nil
@@ -203,40 +217,60 @@ type manifestResult struct {
 
 func (m manifestResult) configFor(tag string) string { return m.configs[tag] }
 
-// readManifest reads a `docker save` archive to its end and returns the
-// config digest of each tag its manifest.json names: the config file is
-// "<hex>.json" (classic export) or "blobs/sha256/<hex>" (OCI layout).
-func readManifest(r io.Reader) manifestResult {
-	// Drained to the end whatever happens, so the tee feeding it never
-	// blocks the load.
-	defer func() { _, _ = io.Copy(io.Discard, r) }()
+// maxIndexBytes bounds an export's manifest.json, repositories and
+// index.json, which are read whole to be filtered.
+const maxIndexBytes = 16 << 20
+
+// filterExport copies a `docker save` archive from r to w with every name
+// not in keep taken out of its manifest.json, repositories and index.json:
+// a source could name the target's own tags there (postgres:16), and a
+// load applies every name it finds. It returns the config digest of each
+// kept tag: the config file is "<hex>.json" (classic export) or
+// "blobs/sha256/<hex>" (OCI layout).
+func filterExport(r io.Reader, w io.Writer, keep []string) manifestResult {
 	res := manifestResult{configs: map[string]string{}}
-	tr := tar.NewReader(r)
+	tr, tw := tar.NewReader(r), tar.NewWriter(w)
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
+			res.err = tw.Close()
 			return res
 		}
 		if err != nil {
 			res.err = err
 			return res
 		}
-		if path.Clean(h.Name) != "manifest.json" {
+		name := path.Clean(h.Name)
+		if h.Typeflag != tar.TypeReg || (name != "manifest.json" && name != "repositories" && name != "index.json") {
+			if err := tw.WriteHeader(h); err != nil {
+				res.err = err
+				return res
+			}
+			if _, err := io.Copy(tw, tr); err != nil {
+				res.err = err
+				return res
+			}
 			continue
 		}
-		var entries []struct {
-			Config   string
-			RepoTags []string
+		b, err := io.ReadAll(io.LimitReader(tr, maxIndexBytes+1))
+		if err == nil && len(b) > maxIndexBytes {
+			err = fmt.Errorf("over %d bytes", maxIndexBytes)
 		}
-		if err := json.NewDecoder(tr).Decode(&entries); err != nil {
-			res.err = fmt.Errorf("manifest.json: %w", err)
+		if err == nil {
+			b, err = filterNames(name, b, keep, res.configs)
+		}
+		if err != nil {
+			res.err = fmt.Errorf("%s: %w", name, err)
 			return res
 		}
-		for _, e := range entries {
-			hex := strings.TrimSuffix(path.Base(e.Config), ".json")
-			for _, t := range e.RepoTags {
-				res.configs[t] = "sha256:" + hex
-			}
+		h.Size = int64(len(b))
+		if err := tw.WriteHeader(h); err != nil {
+			res.err = err
+			return res
+		}
+		if _, err := tw.Write(b); err != nil {
+			res.err = err
+			return res
 		}
 	}
 }

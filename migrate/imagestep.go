@@ -48,6 +48,11 @@ func (r *run) image(ctx context.Context, img taggedImage, index, total int) (ima
 	switch {
 	case len(tags) == 0:
 		return imageResult{result: Present}, nil
+	}
+	if err := r.checkFits(ctx, img.Size); err != nil {
+		return imageResult{}, err
+	}
+	switch {
 	case r.opts.DryRun:
 		return imageResult{result: Planned, bytes: img.Size}, nil
 	}

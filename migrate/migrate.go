@@ -18,6 +18,15 @@ type Options struct {
 	// Overwrite replaces a target volume with other contents and a tag
 	// that names another image on the target.
 	Overwrite bool
+	// AllowPrivileged recreates containers that hold more than a plain
+	// container does (privileged, devices, the VM's pid, ipc or uts
+	// namespace, added capabilities, confinement turned off); without it
+	// each is a failed item naming what it holds.
+	AllowPrivileged bool
+	// TargetFree, when set, tells the bytes free on the target's disk; a
+	// copy whose size is known and does not fit is refused before it
+	// starts.
+	TargetFree func(context.Context) (int64, error)
 	// RecordPath is the file (in the instance folder) that marks volume
 	// copies begun and finished, so a run after a cut starts them again.
 	RecordPath string
@@ -94,12 +103,17 @@ type run struct {
 	srcCtrd bool              // the source keeps images in containerd
 	dstCtrd bool              // the target keeps images in containerd
 	nets    map[string]string // network name → result on the target
+	stopped *stoppedSet       // source containers this run stopped
+	// volumeSizes are the source's volume sizes, where known.
+	volumeSizes map[string]int64
 }
 
 // Run moves what opts pick from opts.Source to opts.Target. Each item's
 // fate is in the report; the error is for what stops the whole run (an
-// engine that does not answer, a cancelled ctx). Helper containers are
-// removed on every return.
+// engine that does not answer, a cancelled ctx, a source that is the
+// target itself). Helper containers, also those a killed run left, are
+// removed at the start and on every return, and the source containers the
+// run stopped are started again.
 func Run(ctx context.Context, opts Options) (Report, error) {
 	if !opts.Images && !opts.Volumes && !opts.Containers {
 		opts.Images, opts.Volumes, opts.Containers = true, true, true
@@ -108,14 +122,15 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 	if err != nil {
 		return Report{}, err
 	}
-	r := &run{opts: opts, record: rec, source: &helpers{engine: opts.Source}, target: &helpers{engine: opts.Target}, nets: map[string]string{}}
-	defer r.source.removeAll(ctx)
-	defer r.target.removeAll(ctx)
-	if r.srcCtrd, err = usesContainerdStore(ctx, opts.Source); err != nil {
-		return r.report, fmt.Errorf("source: %w", err)
+	r := &run{opts: opts, record: rec, source: &helpers{engine: opts.Source}, target: &helpers{engine: opts.Target},
+		nets: map[string]string{}, stopped: &stoppedSet{engine: opts.Source}}
+	if err := r.checkEngines(ctx); err != nil {
+		return r.report, err
 	}
-	if r.dstCtrd, err = usesContainerdStore(ctx, opts.Target); err != nil {
-		return r.report, fmt.Errorf("target: %w", err)
+	defer r.stopped.startAll(ctx)
+	for _, h := range []*helpers{r.source, r.target} {
+		h.removeAll(ctx)
+		defer h.removeAll(ctx)
 	}
 	steps := []struct {
 		on   bool
@@ -133,6 +148,26 @@ func Run(ctx context.Context, opts Options) (Report, error) {
 		}
 	}
 	return r.report, nil
+}
+
+// checkEngines reads both engines' info and refuses a source that is the
+// target reached by another path (a hard link or bind of its socket, a
+// forwarded socket): copying an engine into itself would replace its own
+// volumes with themselves.
+func (r *run) checkEngines(ctx context.Context) error {
+	src, err := infoOf(ctx, r.opts.Source)
+	if err != nil {
+		return fmt.Errorf("source: %w", err)
+	}
+	dst, err := infoOf(ctx, r.opts.Target)
+	if err != nil {
+		return fmt.Errorf("target: %w", err)
+	}
+	if src.ID != "" && src.ID == dst.ID {
+		return fmt.Errorf("the source %s is the target engine itself (engine ID %s): name another engine to move from", r.opts.Source.Socket, src.ID)
+	}
+	r.srcCtrd, r.dstCtrd = src.containerdStore, dst.containerdStore
+	return nil
 }
 
 // done records item and tells Progress.

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -94,21 +95,30 @@ func TestSameImageAcrossStores(t *testing.T) {
 	}
 }
 
-func TestReadManifest(t *testing.T) {
+// exportTar is a `docker save` archive of files, in the order given.
+func exportTar(t *testing.T, files [][2]string) []byte {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	files := map[string]string{
-		"blobs/sha256/abc": "{}",
-		"manifest.json":    `[{"Config":"blobs/sha256/abc","RepoTags":["a:1","a:2"]},{"Config":"def.json","RepoTags":["b:1"]}]`,
+	for _, f := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: f[0], Mode: 0o644, Size: int64(len(f[1]))}); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = tw.Write([]byte(f[1]))
 	}
-	for _, name := range []string{"blobs/sha256/abc", "manifest.json"} {
-		_ = tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(files[name]))})
-		_, _ = tw.Write([]byte(files[name]))
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
 	}
-	_ = tw.Close()
-	m := readManifest(&buf)
-	if m.err != nil || m.configFor("a:2") != "sha256:abc" || m.configFor("b:1") != "sha256:def" {
-		t.Errorf("readManifest = %+v", m)
+	return buf.Bytes()
+}
+
+func TestFilterExportConfigs(t *testing.T) {
+	archive := exportTar(t, [][2]string{
+		{"blobs/sha256/abc", "{}"},
+		{"manifest.json", `[{"Config":"blobs/sha256/abc","RepoTags":["a:1","a:2"]},{"Config":"def.json","RepoTags":["b:1"]}]`},
+	})
+	m := filterExport(bytes.NewReader(archive), io.Discard, []string{"a:2", "b:1"})
+	if m.err != nil || m.configFor("a:2") != "sha256:abc" || m.configFor("b:1") != "sha256:def" || m.configFor("a:1") != "" {
+		t.Errorf("filterExport = %+v", m)
 	}
 }
 
@@ -139,19 +149,35 @@ func TestRecordMarksUnfinishedAndCopied(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.start("v"); err != nil {
+	if err := r.start("v", "T1"); err != nil {
 		t.Fatal(err)
 	}
 	again, _ := loadRecord(path)
-	if !again.unfinished("v") || again.copied("v") {
+	if !again.unfinished("v", "T1") || again.unfinished("v", "T2") || again.copied("v", "T1") {
 		t.Errorf("after start: %+v", again)
 	}
-	if err := again.finish("v"); err != nil {
+	if err := again.finish("v", "T1"); err != nil {
 		t.Fatal(err)
 	}
 	done, _ := loadRecord(path)
-	if done.unfinished("v") || !done.copied("v") {
+	if done.unfinished("v", "T1") || !done.copied("v", "T1") || done.copied("v", "T2") {
 		t.Errorf("after finish: %+v", done)
+	}
+}
+
+// TestOlderRecordNeverReplaces: an older record's plain names have no
+// creation time, so an unfinished one matches no volume.
+func TestOlderRecordNeverReplaces(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "migrate.json")
+	if err := os.WriteFile(path, []byte(`{"unfinished":["u"],"copied":["c"]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := loadRecord(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.unfinished("u", "") || r.unfinished("u", "2026-01-01T00:00:00Z") || !r.copied("c", "2026-01-01T00:00:00Z") {
+		t.Errorf("older record read as %+v", r)
 	}
 }
 
@@ -161,4 +187,13 @@ func TestSourceNotAnswering(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "none.sock") {
 		t.Errorf("Ping on a missing socket = %v; want an error naming the socket", err)
 	}
+}
+
+func findItem(rep Report, kind, name string) Item {
+	for _, it := range rep.Items {
+		if it.Kind == kind && it.Name == name {
+			return it
+		}
+	}
+	return Item{}
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -141,7 +142,7 @@ func TestRunBetweenRealEngines(t *testing.T) {
 		t.Fatalf("cut run: want context.Canceled, got %v", err)
 	}
 	assertNoHelpers(t, src, dst)
-	if rec, err := loadRecord(opts.RecordPath); err != nil || !rec.unfinished("appdata") {
+	if rec, err := loadRecord(opts.RecordPath); err != nil || !slices.ContainsFunc(rec.Unfinished, named("appdata")) {
 		t.Fatalf("after the cut the record should mark appdata unfinished: %+v %v", rec, err)
 	}
 
@@ -182,13 +183,20 @@ func TestRunBetweenRealEngines(t *testing.T) {
 		t.Errorf("source changed:\nbefore %v\nafter  %v", before, after)
 	}
 
+	// A killed run's helper keeps its volume in use; the next run removes it.
+	if _, err := (&helpers{engine: dst}).create(context.Background(), "appdata", true); err != nil {
+		t.Fatal(err)
+	}
 	rep, err = Run(context.Background(), opts)
 	if err != nil || rep.Count(Copied) != 0 || rep.Count(Failed) != 0 || rep.Count(Present) != len(rep.Items) {
 		t.Errorf("third run should find everything present: %v %+v", err, rep.Items)
 	}
+	assertNoHelpers(t, src, dst)
 	t.Run("refusals", func(t *testing.T) { checkRefusals(t, src, dst, opts) })
 	t.Run("volume in use", func(t *testing.T) { checkVolumeInUse(t, src, dst, opts) })
 	t.Run("occupied", func(t *testing.T) { checkOccupied(t, src, dst, opts) })
+	t.Run("stale record", func(t *testing.T) { checkStaleRecord(t, src, dst, opts) })
+	t.Run("bind volume", func(t *testing.T) { checkBindVolume(t, src, dst, opts) })
 }
 
 // putFile writes one file into a volume through a throwaway container.
@@ -391,6 +399,10 @@ func assertVolumeMeta(t *testing.T, src, dst *Engine, name string) {
 	var a, b volume
 	mustCall(t, src, http.MethodGet, "/volumes/"+name, nil, nil, &a)
 	mustCall(t, dst, http.MethodGet, "/volumes/"+name, nil, nil, &b)
+	if b.Labels[copyLabel] == "" {
+		t.Errorf("volume %s on the target has no %s mark", name, copyLabel)
+	}
+	delete(b.Labels, copyLabel)
 	if !reflect.DeepEqual(a, b) {
 		t.Errorf("volume %s: source %+v, target %+v", name, a, b)
 	}
@@ -425,11 +437,63 @@ func assertContainerEqual(t *testing.T, src, dst *Engine, name string) {
 	}
 }
 
-func findItem(rep Report, kind, name string) Item {
-	for _, it := range rep.Items {
-		if it.Kind == kind && it.Name == name {
-			return it
+// checkStaleRecord: a record that says a volume's copy did not finish,
+// where the target's volume of that name is the user's own (no mark of
+// migrate's, or the record older than marks), never has it replaced.
+func checkStaleRecord(t *testing.T, src, dst *Engine, opts Options) {
+	putFile(t, src, "mine", "from-source", "s")
+	putFile(t, dst, "mine", "users-own", "u")
+	opts.Images, opts.Volumes, opts.Containers = false, true, false
+	for _, rec := range []string{`{"unfinished":["mine"]}`, `{"unfinished":[{"name":"mine","mark":"0a1b2c3d4e5f"}]}`} {
+		opts.RecordPath = filepath.Join(t.TempDir(), "migrate.json")
+		if err := os.WriteFile(opts.RecordPath, []byte(rec), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Run(context.Background(), opts)
+		if it := findItem(rep, "volume", "mine"); err != nil || it.Result != Failed || !strings.Contains(it.Detail, "with other contents") {
+			t.Errorf("record %s: volume mine %v %+v", rec, err, it)
+		}
+		files := volumeFiles(t, dst, "mine")
+		if _, ok := files["vmdock-volume/users-own"]; !ok || len(files) != 2 {
+			t.Errorf("record %s: the user's volume was changed: %+v", rec, files)
 		}
 	}
-	return Item{}
+}
+
+// checkBindVolume: a source volume that binds a host folder (as Docker
+// Desktop's and Colima's binds under the home are) is never copied onto
+// that folder, which both engines here see, as the VM and the host see a
+// share: a shared one is created again as the same bind, its file whole;
+// another is skipped.
+func checkBindVolume(t *testing.T, src, dst *Engine, opts Options) {
+	share := t.TempDir()
+	data := strings.Repeat("0123456789abcdef", 1<<20)
+	if err := os.WriteFile(filepath.Join(share, "big"), []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, dir := range map[string]string{"shared": share, "elsewhere": t.TempDir()} {
+		mustCall(t, src, http.MethodPost, "/volumes/create", nil, map[string]any{
+			"Name": name, "Driver": "local", "DriverOpts": map[string]string{"type": "none", "o": "bind", "device": dir},
+		}, nil)
+	}
+	opts.Images, opts.Volumes, opts.Containers = false, true, false
+	opts.BindAllowed = func(p string) bool { return p == share }
+	rep, err := Run(context.Background(), opts)
+	if it := findItem(rep, "volume", "shared"); err != nil || it.Result != Copied || it.Bytes != 0 || !strings.Contains(it.Detail, "same bind") {
+		t.Errorf("shared bind volume: %v %+v", err, it)
+	}
+	if it := findItem(rep, "volume", "elsewhere"); it.Result != Skipped || !strings.Contains(it.Detail, "outside vmdock's shares") {
+		t.Errorf("bind volume outside the shares: %+v", it)
+	}
+	if b, err := os.ReadFile(filepath.Join(share, "big")); err != nil || string(b) != data {
+		t.Errorf("the bound folder's file changed: %d bytes, %v", len(b), err)
+	}
+	var v volume
+	mustCall(t, dst, http.MethodGet, "/volumes/shared", nil, nil, &v)
+	if v.Options["device"] != share || v.Options["o"] != "bind" {
+		t.Errorf("the target's volume shared: %+v", v)
+	}
+	if err := dst.call(context.Background(), http.MethodGet, "/volumes/elsewhere", nil, nil, nil); !isNotFound(err) {
+		t.Errorf("the volume outside the shares reached the target: %v", err)
+	}
 }

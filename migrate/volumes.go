@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -97,19 +99,23 @@ func (r *run) volumes(ctx context.Context) error {
 		return fmt.Errorf("source: %w", err)
 	}
 	users := runningUsers(containers)
+	r.volumeSizes = r.sourceVolumeSizes(ctx)
 	for i, v := range list {
 		it := Item{Kind: "volume", Name: v.Name}
 		r.progress(Event{Kind: it.Kind, Name: it.Name, Index: i + 1, Total: len(list)})
-		res, n, err := r.volume(ctx, v, users[v.Name], i+1, len(list))
-		it.Bytes = n
+		var err error
+		if dev, bind := externalMount(v); dev != "" {
+			it.Result, it.Detail, err = r.externalVolume(ctx, v, dev, bind)
+		} else {
+			it.Result, it.Bytes, err = r.volume(ctx, v, users[v.Name], i+1, len(list))
+		}
 		if err != nil {
 			if err := r.failure(ctx, it, err, i+1, len(list)); err != nil {
 				return err
 			}
 			continue
 		}
-		it.Result = res
-		if res == Skipped {
+		if it.Result == Skipped && it.Detail == "" {
 			it.Detail = "in use by running container(s) " + containerNames(users[v.Name]) + ": stop them or pass --stop-source"
 		}
 		r.done(it, i+1, len(list))
@@ -136,33 +142,57 @@ func (r *run) volume(ctx context.Context, v volume, running []containerSummary, 
 	if len(running) > 0 && !r.opts.StopSource {
 		return Skipped, 0, nil
 	}
+	if err := r.checkFits(ctx, r.volumeSizes[v.Name]); err != nil {
+		return "", 0, err
+	}
 	if r.opts.DryRun {
 		return Planned, 0, nil
 	}
 	if len(running) > 0 {
-		if err := r.stopSourceContainers(ctx, running); err != nil {
+		defer r.stopped.startAll(ctx)
+		if err := r.stopped.stop(ctx, running); err != nil {
 			return "", 0, err
 		}
-		defer r.startSourceContainers(ctx, running)
-	}
-	if err := r.record.start(v.Name); err != nil {
-		return "", 0, err
 	}
 	if plan == volumeReplace {
 		if err := r.opts.Target.call(ctx, http.MethodDelete, "/volumes/"+url.PathEscape(v.Name), nil, nil, nil); err != nil && !isNotFound(err) {
 			return "", 0, fmt.Errorf("remove the target's volume to copy it again: %w", err)
 		}
 	}
+	mark := ""
 	if plan != volumeFill {
-		if err := r.createTargetVolume(ctx, v); err != nil {
+		mark = randomSuffix()
+		if err := r.createTargetVolume(ctx, v, mark); err != nil {
 			return "", 0, err
 		}
 	}
-	n, err := r.copyVolume(ctx, v.Name, index, total)
+	var n int64
+	err = r.record.start(v.Name, mark)
+	if err == nil {
+		n, err = r.copyVolume(ctx, v.Name, index, total)
+	}
 	if err != nil {
+		if plan != volumeFill && ctx.Err() == nil {
+			r.removeHalfCopy(ctx, v.Name)
+		}
 		return "", n, err
 	}
-	return Copied, n, r.record.finish(v.Name)
+	return Copied, n, r.record.finish(v.Name, mark)
+}
+
+// removeHalfCopy removes a volume this run created whose copy failed (a
+// full disk most likely), so the space comes back. A copy cut by Ctrl-C
+// stays, marked unfinished, for the next run to replace.
+func (r *run) removeHalfCopy(ctx context.Context, name string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := r.opts.Target.call(ctx, http.MethodDelete, "/volumes/"+url.PathEscape(name), nil, nil, nil); err != nil && !isNotFound(err) {
+		slog.Warn("remove a half-copied volume", "volume", name, "err", err)
+		return
+	}
+	if err := r.record.drop(name); err != nil {
+		slog.Warn("forget a half-copied volume", "volume", name, "err", err)
+	}
 }
 
 // volumePlan is what a volume's copy does with the target's volume.
@@ -175,20 +205,30 @@ const (
 	volumeReplace                   // our unfinished copy, or other contents under Overwrite: remove, create, copy
 )
 
-// targetVolumePlan decides what v's copy does on the target: an
-// unfinished copy of ours is replaced whole, a volume with other contents
-// is kept (an error) unless Overwrite.
-func (r *run) targetVolumePlan(ctx context.Context, v volume) (volumePlan, error) {
+// targetMark is the copyLabel of the target's volume name: "" when it
+// has none.
+func (r *run) targetMark(ctx context.Context, name string) (string, error) {
 	var existing volume
-	err := r.opts.Target.call(ctx, http.MethodGet, "/volumes/"+url.PathEscape(v.Name), nil, nil, &existing)
+	if err := r.opts.Target.call(ctx, http.MethodGet, "/volumes/"+url.PathEscape(name), nil, nil, &existing); err != nil {
+		return "", fmt.Errorf("look up the volume on the target: %w", err)
+	}
+	return existing.Labels[copyLabel], nil
+}
+
+// targetVolumePlan decides what v's copy does on the target: an
+// unfinished copy of ours (the volume the record names, by its mark) is
+// replaced whole; a volume with other contents is kept (an
+// error) unless Overwrite.
+func (r *run) targetVolumePlan(ctx context.Context, v volume) (volumePlan, error) {
+	mark, err := r.targetMark(ctx, v.Name)
 	switch {
 	case isNotFound(err):
 		return volumeCreate, nil
 	case err != nil:
-		return 0, fmt.Errorf("look up the volume on the target: %w", err)
-	case r.record.unfinished(v.Name):
+		return 0, err
+	case r.record.unfinished(v.Name, mark):
 		return volumeReplace, nil
-	case r.record.copied(v.Name):
+	case r.record.copied(v.Name, mark):
 		return volumeThere, nil
 	}
 	empty, err := r.targetVolumeEmpty(ctx, v.Name)
@@ -203,10 +243,22 @@ func (r *run) targetVolumePlan(ctx context.Context, v volume) (volumePlan, error
 	return volumeReplace, nil
 }
 
+// copyLabel marks a volume migrate created on the target, with a value
+// of its own that the record keeps: only such a volume is ever replaced
+// without Overwrite.
+const copyLabel = "vmdock.migrate.copy"
+
 // createTargetVolume makes v on the target with its driver, options and
-// labels.
-func (r *run) createTargetVolume(ctx context.Context, v volume) error {
-	body := map[string]any{"Name": v.Name, "Driver": v.Driver, "DriverOpts": v.Options, "Labels": v.Labels}
+// labels, and mark (when not "") as its copyLabel.
+func (r *run) createTargetVolume(ctx context.Context, v volume, mark string) error {
+	labels := maps.Clone(v.Labels)
+	if mark != "" {
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[copyLabel] = mark
+	}
+	body := map[string]any{"Name": v.Name, "Driver": v.Driver, "DriverOpts": v.Options, "Labels": labels}
 	if err := r.opts.Target.call(ctx, http.MethodPost, "/volumes/create", nil, body, nil); err != nil {
 		return fmt.Errorf("create on the target: %w", err)
 	}
@@ -296,23 +348,57 @@ func (p *progressReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
-func (r *run) stopSourceContainers(ctx context.Context, cs []containerSummary) error {
+// stoppedSet is the source containers this run stopped and has not
+// started again; Run starts whatever is left on every return, also after
+// a failed stop or Ctrl-C.
+type stoppedSet struct {
+	engine *Engine
+	ids    []string
+	names  map[string]string
+}
+
+// stop stops each of cs that runs. A container whose stop was cut (Ctrl-C,
+// a lost connection) counts as stopped, as it may be, so it is started
+// again too; one the engine refused to stop, or found stopped already
+// (304), is not this run's to start.
+func (s *stoppedSet) stop(ctx context.Context, cs []containerSummary) error {
 	for _, c := range cs {
-		if err := r.opts.Source.call(ctx, http.MethodPost, "/containers/"+c.ID+"/stop", nil, nil, nil); err != nil {
-			return fmt.Errorf("stop source container %s: %w", containerNames([]containerSummary{c}), err)
+		name := containerNames([]containerSummary{c})
+		if s.names == nil {
+			s.names = map[string]string{}
+		}
+		s.names[c.ID] = name
+		resp, err := s.engine.do(ctx, http.MethodPost, "/containers/"+url.PathEscape(c.ID)+"/stop", nil, nil, "")
+		if err != nil {
+			var ae *apiError
+			if !errors.As(err, &ae) {
+				s.add(c.ID)
+			}
+			return fmt.Errorf("stop source container %s: %w", name, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotModified {
+			s.add(c.ID)
 		}
 	}
 	return nil
 }
 
-// startSourceContainers starts again what stopSourceContainers stopped,
-// even after a failure or Ctrl-C.
-func (r *run) startSourceContainers(ctx context.Context, cs []containerSummary) {
+func (s *stoppedSet) add(id string) {
+	if !slices.Contains(s.ids, id) {
+		s.ids = append(s.ids, id)
+	}
+}
+
+// startAll starts again what stop stopped, even after a failure or
+// Ctrl-C.
+func (s *stoppedSet) startAll(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
-	for _, c := range cs {
-		if err := r.opts.Source.call(ctx, http.MethodPost, "/containers/"+c.ID+"/start", nil, nil, nil); err != nil {
-			slog.Error("start a source container again", "container", containerNames([]containerSummary{c}), "err", err)
+	for _, id := range s.ids {
+		if err := s.engine.call(ctx, http.MethodPost, "/containers/"+url.PathEscape(id)+"/start", nil, nil, nil); err != nil {
+			slog.Error("start a source container again", "container", s.names[id], "err", err)
 		}
 	}
+	s.ids = nil
 }

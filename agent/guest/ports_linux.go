@@ -42,23 +42,72 @@ func (s *Server) portLister() func() ([]portlist.Port, error) {
 	}
 }
 
-// scanPorts lists the forwardable sockets minus the agent's own, and under
-// the containerd runtime the ports published by DNAT rules.
+// scanPorts lists the forwardable sockets minus the agent's own and its
+// runtimes', and under the containerd runtime the ports published by DNAT
+// rules.
 func (s *Server) scanPorts(list func() ([]portlist.Port, error)) (map[portKey]bool, error) {
 	ports, err := list()
 	if err != nil {
 		return nil, err
 	}
+	runtime := s.runtimePorts(ports)
 	ports = append(ports, s.dnatPorts()...)
 	set := map[portKey]bool{}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, p := range ports {
-		if !s.ownPorts[portKey{Proto: p.Proto, Port: p.Port}] {
-			set[portKey{Proto: p.Proto, IP: p.IP.String(), Port: p.Port}] = true
+		k := portKey{Proto: p.Proto, IP: p.IP.String(), Port: p.Port}
+		if !s.ownPorts[portKey{Proto: p.Proto, Port: p.Port}] && !runtime[k] {
+			set[k] = true
 		}
 	}
 	return set, nil
+}
+
+// runtimeDaemons are the guest's own daemons (by process name): what they
+// listen on serves vmdock, not a user, as containerd's CRI streaming server
+// on 127.0.0.1 and a random port. A user's published ports are held by
+// docker-proxy, the container's own process, or portmap's DNAT rules.
+var runtimeDaemons = []string{"containerd", "dockerd", "buildkitd"}
+
+// runtimePorts are the listed sockets the runtime daemons hold. Finding
+// them reads every process's fd table, so it runs only when the listing
+// has a socket the last one lacked; the watch's other scans reuse it.
+func (s *Server) runtimePorts(listed []portlist.Port) map[portKey]bool {
+	fresh := false
+	seen := make(map[portKey]bool, len(listed))
+	s.mu.Lock()
+	for _, p := range listed {
+		k := portKey{Proto: p.Proto, IP: p.IP.String(), Port: p.Port}
+		seen[k] = true
+		fresh = fresh || !s.listedPorts[k]
+	}
+	s.listedPorts = seen
+	cached := s.runtimeOwned
+	s.mu.Unlock()
+	if !fresh {
+		return cached
+	}
+	// Read without the lock: the fd tables take milliseconds.
+	found, err := portlist.OwnedBy(s.path("/proc"), s.procNetDir(), runtimeDaemons)
+	if err != nil {
+		s.log().Debug("find the runtimes' own ports", "err", err)
+	}
+	owned := make(map[portKey]bool, len(found))
+	for _, p := range found {
+		owned[portKey{Proto: p.Proto, IP: p.IP.String(), Port: p.Port}] = true
+	}
+	s.mu.Lock()
+	s.runtimeOwned = owned
+	s.mu.Unlock()
+	return owned
+}
+
+func (s *Server) procNetDir() string {
+	if s.ProcNet != "" {
+		return s.ProcNet
+	}
+	return s.path("/proc/net")
 }
 
 // dnatPorts are the ports CNI's portmap publishes (nerdctl run -p), read

@@ -66,6 +66,10 @@ type Server struct {
 	sess      *yamux.Session
 	keepalive *agent.Keepalive // the current session's
 	ownPorts  map[portKey]bool
+	// listedPorts is the port watch's last listing, runtimeOwned the part
+	// of it the runtime daemons hold (see runtimePorts).
+	listedPorts  map[portKey]bool
+	runtimeOwned map[portKey]bool
 	// publishDNAT: the containerd runtime runs, so published ports are
 	// portmap's DNAT rules as well as listening sockets.
 	publishDNAT bool
@@ -321,9 +325,7 @@ func (s *Server) answer(ctx context.Context, req agent.Request) (agent.Response,
 	case agent.OpQuiesce:
 		return resp, s.quiesce(ctx)
 	case agent.OpSettle:
-		sctx, cancel := context.WithTimeout(ctx, settleTimeout)
-		defer cancel()
-		return resp, s.settle(sctx)
+		return resp, s.settle(ctx)
 	case agent.OpSetTime:
 		if req.Time <= 0 {
 			return resp, fmt.Errorf("set-time: time %d is not a positive unix nanosecond count", req.Time)

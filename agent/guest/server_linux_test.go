@@ -17,12 +17,14 @@ import (
 	"github.com/hashicorp/yamux"
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/agent/guest/guestos/guestostest"
+
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
 func newTestServer(t *testing.T) (*Server, *guestostest.FakeOS) {
 	t.Helper()
 	fos := &guestostest.FakeOS{}
-	root := t.TempDir()
+	root := shortdir.New(t)
 	must(t, os.MkdirAll(filepath.Join(root, "proc/self"), 0o755))
 	must(t, os.MkdirAll(filepath.Join(root, "etc"), 0o755))
 	must(t, os.WriteFile(filepath.Join(root, "proc/self/mountinfo"),
@@ -82,7 +84,7 @@ func TestDialTCPUnixUDP(t *testing.T) {
 	tl, err := net.Listen("tcp", "127.0.0.1:0")
 	must(t, err)
 	defer tl.Close()
-	ul, err := net.Listen("unix", filepath.Join(t.TempDir(), "s.sock"))
+	ul, err := net.Listen("unix", filepath.Join(shortdir.New(t), "s.sock"))
 	must(t, err)
 	defer ul.Close()
 	for _, l := range []net.Listener{tl, ul} {
@@ -419,7 +421,7 @@ func TestRuntimeRequests(t *testing.T) {
 
 	s, fos = newTestServer(t)
 	must(t, os.WriteFile(filepath.Join(s.Root, "etc/resolv.conf"), []byte("nameserver 192.0.2.53\n"), 0o644))
-	s.DockerSocket = filepath.Join(t.TempDir(), "docker.sock")
+	s.DockerSocket = filepath.Join(shortdir.New(t), "docker.sock")
 	dl, err := net.Listen("unix", s.DockerSocket)
 	must(t, err)
 	defer dl.Close()

@@ -8,8 +8,15 @@ import (
 	"time"
 )
 
-// settleTimeout bounds a settle: docker gives each container 10 s to stop.
-const settleTimeout = 40 * time.Second
+// The settle's two budgets, one after the other. Stopping the runtimes
+// waits for each container's stop timeout (docker's default is 10 s, a
+// container may ask for more); the flush gets its own time after that, so
+// a stop that used all of its budget still leaves the disks flushed. The
+// host agent waits for both (its SettleTimeout).
+const (
+	settleStopBudget  = 35 * time.Second
+	settleFlushBudget = 15 * time.Second
+)
 
 // settle gets the guest ready to be ended rather than powered off: a
 // virtiofs share whose daemon died cannot be unmounted (the kernel waits
@@ -19,15 +26,30 @@ const settleTimeout = 40 * time.Second
 // written block on the disks, so the next boot finds them as a power-off
 // would have left them but for the journal replay. A plain sync(1) would
 // flush the dead share too and hang the same way.
+//
+// The flush runs even when ctx ended during the stop: the VM is ended
+// right after the settle whatever happens, and unflushed disks are the
+// worse outcome.
 func (s *Server) settle(ctx context.Context) error {
 	var errs []error
-	if _, err := s.OS.Run(ctx, "systemctl", "stop", "docker.socket", "docker.service", "containerd.service"); err != nil {
+	stopCtx, cancel := context.WithTimeout(ctx, settleStopBudget)
+	_, err := s.OS.Run(stopCtx, "systemctl", "stop", "docker.socket", "docker.service", "containerd.service")
+	cancel()
+	if err != nil {
 		errs = append(errs, fmt.Errorf("stop the container runtimes: %w", err))
 	}
+	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleFlushBudget)
+	defer cancel()
+	return errors.Join(append(errs, s.flushDisks(flushCtx)...)...)
+}
+
+// flushDisks flushes each disk's file system once, never a share's.
+func (s *Server) flushDisks(ctx context.Context) []error {
 	ms, err := readMounts(s.path("/proc/self/mountinfo"))
 	if err != nil {
-		return errors.Join(append(errs, err)...)
+		return []error{err}
 	}
+	var errs []error
 	flushed := map[string]bool{}
 	for _, m := range ms {
 		if !strings.HasPrefix(m.Source, "/dev/") || flushed[m.Source] {
@@ -38,5 +60,5 @@ func (s *Server) settle(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("flush %s: %w", m.Target, err))
 		}
 	}
-	return errors.Join(errs...)
+	return errs
 }

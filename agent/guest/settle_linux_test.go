@@ -45,3 +45,43 @@ func TestSettleStopsRuntimesThenFlushesDisks(t *testing.T) {
 		t.Fatalf("no sync after the failed stop:\n%s", fos.Ran())
 	}
 }
+
+// A runtime stop that uses up the whole settle's time (a container whose
+// stop timeout is longer than the budget) still leaves the disks flushed:
+// the flush runs with time of its own, not with what the stop left.
+func TestSettleFlushesAfterAStopThatRanOutOfTime(t *testing.T) {
+	s, fos := newTestServer(t)
+	slow := &stopOutlastsBudget{FakeOS: fos}
+	s.OS = slow
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	err := s.settle(ctx)
+	if err == nil || !strings.Contains(err.Error(), "stop the container runtimes") {
+		t.Fatalf("settle after a stop that ran out of time: %v, want the stop's failure named", err)
+	}
+	if !strings.HasSuffix(fos.Ran(), "\nsync --file-system /") {
+		t.Fatalf("no flush after the stop ran out of time:\n%s", fos.Ran())
+	}
+	if slow.flushCtxErr != nil {
+		t.Fatalf("the flush ran with no time left: %v", slow.flushCtxErr)
+	}
+}
+
+// stopOutlastsBudget is a guest whose systemctl stop takes longer than it
+// is given, and which notes whether the flush still had time when it ran.
+type stopOutlastsBudget struct {
+	*guestostest.FakeOS
+	flushCtxErr error
+}
+
+func (o *stopOutlastsBudget) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	out, err := o.FakeOS.Run(ctx, name, args...)
+	switch name {
+	case "systemctl":
+		<-ctx.Done()
+		return nil, ctx.Err()
+	case "sync":
+		o.flushCtxErr = ctx.Err()
+	}
+	return out, err
+}

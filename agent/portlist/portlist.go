@@ -8,6 +8,9 @@
 // which prints every socket as text; it stays as the fallback for kernels
 // without the inet_diag modules, and as the baseline `vmdock bench` measures
 // SockDiag against.
+//
+// OwnedBy names which of those sockets given processes hold (by inode, from
+// /proc), so the guest's own daemons' listeners can be left out.
 package portlist
 
 import (

@@ -39,6 +39,13 @@ func ProcNet(dir string) ([]Port, error) {
 // parseProcNet reads one /proc/net/{tcp,tcp6,udp,udp6} table.
 func parseProcNet(r io.Reader, proto string) ([]Port, error) {
 	var out []Port
+	err := scanProcNet(r, proto, func(p Port, _ uint64) { out = append(out, p) })
+	return out, err
+}
+
+// scanProcNet calls found with each forwardable socket of one table and
+// its inode (0 when the line has none).
+func scanProcNet(r io.Reader, proto string, found func(p Port, inode uint64)) error {
 	sc := bufio.NewScanner(r)
 	first := true
 	for sc.Scan() {
@@ -53,7 +60,7 @@ func parseProcNet(r io.Reader, proto string) ([]Port, error) {
 		local, remote := f[1], f[2]
 		st, err := strconv.ParseUint(f[3], 16, 8)
 		if err != nil {
-			return nil, fmt.Errorf("parse %s state %q: %w", proto, f[3], err)
+			return fmt.Errorf("parse %s state %q: %w", proto, f[3], err)
 		}
 		if proto == "tcp" && st != stateListen {
 			continue
@@ -63,13 +70,18 @@ func parseProcNet(r io.Reader, proto string) ([]Port, error) {
 		}
 		ip, port, err := parseHexAddr(local)
 		if err != nil {
-			return nil, fmt.Errorf("parse %s address %q: %w", proto, local, err)
+			return fmt.Errorf("parse %s address %q: %w", proto, local, err)
 		}
-		if forwardable(ip, port) {
-			out = append(out, Port{Proto: proto, IP: ip, Port: port})
+		if !forwardable(ip, port) {
+			continue
 		}
+		var inode uint64
+		if len(f) > 9 {
+			inode, _ = strconv.ParseUint(f[9], 10, 64)
+		}
+		found(Port{Proto: proto, IP: ip, Port: port}, inode)
 	}
-	return out, sc.Err()
+	return sc.Err()
 }
 
 // parseHexAddr decodes "0100007F:1F90": the address is printed as 32-bit

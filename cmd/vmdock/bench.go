@@ -89,7 +89,7 @@ func runBench(cmd *cobra.Command, g *globals, fl *benchFlags) error {
 	if st := instance.Status(ctx, inst); st.State != instance.StateRunning {
 		return fmt.Errorf("profile %q is not running (%s); start it with `vmdock start -p %s`", inst.Name, st, inst.Name)
 	}
-	cfg, err := config.LoadInstance(inst.ConfigPath(), g.host, inst.RanNetStack)
+	cfg, err := inst.LoadConfig(g.host)
 	if err != nil {
 		return err
 	}
@@ -142,7 +142,7 @@ func versusEnv(cmd *cobra.Command, g *globals, name string, self *store.Instance
 	if st := instance.Status(cmd.Context(), inst); st.State != instance.StateRunning {
 		return nil, fmt.Errorf("--versus %s: not running (%s); accepted: a running profile", name, st)
 	}
-	cfg, err := config.LoadInstance(inst.ConfigPath(), g.host, inst.RanNetStack)
+	cfg, err := inst.LoadConfig(g.host)
 	if err != nil {
 		return nil, err
 	}
@@ -365,7 +365,7 @@ func loadReport(path string) (*bench.Report, error) {
 // same disks) and holds its lock while the VM runs.
 func runRawBoot(cmd *cobra.Command, inst *store.Instance, h config.Host, paths ...string) error {
 	ctx := cmd.Context()
-	cfg, err := config.LoadInstance(inst.ConfigPath(), h, inst.RanNetStack)
+	cfg, err := inst.LoadConfig(h)
 	if err != nil {
 		return err
 	}

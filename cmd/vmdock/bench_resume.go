@@ -21,7 +21,7 @@ import (
 // ends stopped with no saved state.
 func runResumeCycle(cmd *cobra.Command, inst *store.Instance, h config.Host, paths ...string) error {
 	ctx := cmd.Context()
-	cfg, err := config.LoadInstance(inst.ConfigPath(), h, inst.RanNetStack)
+	cfg, err := inst.LoadConfig(h)
 	if err != nil {
 		return err
 	}

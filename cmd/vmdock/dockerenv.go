@@ -20,7 +20,7 @@ func newDockerEnvCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if cfg, err := config.LoadInstance(inst.ConfigPath(), g.host, inst.RanNetStack); err == nil && cfg.Runtime != config.RuntimeDocker {
+			if cfg, err := inst.LoadConfig(g.host); err == nil && cfg.Runtime != config.RuntimeDocker {
 				return fmt.Errorf("profile %q runs the %s runtime, which has no Docker socket; use `vmdock nerdctl`, or %s for containerd clients", inst.Name, cfg.Runtime, inst.ContainerdSocketPath())
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "export DOCKER_HOST=%s\n", shellQuote("unix://"+inst.DockerSocketPath()))

@@ -27,7 +27,7 @@ func newDoctorCmd(g *globals) *cobra.Command {
 				return err
 			}
 			f := doctor.Detect(g.host, inst)
-			addQEMUFacts(&f)
+			addDriverFacts(&f)
 			f.Config, f.ConfigSource, f.ConfigErr = startConfig(inst, g.host)
 			r := doctor.Run(cmd.Context(), f)
 			r.Version = Version
@@ -55,7 +55,7 @@ func newDoctorCmd(g *globals) *cobra.Command {
 // have something to judge.
 func startConfig(inst *store.Instance, h config.Host) (cfg config.Config, source string, err error) {
 	home := filepath.Dir(inst.Dir)
-	cfg, err = config.LoadInstance(inst.ConfigPath(), h, inst.RanNetStack)
+	cfg, err = inst.LoadConfig(h)
 	source = "saved config " + inst.ConfigPath()
 	if errors.Is(err, os.ErrNotExist) {
 		source = "defaults"

@@ -128,7 +128,7 @@ func listDomains(ctx context.Context, h config.Host) (domainsList, error) {
 	}
 	var tables []*domains.Table
 	for _, inst := range insts {
-		if cfg, err := config.LoadInstance(inst.ConfigPath(), h, inst.RanNetStack); err == nil && cfg.Runtime == config.RuntimeContainerd {
+		if cfg, err := inst.LoadConfig(h); err == nil && cfg.Runtime == config.RuntimeContainerd {
 			if _, err := os.Stat(inst.ContainerdSocketPath()); err == nil {
 				// its names come from nerdctl in the guest, which only
 				// the profile's host agent runs
@@ -229,7 +229,7 @@ func newDomainsResolverCmd(g *globals) *cobra.Command {
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				port := config.DefaultDomainsDNSPort
 				if inst, err := g.existing(); err == nil {
-					cfg, err := config.LoadInstance(inst.ConfigPath(), g.host, inst.RanNetStack)
+					cfg, err := inst.LoadConfig(g.host)
 					if err != nil {
 						return err
 					}

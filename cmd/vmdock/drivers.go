@@ -5,6 +5,7 @@ import (
 	"github.com/vmdock/vmdock/doctor"
 	"github.com/vmdock/vmdock/vm/instance"
 	"github.com/vmdock/vmdock/vm/qemu"
+	"github.com/vmdock/vmdock/vm/vz"
 )
 
 // Below the command line only the host agent links the VM drivers; what
@@ -22,11 +23,12 @@ func init() {
 	instance.EndOrphans = qemu.CleanupOrphans
 }
 
-// addQEMUFacts gives doctor what only the QEMU driver knows: the virtiofsd
-// found, and the accelerator report. The report uses the host agent's
-// verdict cache, so doctor reads the verdict a start left and a start
-// reads the one doctor probed.
-func addQEMUFacts(f *doctor.Facts) {
+// addDriverFacts gives doctor what only the drivers know: QEMU's virtiofsd
+// found and accelerator report, and whether vz's framework runs VMs on
+// this Mac. The report uses the host agent's verdict cache, so doctor
+// reads the verdict a start left and a start reads the one doctor probed.
+func addDriverFacts(f *doctor.Facts) {
 	f.VirtiofsdFound = qemu.Capabilities().Virtiofsd.Path
 	f.QEMU = qemu.New(qemu.Options{CacheDir: f.CacheDir}).ReportAccel
+	f.VirtualizationSupported = vz.VirtualizationSupported
 }

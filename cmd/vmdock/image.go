@@ -15,7 +15,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/vmdock/vmdock/images"
-	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/store"
 )
 
@@ -100,7 +99,7 @@ func defaultDigests(ctx context.Context, g *globals) map[string]bool {
 // configuredBaseURL is the profile's imageBaseURL, else the template's.
 func configuredBaseURL(g *globals) string {
 	if inst, err := g.instance(); err == nil {
-		if cfg, err := config.LoadInstance(inst.ConfigPath(), g.host, inst.RanNetStack); err == nil {
+		if cfg, err := inst.LoadConfig(g.host); err == nil {
 			return cfg.ImageBaseURL
 		}
 		if cfg, err := baseConfig(filepath.Dir(inst.Dir), g.host); err == nil {

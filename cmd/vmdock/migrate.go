@@ -21,7 +21,7 @@ type migrateFlags struct {
 	from                        string
 	images, volumes, containers bool
 	dryRun, json, stopSource    bool
-	overwrite                   bool
+	overwrite, allowPrivileged  bool
 }
 
 func newMigrateCmd(g *globals) *cobra.Command {
@@ -49,6 +49,7 @@ func newMigrateCmd(g *globals) *cobra.Command {
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON")
 	fl.BoolVar(&f.stopSource, "stop-source", false, "stop running source containers while their volumes are copied, then start them again")
 	fl.BoolVar(&f.overwrite, "overwrite", false, "replace target volumes with other contents and tags naming other images")
+	fl.BoolVar(&f.allowPrivileged, "allow-privileged", false, "also recreate privileged containers, and those with devices, host namespaces, added capabilities or confinement off")
 	return cmd
 }
 
@@ -71,7 +72,7 @@ func runMigrate(cmd *cobra.Command, g *globals, f migrateFlags) error {
 	}
 	source, target := migrate.NewEngine(sock), migrate.NewEngine(inst.DockerSocketPath())
 	if err := source.Ping(cmd.Context()); err != nil {
-		return fmt.Errorf("source %s does not answer: %w", f.from, err)
+		return fmt.Errorf("source %s does not answer: %w", termSafe(f.from), termSafeError{err})
 	}
 	if err := target.Ping(cmd.Context()); err != nil {
 		return fmt.Errorf("profile %q's docker engine does not answer: %w", inst.Name, err)
@@ -79,25 +80,28 @@ func runMigrate(cmd *cobra.Command, g *globals, f migrateFlags) error {
 	opts := migrate.Options{
 		Source: source, Target: target,
 		Images: f.images, Volumes: f.volumes, Containers: f.containers,
-		DryRun: f.dryRun, StopSource: f.stopSource, Overwrite: f.overwrite,
+		DryRun: f.dryRun, StopSource: f.stopSource, Overwrite: f.overwrite, AllowPrivileged: f.allowPrivileged,
 		RecordPath:  inst.MigrateRecordPath(),
 		BindAllowed: bindAllowed(cfg),
+		TargetFree:  guestFree(inst),
 	}
 	if !f.json {
 		opts.Progress = printProgress(cmd.ErrOrStderr())
 	}
 	report, runErr := migrate.Run(cmd.Context(), opts)
 	if f.json {
-		enc := json.NewEncoder(cmd.OutOrStdout())
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(migrateJSONOf(report)); err != nil {
+		b, err := json.MarshalIndent(migrateJSONOf(report), "", "  ")
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(cmd.OutOrStdout(), "%s\n", termSafeJSON(b)); err != nil {
 			return err
 		}
 	} else {
 		printSummary(cmd.OutOrStdout(), report, f.dryRun)
 	}
 	if runErr != nil {
-		return fmt.Errorf("migrate from %s: %w", f.from, runErr)
+		return fmt.Errorf("migrate from %s: %w", termSafe(f.from), termSafeError{runErr})
 	}
 	if n := report.Count(migrate.Failed); n > 0 {
 		return fmt.Errorf("%d item(s) could not move; run again after fixing them, the rest is kept", n)
@@ -164,16 +168,17 @@ func printProgress(w io.Writer) func(migrate.Event) {
 		if ev.Total > 0 {
 			pos = fmt.Sprintf("[%d/%d] ", ev.Index, ev.Total)
 		}
+		name := termSafe(ev.Name)
 		switch {
 		case ev.Result != "" && ev.Detail != "":
-			fmt.Fprintf(w, "%s%s %s: %s (%s)\n", pos, ev.Kind, ev.Name, ev.Result, ev.Detail)
+			fmt.Fprintf(w, "%s%s %s: %s (%s)\n", pos, ev.Kind, name, ev.Result, termSafe(ev.Detail))
 		case ev.Result != "":
-			fmt.Fprintf(w, "%s%s %s: %s%s\n", pos, ev.Kind, ev.Name, ev.Result, sizeNote(ev.Bytes))
+			fmt.Fprintf(w, "%s%s %s: %s%s\n", pos, ev.Kind, name, ev.Result, sizeNote(ev.Bytes))
 		case ev.Bytes == 0:
 			shown = 0
 		case ev.Bytes >= shown+every:
 			shown = ev.Bytes
-			fmt.Fprintf(w, "%s%s %s: %s so far\n", pos, ev.Kind, ev.Name, humanBytes(ev.Bytes))
+			fmt.Fprintf(w, "%s%s %s: %s so far\n", pos, ev.Kind, name, humanBytes(ev.Bytes))
 		}
 	}
 }

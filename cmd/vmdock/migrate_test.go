@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -78,5 +81,45 @@ func TestMigrateProgress(t *testing.T) {
 		"[1/1] container web: failed (it binds /srv)\n"
 	if got := buf.String(); got != want {
 		t.Errorf("progress:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestMigrateEscapesEngineText: names and error text from a source reach
+// the terminal with their controls escaped, and the JSON holds the same
+// strings with nothing a terminal acts on.
+func TestMigrateEscapesEngineText(t *testing.T) {
+	name := "app\x1b[2J\x1b]52;c;ZXZpbA==\a\u009b31m\u202eevil"
+	var buf bytes.Buffer
+	p := printProgress(&buf)
+	p(migrate.Event{Kind: "container", Name: name, Index: 1, Total: 1, Result: migrate.Failed, Detail: "engine answered 500: \x1b[31mred\xff"})
+	p(migrate.Event{Kind: "volume", Name: name, Index: 1, Total: 1, Result: migrate.Copied, Bytes: 5})
+	got := buf.String()
+	want := `[1/1] container app\x1b[2J\x1b]52;c;ZXZpbA==\x07\x9b31m\u202eevil: failed (engine answered 500: \x1b[31mred\xff)` + "\n" +
+		`[1/1] volume app\x1b[2J\x1b]52;c;ZXZpbA==\x07\x9b31m\u202eevil: copied (5 B)` + "\n"
+	if got != want {
+		t.Errorf("progress:\n%q\nwant:\n%q", got, want)
+	}
+	err := termSafeError{fmt.Errorf("wrap: %w", errors.New("boom\x1b[H"))}
+	if err.Error() != `wrap: boom\x1b[H` || !errors.Is(err, errors.Unwrap(err.err)) {
+		t.Errorf("termSafeError = %q", err.Error())
+	}
+	b, _ := json.Marshal(migrateJSONOf(migrate.Report{Items: []migrate.Item{{Kind: "volume", Name: name, Result: migrate.Copied}}}))
+	safe := termSafeJSON(b)
+	if bytes.ContainsAny(safe, "\x1b\a\u009b\u202e\x7f") {
+		t.Errorf("JSON holds raw controls: %q", safe)
+	}
+	var back migrateJSON
+	if err := json.Unmarshal(safe, &back); err != nil || back.Items[0].Name != name {
+		t.Errorf("JSON read back: %v %+v", err, back.Items)
+	}
+}
+
+func TestParseDfAvailable(t *testing.T) {
+	out := "Filesystem     1024-blocks    Used Available Capacity Mounted on\n/dev/vdb        61611820 9876543  48579744      17% /var/lib/docker\n"
+	if n, err := parseDfAvailable(out); err != nil || n != 48579744<<10 {
+		t.Errorf("parseDfAvailable = %d, %v", n, err)
+	}
+	if _, err := parseDfAvailable("df: /var/lib/docker: No such file"); err == nil {
+		t.Error("a df error was read as a size")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/hostagent"
 	"github.com/vmdock/vmdock/vm/instance"
+	"github.com/vmdock/vmdock/vm/layout"
 	"github.com/vmdock/vmdock/vm/store"
 )
 
@@ -38,7 +39,8 @@ type globals struct {
 }
 
 // instance resolves the home folder and the profile's instance; it creates
-// nothing.
+// nothing. A folder a newer vmdock made is refused here, before a command
+// reads a config it may not understand.
 func (g *globals) instance() (*store.Instance, error) {
 	home, err := store.Home()
 	if err != nil {
@@ -46,6 +48,9 @@ func (g *globals) instance() (*store.Instance, error) {
 	}
 	inst, err := store.Open(home, g.profile)
 	if err != nil {
+		return nil, err
+	}
+	if err := layout.Check(inst, Version); err != nil {
 		return nil, err
 	}
 	return inst, nil
@@ -59,7 +64,7 @@ func (g *globals) existingConfig() (*store.Instance, config.Config, error) {
 	if err != nil {
 		return nil, config.Config{}, err
 	}
-	cfg, err := config.LoadInstance(inst.ConfigPath(), g.host, inst.RanNetStack)
+	cfg, err := inst.LoadConfig(g.host)
 	if err != nil {
 		return nil, cfg, err
 	}

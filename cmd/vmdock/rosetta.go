@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -17,11 +18,11 @@ import (
 // offerRosetta makes sure Rosetta is installed before a --vz-rosetta
 // start: the host agent that boots the VM runs detached, so this is the
 // last moment a terminal can ask the user.
-func offerRosetta(cfg config.Config, in io.Reader, errOut io.Writer) error {
+func offerRosetta(ctx context.Context, cfg config.Config, in io.Reader, errOut io.Writer) error {
 	if !cfg.VZRosetta || cfg.VMType != driver.TypeVZ {
 		return nil
 	}
-	return vz.OfferRosettaInstall(isTerminal(in) && isTerminal(errOut), func(question string) (bool, error) {
+	return vz.OfferRosettaInstall(ctx, isTerminal(in) && isTerminal(errOut), func(question string) (bool, error) {
 		return askYes(in, errOut, question)
 	})
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 
@@ -27,7 +28,7 @@ func TestAskYes(t *testing.T) {
 // Without --vz-rosetta, or off vz, nothing is asked or checked.
 func TestOfferRosettaOnlyForVZRosetta(t *testing.T) {
 	for _, cfg := range []config.Config{{VMType: "vz"}, {VMType: "qemu", VZRosetta: true}} {
-		if err := offerRosetta(cfg, strings.NewReader(""), &bytes.Buffer{}); err != nil {
+		if err := offerRosetta(context.Background(), cfg, strings.NewReader(""), &bytes.Buffer{}); err != nil {
 			t.Errorf("offerRosetta(%+v) = %v", cfg, err)
 		}
 	}

@@ -68,7 +68,7 @@ func runStart(ctx context.Context, g *globals, fs *pflag.FlagSet, f *startFlags,
 		return fmt.Errorf("profile %q is running; its settings change only when stopped: run `vmdock stop -p %s` first", inst.Name, inst.Name)
 	}
 	if st.State != instance.StateRunning && st.State != instance.StateStarting {
-		if err := offerRosetta(cfg, in, errOut); err != nil {
+		if err := offerRosetta(ctx, cfg, in, errOut); err != nil {
 			return err
 		}
 		if err := prepareImage(ctx, inst, cfg, f.upgradeImage, out); err != nil {
@@ -122,7 +122,7 @@ func runStart(ctx context.Context, g *globals, fs *pflag.FlagSet, f *startFlags,
 // returns every problem at once and touches no file. old is the saved
 // config, if any.
 func plannedConfig(inst *store.Instance, h config.Host, fs *pflag.FlagSet, f *startFlags) (cfg config.Config, old *config.Config, err error) {
-	switch saved, err := config.LoadInstance(inst.ConfigPath(), h, inst.RanNetStack); {
+	switch saved, err := inst.LoadConfig(h); {
 	case err == nil:
 		old = &saved
 		cfg = saved

@@ -10,7 +10,6 @@ import (
 	"github.com/vmdock/vmdock/images"
 	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/vm/config"
-	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/macos"
 )
 
@@ -98,7 +97,7 @@ func defineVMType(fs *pflag.FlagSet, d config.Config) applyFlag {
 			// FillDefaults chooses it again.
 			cfg.MountType = ""
 		}
-		if a.fresh && !a.changed("network-stack") && cfg.Network.Stack != driver.NetStackGvisor {
+		if a.fresh && !a.changed("network-stack") && cfg.Network.Stack != config.DefaultNetworkStack(cfg.VMType) {
 			// A VM type's own stack (a template's slirp, say) does not
 			// carry over to the other type: FillDefaults picks again.
 			cfg.Network.Stack = ""

@@ -15,6 +15,7 @@ import (
 	"github.com/vmdock/vmdock/vm/control"
 	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/instance"
+	"github.com/vmdock/vmdock/vm/layout"
 	"github.com/vmdock/vmdock/vm/resume"
 	"github.com/vmdock/vmdock/vm/store"
 )
@@ -26,7 +27,12 @@ type statusJSON struct {
 	Status  string `json:"status"` // Running, Stopped, Broken
 	Reason  string `json:"reason,omitempty"`
 	Dir     string `json:"dir"`
-	PID     int    `json:"pid,omitempty"`
+	// Format is the instance folder's format (vm/layout): its record, or
+	// for a folder an older vmdock left, the one it is detected as until
+	// a command migrates it; FormatWrittenBy is the vmdock that recorded it.
+	Format          int    `json:"format"`
+	FormatWrittenBy string `json:"formatWrittenBy,omitempty"`
+	PID             int    `json:"pid,omitempty"`
 	// DockerSocket is the docker runtime's socket on the host, and
 	// ContainerdSocket the containerd runtime's; the other is left out.
 	DockerSocket     string          `json:"dockerSocket,omitempty"`
@@ -61,6 +67,14 @@ func resumable(inst *store.Instance, state string) *resumableJSON {
 	return &resumableJSON{SavedAt: s.At, Bytes: s.State.Size, SaveSeconds: s.Took.Seconds()}
 }
 
+// folderFormat is inst's folder format and who recorded it; g.instance
+// has refused a damaged or newer record already.
+func folderFormat(inst *store.Instance) (int, string) {
+	rec, _, _ := layout.Read(inst)
+	f, _ := layout.Detect(inst)
+	return f, rec.WrittenBy
+}
+
 // listJSON is one element of `vmdock list --json` (documented in docs/json.md).
 type listJSON struct {
 	Profile string  `json:"profile"`
@@ -89,7 +103,8 @@ func newStatusCmd(g *globals) *cobra.Command {
 			st := instance.Status(cmd.Context(), inst)
 			s := statusJSON{Profile: inst.Name, Status: st.State, Reason: st.Reason, Dir: inst.Dir, PID: st.PID,
 				HostAgent: st.HostAgent, LastError: st.LastError, Resumable: resumable(inst, st.State)}
-			if cfg, err := config.LoadInstance(inst.ConfigPath(), g.host, inst.RanNetStack); err != nil {
+			s.Format, s.FormatWrittenBy = folderFormat(inst)
+			if cfg, err := inst.LoadConfig(g.host); err != nil {
 				s.ConfigError = err.Error()
 				s.DockerSocket = inst.DockerSocketPath()
 			} else {
@@ -200,11 +215,62 @@ func networkLine(stack, mode string) string {
 	return fmt.Sprintf("%s (%s), %s", stack, what, mode)
 }
 
+// relaysLine is the guest's relays through the user-mode stack against
+// their caps, and what the caps turned away if anything.
+func relaysLine(r *control.NetRelays) string {
+	line := fmt.Sprintf("%d/%d UDP flows, %d/%d TCP, %d/%d DNS in flight, %d dials pending",
+		r.UDPFlows, r.Caps["udpFlows"], r.TCP, r.Caps["tcp"], r.DNSInFlight, r.Caps["dnsInFlight"], r.PendingDials)
+	var turned []string
+	for _, c := range []struct {
+		n    int64
+		what string
+	}{
+		{r.Dropped.UDPEvicted, "UDP flows evicted"}, {r.Dropped.TCPRefused, "TCP connections refused"},
+		{r.Dropped.DNSDropped, "DNS queries dropped"}, {r.Dropped.DialsDeferred, "SYNs to a stuck destination dropped"},
+		{r.Dropped.MalformedFrames, "malformed frames dropped"}, {r.Dropped.Panics, "panics recovered"},
+	} {
+		if c.n > 0 {
+			turned = append(turned, fmt.Sprintf("%d %s", c.n, c.what))
+		}
+	}
+	if len(turned) > 0 {
+		line += "; since the VM started: " + strings.Join(turned, ", ")
+	}
+	return line
+}
+
+// watchdogLine is each network path's health and the watchdog's last
+// repair: "ports ok, agent ok, relay ok, dns ok; last repair 20:14:33 ports: ...".
+func watchdogLine(w *control.WatchdogStatus) string {
+	parts := make([]string, len(w.Paths))
+	for i, p := range w.Paths {
+		parts[i] = p.Path + " ok"
+		if !p.OK {
+			parts[i] = p.Path + " BROKEN (" + p.Problem + ")"
+		}
+	}
+	line := strings.Join(parts, ", ")
+	if r := w.LastRepair; r != nil {
+		at := r.At
+		if t, err := time.Parse(time.RFC3339, r.At); err == nil {
+			at = t.Local().Format("2006-01-02 15:04:05")
+		}
+		line += fmt.Sprintf("; last repair %s %s: %s", at, r.Path, r.What)
+	}
+	return line
+}
+
 // writeHostAgentLines writes what the running host agent reports.
 func writeHostAgentLines(tw io.Writer, h *control.Status) {
 	fmt.Fprintf(tw, "host agent:\tpid %d, %s %s\n", h.PID, h.Phase, h.Step)
 	if n := h.Network; n != nil {
 		fmt.Fprintf(tw, "running on:\t%s\n", networkLine(n.Stack, n.Mode))
+		if n.Relays != nil {
+			fmt.Fprintf(tw, "relays:\t%s\n", relaysLine(n.Relays))
+		}
+	}
+	if w := h.Watchdog; w != nil {
+		fmt.Fprintf(tw, "network paths:\t%s\n", watchdogLine(w))
 	}
 	if h.Machine.Accel != "" {
 		accel := h.Machine.Accel
@@ -269,7 +335,7 @@ func newListCmd(g *globals) *cobra.Command {
 			for _, inst := range insts {
 				st := instance.Status(cmd.Context(), inst)
 				r := listJSON{Profile: inst.Name, Status: st.State, Reason: st.Reason, Dir: inst.Dir}
-				if c, err := config.LoadInstance(inst.ConfigPath(), g.host, inst.RanNetStack); err == nil {
+				if c, err := inst.LoadConfig(g.host); err == nil {
 					r.Arch, r.CPUs, r.Memory, r.Disk, r.Runtime, r.VMType = c.Arch, c.CPUs, c.MemoryGiB, c.DiskGiB, c.Runtime, c.VMType
 				} else if r.Reason == "" {
 					r.Reason = "config: " + err.Error()

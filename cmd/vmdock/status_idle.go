@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/control"
 	"github.com/vmdock/vmdock/vm/store"
 )
@@ -12,7 +11,7 @@ import (
 // configuredIdle is the idle period the instance's config gives a start,
 // for messages; "?" when the config cannot be read.
 func configuredIdle(g *globals, inst *store.Instance) string {
-	cfg, err := config.LoadInstance(inst.ConfigPath(), g.host, inst.RanNetStack)
+	cfg, err := inst.LoadConfig(g.host)
 	if err != nil {
 		return "?"
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/vmdock/vmdock/images"
+	"github.com/vmdock/vmdock/vm/layout"
 )
 
 func newVersionCmd() *cobra.Command {
@@ -26,6 +27,7 @@ func newVersionCmd() *cobra.Command {
 // manifest is pinned to the one released with it.
 func writeVersion(w io.Writer) error {
 	fmt.Fprintf(w, "vmdock %s (%s, %s/%s)\n", Version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(w, "instance folder format: %d (reads %d to %d)\n", layout.Current, layout.FormatNoRuntime, layout.Current)
 	if images.BaseURL != "" {
 		fmt.Fprintf(w, "images: %s\n", images.BaseURL)
 	} else {

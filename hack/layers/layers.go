@@ -33,10 +33,10 @@ var Table = []Layer{
 	{"instance lifecycle (command line side)", []string{"vm/instance"}},
 	{"host agent (daemon)", []string{"vm/hostagent"}},
 	{"hypervisor drivers", []string{"vm/qemu", "vm/vz"}},
-	{"docker on the host", []string{"dockerhost/..."}},
-	{"instance config, files and control API", []string{"vm/config", "vm/store", "vm/store/storetest", "vm/control", "vm/resume", "vm/cidata", "vm/filesync"}},
+	{"instance config, files and control API", []string{"vm/config", "vm/store", "vm/store/storetest", "vm/layout", "vm/control", "vm/resume", "vm/cidata", "vm/filesync"}},
 	{"VM description and host facts", []string{"vm/driver", "vm/logfile", "vm/macos", "vm/sockpath", "vm/hostcerts", "vm/idle"}},
 	{"network", []string{"network/..."}},
+	{"docker on the host", []string{"dockerhost/..."}},
 	{"guest agent server", []string{"agent/guest"}},
 	{"guest agent features", []string{
 		"agent/guest/binfmt", "agent/guest/corpnet", "agent/guest/disks", "agent/guest/dnsforward",

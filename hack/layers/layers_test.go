@@ -119,6 +119,33 @@ func TestOnlyTheDriverWiringImportsDrivers(t *testing.T) {
 	}
 }
 
+// The drivers compile without gVisor: the host agent runs the network
+// stack and hands a driver only a socket and the NIC's MAC in its spec.
+func TestDriversDoNotLinkTheNetworkStack(t *testing.T) {
+	readSources(t)
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		goCmd = filepath.Join(build.Default.GOROOT, "bin", "go")
+	}
+	for _, goos := range []string{"linux", "darwin"} {
+		args := []string{"list", "-deps"}
+		for _, d := range Drivers {
+			args = append(args, Module+"/"+d)
+		}
+		cmd := exec.Command(goCmd, args...)
+		cmd.Env = append(os.Environ(), "GOOS="+goos, "CGO_ENABLED=1")
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list -deps (GOOS=%s): %v", goos, err)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			if strings.HasPrefix(dep, "gvisor.dev/") || dep == Module+"/network/usernet" {
+				t.Errorf("GOOS=%s: the drivers depend on %s", goos, dep)
+			}
+		}
+	}
+}
+
 // The driver check lets the tools and the wiring link drivers, and a
 // driver its own package, and names everyone else.
 func TestCheckDriverImportsRefusesOthers(t *testing.T) {

@@ -2,6 +2,7 @@ package migratetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -9,8 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 )
@@ -44,12 +43,13 @@ func DockerdPath() (string, error) {
 	return p, nil
 }
 
-// Start runs one dockerd per name in root/<name>, their containerd
-// objects in namespace, and waits until each answers. root is a fixed
-// place per user of these engines: the daemons a killed run left there
-// are ended first, by the process groups it recorded, so two users (the
-// migrate tests and the e2e, which may run at once) need two roots.
-func Start(root, namespace string, names ...string) (*Engines, error) {
+// Start runs one dockerd per name in a folder of its own under parent
+// (made for this run, so runs at once, such as the migrate tests and the
+// e2e, or two test runs, never share or end each other's daemons), their
+// containerd objects in namespace, and waits until each answers. Each
+// daemon dies with the process that started it, so a killed run leaves
+// none behind.
+func Start(parent, namespace string, names ...string) (*Engines, error) {
 	dockerd, err := DockerdPath()
 	if err != nil {
 		return nil, err
@@ -57,8 +57,11 @@ func Start(root, namespace string, names ...string) (*Engines, error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("dockerd needs root")
 	}
-	KillLeftovers(root)
-	if err := os.MkdirAll(root, 0o700); err != nil {
+	if err := os.MkdirAll(parent, 0o700); err != nil {
+		return nil, fmt.Errorf("test engines' folder: %w", err)
+	}
+	root, err := os.MkdirTemp(parent, "run-")
+	if err != nil {
 		return nil, fmt.Errorf("test engines' folder: %w", err)
 	}
 	es := &Engines{Root: root}
@@ -84,11 +87,23 @@ func startOne(dockerd, dir, namespace string) (*Engine, error) {
 		return nil, fmt.Errorf("test engine folder: %w", err)
 	}
 	sock := filepath.Join(dir, "d.sock")
+	// A config of its own, not the host's /etc/docker/daemon.json, with a
+	// key of its own: dockerd 20.10 derives its engine ID from the key,
+	// and two engines sharing /etc/docker/key.json would be one engine to
+	// migrate.
+	config := filepath.Join(dir, "daemon.json")
+	key, err := json.Marshal(map[string]string{"deprecated-key-path": filepath.Join(dir, "key.json")})
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(config, key, 0o600); err != nil {
+		return nil, fmt.Errorf("test engine config: %w", err)
+	}
 	cmd := exec.Command(dockerd, "--data-root", filepath.Join(dir, "data"), "--exec-root", filepath.Join(dir, "exec"),
 		"--pidfile", filepath.Join(dir, "pid"), "-H", "unix://"+sock, "--bridge=none", "--iptables=false",
-		"--ip6tables=false", "--storage-driver=vfs", "--containerd-namespace="+namespace)
+		"--ip6tables=false", "--storage-driver=vfs", "--containerd-namespace="+namespace, "--config-file", config)
 	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(dockerd)+":"+BinDir+":"+os.Getenv("PATH"))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Cloneflags: syscall.CLONE_NEWNET}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Cloneflags: syscall.CLONE_NEWNET, Pdeathsig: syscall.SIGKILL}
 	logf, err := os.Create(filepath.Join(dir, "dockerd.log"))
 	if err != nil {
 		return nil, fmt.Errorf("dockerd log: %w", err)
@@ -99,7 +114,6 @@ func startOne(dockerd, dir, namespace string) (*Engine, error) {
 		return nil, fmt.Errorf("start dockerd: %w", err)
 	}
 	e := &Engine{Dir: dir, Socket: sock, cmd: cmd}
-	_ = os.WriteFile(filepath.Join(dir, "pgid"), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600)
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		if ping(sock) == nil {
@@ -149,20 +163,4 @@ func (e *Engine) stop() {
 		_ = syscall.Kill(-e.cmd.Process.Pid, syscall.SIGKILL)
 		<-done
 	}
-}
-
-// KillLeftovers ends the daemons of an earlier run under root that died
-// before its cleanup, by the process groups it recorded, and removes root.
-func KillLeftovers(root string) {
-	files, _ := filepath.Glob(filepath.Join(root, "*", "pgid"))
-	for _, f := range files {
-		b, _ := os.ReadFile(f)
-		if pgid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pgid > 1 {
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		}
-	}
-	if len(files) > 0 {
-		time.Sleep(time.Second)
-	}
-	_ = os.RemoveAll(root)
 }

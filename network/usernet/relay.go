@@ -2,11 +2,10 @@ package usernet
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/containers/gvisor-tap-vsock/pkg/services/dns"
@@ -21,19 +20,34 @@ import (
 )
 
 // maxPendingTCP bounds the guest's connections being dialled on the host
-// at once; more are refused until some complete.
+// at once; more are dropped until some complete (the guest retries its
+// SYN). Limits.PendingDialsPerDest keeps one destination from taking them
+// all.
 const maxPendingTCP = 256
 
+// dialTimeout bounds a host dial for the guest. A reachable server answers
+// a SYN within a few round trips; a destination that drops SYNs holds its
+// dial (and its slot) for this long, and the guest then sees a reset.
+const dialTimeout = 10 * time.Second
+
+// metadataIPs are cloud metadata services outside link-local: Alibaba
+// Cloud's (in 100.64/10, of which only this address is refused: Tailscale
+// and carrier-grade NAT use the rest) and Azure's wire server. Like
+// 169.254.169.254 they hand out the host's credentials to whoever asks
+// from the host, which a container is not.
+var metadataIPs = []net.IP{net.IPv4(100, 100, 100, 200), net.IPv4(168, 63, 129, 16)}
+
 // hostTarget is where a guest packet to dst goes on the host, or "" when
-// the stack lets it nowhere: everything when isolated, link-local always
-// (cloud metadata services are not the guest's to reach), and the
-// gateway addresses meaning the host's loopback as on slirp.
+// the stack lets it nowhere: everything when isolated, link-local and the
+// other cloud metadata addresses always (metadata services are not the
+// guest's to reach), and the gateway addresses meaning the host's
+// loopback as on slirp.
 func (s *Stack) hostTarget(dst tcpip.Address, port uint16) string {
 	if s.cfg.Isolated {
 		return ""
 	}
 	ip := net.IP(dst.AsSlice())
-	if ip.IsLinkLocalUnicast() || ip.Equal(net.IPv4bcast) || ip.IsMulticast() {
+	if ip.IsLinkLocalUnicast() || ip.Equal(net.IPv4bcast) || ip.IsMulticast() || slices.ContainsFunc(metadataIPs, ip.Equal) {
 		return ""
 	}
 	if ip.Equal(net.ParseIP(GatewayIP)) || ip.Equal(net.ParseIP(DNSIP)) {
@@ -44,18 +58,21 @@ func (s *Stack) hostTarget(dst tcpip.Address, port uint16) string {
 
 func (s *Stack) tcpForwarder() *tcp.Forwarder {
 	return tcp.NewForwarder(s.stack, 0, maxPendingTCP, func(r *tcp.ForwarderRequest) {
+		defer s.recoverPanic("a TCP relay")
 		id := r.ID()
 		target := s.hostTarget(id.LocalAddress, id.LocalPort)
 		if target == "" {
 			r.Complete(true)
 			return
 		}
-		var d net.Dialer
-		ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
-		outbound, err := d.DialContext(ctx, "tcp", target)
-		cancel()
-		if err != nil {
-			r.Complete(true) // the guest sees the refusal as a reset
+		if !takeSlot(&s.tcpRelays, s.limits.TCPRelays) {
+			s.noteCap(capTCP, "limit", s.limits.TCPRelays)
+			r.Complete(true)
+			return
+		}
+		defer s.tcpRelays.Add(-1)
+		outbound := s.dialForGuest(r, target)
+		if outbound == nil {
 			return
 		}
 		var wq waiter.Queue
@@ -70,8 +87,32 @@ func (s *Stack) tcpForwarder() *tcp.Forwarder {
 	})
 }
 
+// dialForGuest dials target for r's SYN within the destination's share
+// of pending dials. nil: r is complete (its SYN dropped for the guest to
+// retry, or reset because the dial failed).
+func (s *Stack) dialForGuest(r *tcp.ForwarderRequest, target string) net.Conn {
+	dst := r.ID().LocalAddress
+	if !s.dials.begin(dst, s.limits.PendingDialsPerDest) {
+		s.noteCap(capDials, "destination", target, "limit", s.limits.PendingDialsPerDest)
+		r.Complete(false) // no reset: the SYN is dropped, as the destination itself does
+		return nil
+	}
+	defer s.dials.end(dst)
+	var d net.Dialer
+	ctx, cancel := context.WithTimeout(s.ctx, dialTimeout)
+	defer cancel()
+	outbound, err := d.DialContext(ctx, "tcp", target)
+	if err != nil {
+		s.counts.hostDialsFailed.Add(1)
+		r.Complete(true) // the guest sees the refusal as a reset
+		return nil
+	}
+	return outbound
+}
+
 func (s *Stack) udpForwarder() *udp.Forwarder {
 	return udp.NewForwarder(s.stack, func(r *udp.ForwarderRequest) {
+		defer s.recoverPanic("a UDP flow's setup")
 		id := r.ID()
 		target := s.hostTarget(id.LocalAddress, id.LocalPort)
 		if target == "" || id.LocalAddress == header.IPv4Broadcast {
@@ -92,7 +133,16 @@ func (s *Stack) udpForwarder() *udp.Forwarder {
 		if requestResponsePorts[id.LocalPort] {
 			idle = min(idle, requestResponseIdle)
 		}
-		go relayUDP(guest, host, idle)
+		flow := &udpFlow{guest: guest, host: host}
+		flow.last.Store(time.Now().UnixNano())
+		if s.udp.add(flow, s.limits.UDPFlows) != nil {
+			s.noteCap(capUDP, "limit", s.limits.UDPFlows)
+		}
+		go func() {
+			defer s.recoverPanic("a UDP flow")
+			defer s.udp.remove(flow)
+			flow.relay(idle)
+		}()
 	})
 }
 
@@ -107,39 +157,6 @@ var requestResponsePorts = map[uint16]bool{53: true}
 // default, and a retry after the flow ended simply opens a new one) and
 // leaves a storm's sockets gone well within 10 s.
 const requestResponseIdle = 5 * time.Second
-
-// relayUDP copies datagrams both ways until neither side has sent one for
-// idle, then closes both: the flow's host socket lives only as long as the
-// flow does.
-func relayUDP(guest, host net.Conn, idle time.Duration) {
-	var last atomic.Int64
-	last.Store(time.Now().UnixNano())
-	pump := func(dst, src net.Conn) {
-		buf := make([]byte, 65535)
-		for {
-			_ = src.SetReadDeadline(time.Now().Add(idle))
-			n, err := src.Read(buf)
-			if err != nil {
-				var ne net.Error
-				if errors.As(err, &ne) && ne.Timeout() && time.Since(time.Unix(0, last.Load())) < idle {
-					continue // the other direction kept the flow alive
-				}
-				return
-			}
-			last.Store(time.Now().UnixNano())
-			if _, err := dst.Write(buf[:n]); err != nil {
-				return
-			}
-		}
-	}
-	done := make(chan struct{}, 2)
-	go func() { pump(host, guest); done <- struct{}{} }()
-	go func() { pump(guest, host); done <- struct{}{} }()
-	<-done
-	guest.Close()
-	host.Close()
-	<-done
-}
 
 // startDNS answers the guest's queries on the gateway and slirp's DNS
 // address through the host's resolver at query time (Go's, which re-reads
@@ -158,17 +175,30 @@ func (s *Stack) startDNS() error {
 			return fmt.Errorf("usernet DNS on %s: %w", ip, err)
 		}
 		s.onClose(func() { udpConn.Close(); tcpLn.Close() })
-		server, err := dns.New(udpConn, tcpLn, nil)
+		server, err := dns.New(dnsPacketConn{PacketConn: udpConn, limit: &s.dns}, dnsListener{Listener: tcpLn, limit: &s.dns}, nil)
 		if err != nil {
 			return fmt.Errorf("usernet DNS on %s: %w", ip, err)
 		}
-		go s.logStop("DNS over UDP", server.Serve)
-		go s.logStop("DNS over TCP", server.ServeTCP)
+		s.counts.dnsServing.Add(2)
+		go s.logStop("DNS over UDP", s.countServing(server.Serve))
+		go s.logStop("DNS over TCP", s.countServing(server.ServeTCP))
 	}
 	return nil
 }
 
+// dnsServeLoops: UDP and TCP on the gateway's and the DNS address.
+const dnsServeLoops = 4
+
+// countServing is serve, counted in dnsServing while it runs.
+func (s *Stack) countServing(serve func() error) func() error {
+	return func() error {
+		defer s.counts.dnsServing.Add(-1)
+		return serve()
+	}
+}
+
 func (s *Stack) logStop(what string, serve func() error) {
+	defer s.recoverPanic(what)
 	if err := serve(); err != nil && s.ctx.Err() == nil {
 		s.log.Warn("usernet "+what+" stopped", "err", err)
 	}

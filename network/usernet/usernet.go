@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/containers/gvisor-tap-vsock/pkg/services/dhcp"
@@ -51,7 +52,9 @@ type Config struct {
 	Isolated bool
 	// UDPIdle: 0 means DefaultUDPIdle.
 	UDPIdle time.Duration
-	Log     *slog.Logger
+	// Limits: a zero field means DefaultLimits' value.
+	Limits Limits
+	Log    *slog.Logger
 }
 
 // Stack is one VM's network.
@@ -64,6 +67,14 @@ type Stack struct {
 	cancel  context.CancelFunc
 	closers []func()
 	mu      sync.Mutex
+	counts  stackCounts
+
+	limits    Limits
+	udp       udpFlows
+	tcpRelays atomic.Int64
+	dials     pendingDials
+	dns       dnsLimit
+	capped    [capKinds]atomic.Int64
 }
 
 // New builds the stack and starts its DHCP and DNS services (an isolated
@@ -102,7 +113,9 @@ func New(cfg Config) (*Stack, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Stack{cfg: cfg, log: cfg.Log, stack: st, sw: sw, ctx: ctx, cancel: cancel}
+	s := &Stack{cfg: cfg, log: cfg.Log, stack: st, sw: sw, ctx: ctx, cancel: cancel, limits: cfg.Limits.withDefaults()}
+	s.dns.s, s.dns.max = s, s.limits.DNSInFlight
+	s.onClose(s.udp.closeAll)
 	if err := s.startServices(tcfg, pool); err != nil {
 		s.Close()
 		return nil, err
@@ -143,11 +156,7 @@ func (s *Stack) startServices(tcfg *types.Configuration, pool *tap.IPPool) error
 	if err != nil {
 		return fmt.Errorf("usernet DHCP: %w", err)
 	}
-	go func() {
-		if err := d.Serve(); err != nil && s.ctx.Err() == nil {
-			s.log.Warn("usernet DHCP stopped", "err", err)
-		}
-	}()
+	go s.logStop("DHCP", d.Serve)
 	if s.cfg.Isolated {
 		return s.refuseDNS()
 	}
@@ -167,7 +176,15 @@ func (s *Stack) ServeVfkit(ctx context.Context, conn net.Conn) error {
 	return s.serve(ctx, conn, types.VfkitProtocol)
 }
 
-func (s *Stack) serve(ctx context.Context, conn net.Conn, proto types.Protocol) error {
+func (s *Stack) serve(ctx context.Context, conn net.Conn, proto types.Protocol) (err error) {
+	// The switch runs the guest's frames through the whole stack in this
+	// goroutine; a panic anywhere in it ends this NIC, not the host agent.
+	defer func() {
+		if p := recover(); p != nil {
+			s.notePanic("the NIC's frame handling", p)
+			err = fmt.Errorf("usernet %s NIC: panic: %v", proto, p)
+		}
+	}()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(s.ctx, cancel)
@@ -176,7 +193,7 @@ func (s *Stack) serve(ctx context.Context, conn net.Conn, proto types.Protocol) 
 	// ends a blocked read.
 	unblock := context.AfterFunc(ctx, func() { conn.Close() })
 	defer unblock()
-	err := s.sw.Accept(ctx, conn, proto)
+	err = s.sw.Accept(ctx, newFrameFilter(conn, proto == types.QemuProtocol, s.noteMalformed), proto)
 	if err != nil && ctx.Err() == nil && !errors.Is(err, net.ErrClosed) {
 		return fmt.Errorf("usernet %s NIC: %w", proto, err)
 	}

@@ -207,22 +207,22 @@ func TestParseConfig(t *testing.T) {
 }
 
 // An instance's saved config without network.stack keeps the stack the
-// instance ran (what ran says for its vmType); a config that names one,
-// or an instance that never ran, is not touched.
+// instance ran: the recorded one, else for an instance that booted before
+// the record its VM type's own; a config that names one, or an instance
+// that never ran, is not touched.
 func TestLoadInstanceKeepsTheStackItRan(t *testing.T) {
-	ranOwn := func(vmType string) string { return driver.OwnNetStack(vmType) }
-	ranGvisor := func(string) string { return driver.NetStackGvisor }
-	never := func(string) string { return "" }
+	ranOwn := NetHistory{Booted: true}
+	ranGvisor := NetHistory{Recorded: driver.NetStackGvisor, Booted: true}
 	tests := []struct {
 		name, yaml string
 		host       Host
-		ran        func(string) string
+		ran        NetHistory
 		want       string
 	}{
 		{"qemu instance from before the key keeps slirp", "cpus: 2\n", linuxHost, ranOwn, "slirp"},
 		{"vz instance from before the key keeps vznat", "vmType: vz\n", macHost, ranOwn, "vznat"},
 		{"instance that ran gvisor keeps it", "cpus: 2\n", linuxHost, ranGvisor, "gvisor"},
-		{"instance that never ran gets the default", "cpus: 2\n", linuxHost, never, "gvisor"},
+		{"instance that never ran gets the default", "cpus: 2\n", linuxHost, NetHistory{}, "gvisor"},
 		{"a stack the config names wins", "network:\n  stack: gvisor\n", linuxHost, ranOwn, "gvisor"},
 		{"slirp named stays slirp", "network:\n  stack: slirp\n", linuxHost, ranGvisor, "slirp"},
 	}

@@ -73,15 +73,37 @@ func (c *Config) FillDefaults(h Host) {
 		c.MountType = h.DefaultMountType(c.VMType)
 	}
 	if c.Network.Stack == "" {
-		c.Network.Stack = DefaultNetworkStack(c.VMType)
+		c.Network.Stack = NetHistory{}.Stack(c.VMType)
 	}
 }
 
 // DefaultNetworkStack is a new instance's network on either VM type: the
 // host agent's own stack, whose outbound connections are the host's and so
 // follow its VPN routes and DNS. An existing instance keeps the one it ran
-// (LoadInstance).
+// (NetHistory.Stack).
 func DefaultNetworkStack(string) string { return driver.NetStackGvisor }
+
+// NetHistory is what an instance's folder says of the network stack it
+// ran. The zero value is an instance that never booted.
+type NetHistory struct {
+	Recorded string // the stack its last boot recorded; "" when none did
+	Booted   bool   // it has a root disk, so it booted, maybe before boots recorded their stack
+}
+
+// Stack is the network stack of a config of vmType that names none: the
+// one place this is decided, so a new default never moves an existing
+// instance to another network. It is the stack the instance last ran;
+// for one that booted before the record was kept, vmType's own (then the
+// only choice); for one that never booted, the default.
+func (n NetHistory) Stack(vmType string) string {
+	switch {
+	case n.Recorded != "":
+		return n.Recorded
+	case n.Booted:
+		return driver.OwnNetStack(vmType)
+	}
+	return DefaultNetworkStack(vmType)
+}
 
 // MaxBytes caps what is read of a config or template: a real one is
 // a few KiB, and reading a huge file whole would cost its size many times
@@ -118,11 +140,10 @@ func Read(path string) ([]byte, error) {
 }
 
 // LoadInstance reads an instance's saved config like Load, except that a
-// config without network.stack keeps the stack the instance ran: ran
-// returns it for the config's vmType ("" for an instance that never
-// booted, which gets the default), so a new default never moves an
-// existing instance to another network.
-func LoadInstance(path string, h Host, ran func(vmType string) string) (Config, error) {
+// config without network.stack gets the stack ran says the instance ran.
+// Callers go through store.Instance.LoadConfig, which reads ran from the
+// instance folder.
+func LoadInstance(path string, h Host, ran NetHistory) (Config, error) {
 	b, err := Read(path)
 	if err != nil {
 		return Config{}, err
@@ -136,9 +157,9 @@ func LoadInstance(path string, h Host, ran func(vmType string) string) (Config, 
 
 // Parse decodes YAML over the defaults for h. A file that names a
 // vmType but no mountType gets the mount type that suits that vmType.
-func Parse(b []byte, h Host) (Config, error) { return parse(b, h, nil) }
+func Parse(b []byte, h Host) (Config, error) { return parse(b, h, NetHistory{}) }
 
-func parse(b []byte, h Host, ran func(vmType string) string) (Config, error) {
+func parse(b []byte, h Host, ran NetHistory) (Config, error) {
 	c := Default(h)
 	c.MountType = ""
 	c.Network.Stack = ""
@@ -153,8 +174,8 @@ func parse(b []byte, h Host, ran func(vmType string) string) (Config, error) {
 	if err := checkWholeNumbers(b); err != nil {
 		return Config{}, err
 	}
-	if c.Network.Stack == "" && ran != nil {
-		c.Network.Stack = ran(c.VMType)
+	if c.Network.Stack == "" {
+		c.Network.Stack = ran.Stack(c.VMType)
 	}
 	c.FillDefaults(h)
 	return c, nil

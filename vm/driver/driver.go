@@ -129,6 +129,9 @@ type Spec struct {
 	// QEMU (length-prefixed frames), datagrams for vz.
 	NetStack string
 	NetFile  *os.File `json:"-"`
+	// NetMAC is the NIC's address on the gvisor stack, which the stack
+	// (its caller's choice) leases the guest's address to.
+	NetMAC   string
 	DiskSync string
 	Rosetta  bool   // vz on arm64 only
 	Accel    string // AccelAuto (or empty), AccelKVM, AccelHVF, AccelTCG; qemu only

@@ -21,6 +21,7 @@ import (
 	"github.com/vmdock/vmdock/internal/connpipe"
 	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/network/forward"
+	"github.com/vmdock/vmdock/network/usernet"
 	"github.com/vmdock/vmdock/vm/cidata"
 	"github.com/vmdock/vmdock/vm/control"
 	"github.com/vmdock/vmdock/vm/driver"
@@ -516,6 +517,9 @@ func (ha *hostAgent) buildSpec(img *images.Image) (driver.Spec, error) {
 		NestedVirtualization: ha.cfg.VZNested,
 	}
 	s.Shares = mounts.Shares(ha.cfg.Mounts, ha.cfg.MountType)
+	if s.NetStack == driver.NetStackGvisor {
+		s.NetMAC = usernet.GuestMAC
+	}
 	if s.CPUs <= 0 || s.MemoryMiB <= 0 {
 		return s, errors.New("cpus and memory must be positive")
 	}

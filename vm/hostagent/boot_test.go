@@ -11,6 +11,7 @@ import (
 
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/images"
+	"github.com/vmdock/vmdock/network/usernet"
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/control"
 	"github.com/vmdock/vmdock/vm/driver"
@@ -73,6 +74,22 @@ func TestDisksAreFoundBySerial(t *testing.T) {
 	s := ha.guestSetup()
 	if s.DataDisk != "/dev/disk/by-id/virtio-vmdock-data" || s.DataDiskFallback != "/dev/vdb" {
 		t.Errorf("setup data disk %q (fallback %q), want its by-id link, then /dev/vdb", s.DataDisk, s.DataDiskFallback)
+	}
+}
+
+// On the gvisor stack the spec gives the NIC the MAC the stack leases the
+// guest's address to; on a driver's own network the driver picks.
+func TestSpecNetMACIsTheStacks(t *testing.T) {
+	for stack, want := range map[string]string{driver.NetStackGvisor: usernet.GuestMAC, driver.NetStackSlirp: ""} {
+		ha := &hostAgent{inst: &store.Instance{Name: "x", Dir: "/vmdock/x"},
+			cfg: config.Config{Arch: driver.ArchAMD64, VMType: driver.TypeQEMU, CPUs: 1, MemoryGiB: 1, Network: config.NetworkConfig{Stack: stack}}}
+		spec, err := ha.buildSpec(&images.Image{Kernel: "/k"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if spec.NetMAC != want {
+			t.Errorf("stack %s: NetMAC %q, want %q", stack, spec.NetMAC, want)
+		}
 	}
 }
 

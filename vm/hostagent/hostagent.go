@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
-	"github.com/vmdock/vmdock/dockerhost/dockerctx"
 	"github.com/vmdock/vmdock/images"
 	"github.com/vmdock/vmdock/internal/atomicfile"
 	"github.com/vmdock/vmdock/internal/memtrim"
@@ -56,7 +55,8 @@ type Options struct {
 	ACPITimeout time.Duration
 	// SettleTimeout bounds the guest agent's settle (its container
 	// runtimes stopped, its disks flushed) before a VM that cannot power
-	// off is ended; docker gives each container 10 s to stop.
+	// off is ended: the guest's own budgets for the two (35 s and 15 s)
+	// and a margin for the answer.
 	SettleTimeout time.Duration
 	// Host is this machine as the command line detected it; the instance's
 	// config is read with its defaults.
@@ -90,7 +90,7 @@ func (o *Options) setDefaults() {
 		o.ACPITimeout = 8 * time.Second
 	}
 	if o.SettleTimeout == 0 {
-		o.SettleTimeout = 45 * time.Second
+		o.SettleTimeout = 55 * time.Second
 	}
 }
 
@@ -119,6 +119,10 @@ type hostAgent struct {
 	// under mu, as the port forwarder's Yield reads it while status holds
 	// mu to read the forwarder.
 	domains atomic.Pointer[share.Server]
+	// clocks tells the host's sleeps (wake.go); nil: not watched.
+	clocks hostClocks
+	// watch checks the network paths and mends them (watchdog.go).
+	watch watchState
 }
 
 // bootResults are what the boot steps find out, each set by one step for
@@ -193,7 +197,7 @@ type stopSignal struct {
 // a requested stop, an error when booting failed or the VM died.
 func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 	opts.setDefaults()
-	cfg, err := config.LoadInstance(inst.ConfigPath(), opts.Host, inst.RanNetStack)
+	cfg, err := inst.LoadConfig(opts.Host)
 	if err != nil {
 		return err
 	}
@@ -222,7 +226,7 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 // newHostAgent is the state of a run before the boot: the boot steps'
 // sequence, the idle monitor and the file sync parts.
 func newHostAgent(inst *store.Instance, cfg config.Config, opts Options) *hostAgent {
-	ha := &hostAgent{inst: inst, cfg: cfg, opts: opts, events: control.NewEventLog(), run: runState{phase: control.PhaseStarting}, stop: stopSignal{ch: make(chan control.StopRequest, 1)}}
+	ha := &hostAgent{inst: inst, cfg: cfg, opts: opts, events: control.NewEventLog(), run: runState{phase: control.PhaseStarting}, stop: stopSignal{ch: make(chan control.StopRequest, 1)}, clocks: defaultClocks, watch: watchState{dog: newWatchdog()}}
 	ha.seq = &sequence{events: ha.events}
 	ha.idle.monitor = ha.newIdleMonitor()
 	ha.files.syncs = filesync.NewSyncMounts(filesync.SyncConfig{
@@ -314,6 +318,8 @@ func (ha *hostAgent) goLive(ctx context.Context) <-chan error {
 	vmExited := make(chan error, 1)
 	go func() { vmExited <- ha.run.machine.Wait() }()
 	go ha.keepClockInSync(ctx)
+	go ha.runWakeWatch(ctx)
+	go ha.runWatchdog(ctx)
 	go ha.sampleCPU(ctx)
 	go ha.runIdle(ctx)
 	// The boot's work (share walks, image checks, the first sync) leaves
@@ -355,7 +361,7 @@ func (ha *hostAgent) vmEnded(err error) error {
 		slog.Info("the guest powered itself off; stopping the instance")
 		ha.setPhase(control.PhaseStopping)
 		ha.shutdown(forced)
-		dockerctx.Of(ha.inst).Restore()
+		ha.inst.DockerContext().Restore()
 		ha.events.Emit("stop", control.EventStopped, "", control.StopBySelf)
 		return nil
 	}
@@ -423,7 +429,7 @@ func (ha *hostAgent) status() control.Status {
 	}
 	if ha.run.machine != nil {
 		st.Machine = ha.run.machine.Info()
-		st.Network = &control.NetworkStatus{Stack: ha.boot.spec.NetStack, Mode: ha.boot.spec.Network}
+		st.Network = &control.NetworkStatus{Stack: ha.boot.spec.NetStack, Mode: ha.boot.spec.Network, Relays: ha.netStackRelays()}
 		st.Errors = append(st.Errors, st.Machine.Problems...)
 	}
 	if ha.run.tunnels != nil {
@@ -437,6 +443,7 @@ func (ha *hostAgent) status() control.Status {
 	st.Idle = idleStatus
 	st.AgentSessions = ha.session.count
 	st.GuestDNS = guestDNS
+	st.Watchdog = ha.watch.dog.status()
 	return st
 }
 
@@ -597,19 +604,11 @@ func (ha *hostAgent) keepClockInSync(ctx context.Context) {
 			if ha.idle.monitor.Paused() {
 				continue // the wake sets the clock; a request now would wait for it
 			}
-			ha.mu.Lock()
-			c := ha.session.client
-			ha.mu.Unlock()
-			if c == nil {
-				continue
-			}
-			sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			if err := c.SetTime(sctx, time.Now()); err != nil {
+			if err := ha.setGuestClock(ctx); err != nil {
 				slog.Warn("resync guest clock", "err", err)
 			} else {
 				slog.Info("guest clock resynced after a host clock jump", "jump", jump)
 			}
-			cancel()
 		}
 	}
 }

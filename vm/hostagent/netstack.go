@@ -10,6 +10,7 @@ import (
 
 	"github.com/vmdock/vmdock/network/forward"
 	"github.com/vmdock/vmdock/network/usernet"
+	"github.com/vmdock/vmdock/vm/control"
 	"github.com/vmdock/vmdock/vm/driver"
 )
 
@@ -85,6 +86,26 @@ func (ha *hostAgent) netStackDirect() forward.DirectPath {
 		return nil
 	}
 	return ha.run.net.stack.Direct()
+}
+
+// netStackRelays is the stack's relays for status; nil when no stack
+// runs. Called with ha.mu held.
+func (ha *hostAgent) netStackRelays() *control.NetRelays {
+	if ha.run.net == nil {
+		return nil
+	}
+	st := ha.run.net.stack.Stats()
+	return &control.NetRelays{
+		UDPFlows: st.UDPFlows, TCP: st.TCPRelays, DNSInFlight: st.DNSInFlight, PendingDials: st.PendingDials,
+		Caps: map[string]int{
+			"udpFlows": st.Limits.UDPFlows, "tcp": st.Limits.TCPRelays,
+			"dnsInFlight": st.Limits.DNSInFlight, "pendingDialsPerDest": st.Limits.PendingDialsPerDest,
+		},
+		Dropped: control.NetDropped{
+			UDPEvicted: st.UDPEvicted, TCPRefused: st.TCPRefused, DNSDropped: st.DNSDropped,
+			DialsDeferred: st.DialsDeferred, MalformedFrames: st.MalformedFrames, Panics: st.Panics,
+		},
+	}
 }
 
 // socketPair is a connected unix socket pair: the host agent's end as a

@@ -45,7 +45,8 @@ func isGatewayARPReply(f []byte) bool {
 
 // The VM's end of the stack's socket speaks each hypervisor's framing: a
 // length-prefixed stream for qemu, a datagram per frame for vz. An ARP
-// request written as the NIC would gets the gateway's answer.
+// request written as the NIC would gets the gateway's answer, after a runt
+// frame that status counts as dropped, beside the relays' caps.
 func TestNetStackServesTheVMEnd(t *testing.T) {
 	for _, tc := range []struct {
 		drv      driver.Driver
@@ -71,9 +72,20 @@ func TestNetStackServesTheVMEnd(t *testing.T) {
 			}
 			defer vm.Close()
 			vm.SetDeadline(time.Now().Add(5 * time.Second))
+			runt := []byte{1, 2, 3, 4, 5}
+			if tc.sockType == syscall.SOCK_STREAM {
+				runt = append(binary.BigEndian.AppendUint32(nil, uint32(len(runt))), runt...)
+			}
+			if _, err := vm.Write(runt); err != nil {
+				t.Fatal(err)
+			}
 			reply := exchangeFrame(t, vm, tc.sockType == syscall.SOCK_STREAM, arpRequest())
 			if !isGatewayARPReply(reply) {
 				t.Fatalf("answer % x, want an ARP reply from %s", reply, usernet.GatewayMAC)
+			}
+			r := ha.netStackRelays()
+			if r == nil || r.Dropped.MalformedFrames != 1 || r.Caps["udpFlows"] != usernet.DefaultLimits.UDPFlows || r.Caps["tcp"] != usernet.DefaultLimits.TCPRelays {
+				t.Errorf("status relays %+v, want the runt counted and the default caps", r)
 			}
 			if d := ha.netStackDirect(); d == nil {
 				t.Error("no direct path through the stack")

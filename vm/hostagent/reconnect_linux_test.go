@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +22,8 @@ import (
 	"github.com/vmdock/vmdock/vm/control"
 	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/store"
+
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
 // agentMachine is a VM whose guest agent the test crashes and restarts.
@@ -85,7 +88,13 @@ func (o *recordingOS) Run(_ context.Context, name string, args ...string) ([]byt
 	return nil, nil
 }
 
-func (o *recordingOS) SetClock(time.Time) error { return nil }
+// SetClock is logged with the time set, to the second.
+func (o *recordingOS) SetClock(t time.Time) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.cmds = append(o.cmds, "setclock "+strconv.FormatInt(t.Unix(), 10))
+	return nil
+}
 
 // SetHostname is logged as the system call it stands for.
 func (o *recordingOS) SetHostname(name string) error {
@@ -121,7 +130,7 @@ type guestWorld struct {
 }
 
 func newGuestWorld(t *testing.T) *guestWorld {
-	dir := t.TempDir()
+	dir := shortdir.New(t)
 	w := &guestWorld{t: t, dir: dir, procNet: filepath.Join(dir, "proc-net"), docker: filepath.Join(dir, "guest-docker.sock")}
 	if err := os.MkdirAll(w.procNet, 0o755); err != nil {
 		t.Fatal(err)
@@ -189,8 +198,8 @@ func testHostAgent(t *testing.T, m driver.Machine) *hostAgent {
 	t.Helper()
 	// The guest log follower runs journalctl in the "guest", which here
 	// is this host: give it nothing to run.
-	t.Setenv("PATH", t.TempDir())
-	inst := &store.Instance{Name: "default", Dir: t.TempDir()}
+	t.Setenv("PATH", shortdir.New(t))
+	inst := &store.Instance{Name: "default", Dir: shortdir.New(t)}
 	ha := &hostAgent{inst: inst, events: control.NewEventLog(), run: runState{phase: "running", machine: m}}
 	ha.opts.setDefaults()
 	ha.events.Emit("docker-ping", "begin", "", "") // the last boot step, history now

@@ -33,7 +33,9 @@ type Config struct {
 	// after a Pause or Wake that failed part way (a lost reply); nil
 	// trusts the error.
 	Paused func(ctx context.Context) (bool, error)
-	// Now is the clock; time.Now when nil.
+	// Now is the clock; time.Now when nil. Its monotonic reading
+	// (CLOCK_MONOTONIC on Linux) stops while the host sleeps, so time
+	// asleep counts as neither use nor idleness.
 	Now func() time.Time
 	Log *slog.Logger
 }

@@ -13,7 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/vmdock/vmdock/dockerhost/dockerctx"
 	"github.com/vmdock/vmdock/internal/fsutil"
 	"github.com/vmdock/vmdock/network/loopback"
 	"github.com/vmdock/vmdock/vm/config"
@@ -106,7 +105,7 @@ func activateContext(inst *store.Instance, cfg config.Config) error {
 	if cfg.Runtime != config.RuntimeDocker {
 		return nil
 	}
-	return dockerctx.Of(inst).Activate(cfg.Activate)
+	return inst.DockerContext().Activate(cfg.Activate)
 }
 
 // rotateLogs caps the logs a boot appends to before it starts writing.
@@ -243,7 +242,7 @@ func Stop(ctx context.Context, inst *store.Instance, opts StopOptions) error {
 	if progress == nil {
 		progress = io.Discard
 	}
-	defer dockerctx.Of(inst).Restore()
+	defer inst.DockerContext().Restore()
 	pid, ok := liveHostAgent(ctx, inst)
 	if !ok {
 		// Stopping a broken instance acknowledges the failure.
@@ -339,8 +338,8 @@ func Delete(ctx context.Context, inst *store.Instance, opts DeleteOptions) error
 			return err
 		}
 	}
-	dockerctx.Of(inst).Restore()
-	dockerctx.Of(inst).Remove()
+	inst.DockerContext().Restore()
+	inst.DockerContext().Remove()
 	entries, err := os.ReadDir(inst.Dir)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/vm/layout"
 	"github.com/vmdock/vmdock/vm/store"
 )
 
@@ -12,9 +14,23 @@ import (
 // holds it while the instance is starting, the common case of a `vmdock
 // start` holding it for the whole boot, the error says so and how to
 // watch it, rather than only that something holds a file.
+//
+// A folder a newer vmdock made is refused before the lock file is
+// touched; one of an older format is migrated (vm/layout) once the lock
+// is held, before the command writes anything.
 func Lock(ctx context.Context, inst *store.Instance) (*store.Lock, error) {
+	if err := layout.Check(inst, agent.Version); err != nil {
+		return nil, err
+	}
 	l, err := inst.Lock()
 	var busy *store.BusyError
+	if err == nil {
+		if _, err := layout.Migrate(inst, agent.Version); err != nil {
+			l.Unlock()
+			return nil, err
+		}
+		return l, nil
+	}
 	if !errors.As(err, &busy) {
 		return l, err
 	}

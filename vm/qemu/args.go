@@ -5,13 +5,13 @@ package qemu
 
 import (
 	"fmt"
+	"net"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/mounts"
-	"github.com/vmdock/vmdock/network/usernet"
 	"github.com/vmdock/vmdock/vm/driver"
 )
 
@@ -188,7 +188,7 @@ func Args(spec driver.Spec, env HostEnv) ([]string, error) {
 	b.add(bootArgs(spec, env, arch))
 	b.add(controlArgs(spec.Dir, spec.SerialLog))
 	b.add(diskArgs(spec.Disks, spec.DiskSync, bootsEFI(spec, env)))
-	b.add(networkArgs(spec.Network, spec.NetStack))
+	b.add(networkArgs(spec.Network, spec.NetStack, spec.NetMAC))
 	b.add(guestDeviceArgs(arch))
 	b.add(agentChannelArgs(spec.Dir))
 	b.add(shareArgs(spec, env.Virtiofsd.Path))
@@ -425,7 +425,7 @@ func driveOption(i int, d driver.Disk, cache string) (string, error) {
 // services while the agent channel keeps working; or the host agent's own
 // stack on netFD, which enforces isolation itself and leases the guest's
 // address by the MAC given here.
-func networkArgs(network, stack string) ([]string, error) {
+func networkArgs(network, stack, mac string) ([]string, error) {
 	switch network {
 	case "", driver.NetworkUser, driver.NetworkIsolated:
 	default:
@@ -439,8 +439,11 @@ func networkArgs(network, stack string) ([]string, error) {
 		}
 		return []string{"-netdev", netdev, "-device", "virtio-net-pci,netdev=" + netdevID}, nil
 	case driver.NetStackGvisor:
+		if _, err := net.ParseMAC(mac); err != nil {
+			return nil, fmt.Errorf("network stack %s: the NIC's MAC %q: accepted: a MAC address like 52:54:00:12:34:56", stack, mac)
+		}
 		return []string{"-netdev", fmt.Sprintf("socket,id=%s,fd=%d", netdevID, netFD),
-			"-device", "virtio-net-pci,netdev=" + netdevID + ",mac=" + usernet.GuestMAC}, nil
+			"-device", "virtio-net-pci,netdev=" + netdevID + ",mac=" + mac}, nil
 	default:
 		return nil, fmt.Errorf("network stack %q: accepted values on qemu are %s and %s", stack, driver.NetStackSlirp, driver.NetStackGvisor)
 	}

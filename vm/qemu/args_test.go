@@ -546,23 +546,27 @@ func TestDiskArgs(t *testing.T) {
 func TestNetworkArgs(t *testing.T) {
 	for network, netdev := range map[string]string{"": "user,id=net0", driver.NetworkUser: "user,id=net0", driver.NetworkIsolated: "user,id=net0,restrict=on"} {
 		for _, stack := range []string{"", driver.NetStackSlirp} {
-			got, err := networkArgs(network, stack)
+			got, err := networkArgs(network, stack, "")
 			wantArgv(t, got, err, "-netdev", netdev, "-device", "virtio-net-pci,netdev=net0")
 		}
 	}
-	got, err := networkArgs("vmnet", "")
+	got, err := networkArgs("vmnet", "", "")
 	wantErr(t, got, err, `network "vmnet": accepted values are user and isolated`)
-	got, err = networkArgs(driver.NetworkUser, "vznat")
+	got, err = networkArgs(driver.NetworkUser, "vznat", "")
 	wantErr(t, got, err, `network stack "vznat": accepted values on qemu are slirp and gvisor`)
 }
 
 // The host agent's stack: the NIC on the socket at netFD, with the MAC
-// the stack's static lease gives 10.0.2.15, isolated or not (the stack
-// isolates, not qemu).
+// the spec gives (the one the stack's static lease gives 10.0.2.15),
+// isolated or not (the stack isolates, not qemu); no MAC, no NIC.
 func TestNetworkArgsGvisor(t *testing.T) {
 	for _, network := range []string{driver.NetworkUser, driver.NetworkIsolated} {
-		got, err := networkArgs(network, driver.NetStackGvisor)
-		wantArgv(t, got, err, "-netdev", "socket,id=net0,fd=4", "-device", "virtio-net-pci,netdev=net0,mac=52:54:00:12:34:56")
+		got, err := networkArgs(network, driver.NetStackGvisor, "52:54:00:ab:cd:ef")
+		wantArgv(t, got, err, "-netdev", "socket,id=net0,fd=4", "-device", "virtio-net-pci,netdev=net0,mac=52:54:00:ab:cd:ef")
+	}
+	for _, mac := range []string{"", "52:54:00"} {
+		got, err := networkArgs(driver.NetworkUser, driver.NetStackGvisor, mac)
+		wantErr(t, got, err, `network stack gvisor: the NIC's MAC "`+mac+`": accepted: a MAC address`)
 	}
 }
 

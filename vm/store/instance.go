@@ -6,8 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/vmdock/vmdock/dockerhost/dockerctx"
 	"github.com/vmdock/vmdock/images"
 	"github.com/vmdock/vmdock/internal/atomicfile"
+	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/logfile"
 )
@@ -42,9 +44,19 @@ func (i *Instance) HostAgentLogPath() string  { return i.path("hostagent.log") }
 func (i *Instance) GuestAgentLogPath() string { return i.path("guestagent.log") }
 func (i *Instance) StatePath() string         { return i.path("state.json") }
 
+// FormatPath records the instance folder's format and the vmdock that
+// wrote it (package vm/layout).
+func (i *Instance) FormatPath() string { return i.path("format") }
+
 // SavedStateDir holds the VM state `stop` saved for the next start to
 // resume (package resume); a folder.
 func (i *Instance) SavedStateDir() string { return i.path(savedStateDir) }
+
+// DockerContext is the instance's docker context, with the file that
+// remembers the context it replaced.
+func (i *Instance) DockerContext() dockerctx.Profile {
+	return dockerctx.Profile{Name: i.Name, Socket: i.DockerSocketPath(), StatePath: i.StatePath()}
+}
 
 // SyncDataPath is the sync engine's folder (sessions and sync history of
 // the sync mounts); a folder, unlike the other paths.
@@ -99,23 +111,28 @@ func (i *Instance) RecordDataRuntime(runtime string) error {
 }
 
 // NetStackPath records the network stack the instance last booted with
-// (see RanNetStack).
+// (see NetHistory).
 func (i *Instance) NetStackPath() string { return i.path("network.stack") }
 
-// RanNetStack is the network stack the instance ran for a config of
-// vmType that names none: what RecordNetStack wrote, else vmType's own
-// (slirp, vznat) when a root disk exists (an instance booted before the
-// record was kept, when that was the only choice), else "" (never booted).
-func (i *Instance) RanNetStack(vmType string) string {
+// NetHistory is what the folder says of the network stack the instance
+// ran: the stack its last boot recorded (RecordNetStack), and whether it
+// booted at all (a root disk: one booted before the record was kept).
+func (i *Instance) NetHistory() config.NetHistory {
+	var n config.NetHistory
 	if b, err := os.ReadFile(i.NetStackPath()); err == nil {
-		if s := strings.TrimSpace(string(b)); s != "" {
-			return s
-		}
+		n.Recorded = strings.TrimSpace(string(b))
 	}
 	if _, err := os.Stat(i.DiskPath()); err == nil {
-		return driver.OwnNetStack(vmType)
+		n.Booted = true
 	}
-	return ""
+	return n
+}
+
+// LoadConfig is the instance's saved config as a start reads it on host
+// h: a config naming no network stack keeps the one the instance ran. A
+// missing config returns an error matching os.ErrNotExist.
+func (i *Instance) LoadConfig(h config.Host) (config.Config, error) {
+	return config.LoadInstance(i.ConfigPath(), h, i.NetHistory())
 }
 
 // RecordNetStack notes the network stack a boot runs on.
@@ -154,7 +171,7 @@ var instanceFiles = func() map[string]bool {
 		i.ConfigPath(), i.LockPath(), i.DiskPath(), i.DataDiskPath(), i.BootDiskPath(),
 		i.AgentSocketPath(), i.ControlSocketPath(), i.PIDPath(), i.DockerSocketPath(),
 		i.ContainerdSocketPath(), i.SerialLogPath(), i.HostAgentLogPath(), i.GuestAgentLogPath(), i.StatePath(),
-		i.SpecPath(), i.BrokenPath(), i.DataRuntimePath(), i.UpgradeImagePath(), i.NetStackPath(),
+		i.SpecPath(), i.BrokenPath(), i.DataRuntimePath(), i.UpgradeImagePath(), i.NetStackPath(), i.FormatPath(),
 		driver.QMPSocketFile, driver.QEMUPIDFile, driver.QEMULogFile, driver.EFIVarsFile,
 		driver.VZMACFile, driver.VZMachineIDFile,
 	} {

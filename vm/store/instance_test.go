@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/vmdock/vmdock/vm/config"
 )
 
 // The file names are what instances made by earlier versions hold: a
@@ -176,30 +178,52 @@ func TestMigrateRecordPathIsInTheInstanceFolder(t *testing.T) {
 
 // The stack an instance ran: none before it booted, its VM type's own for
 // one that booted before the record was kept, else the record, which each
-// boot rewrites.
-func TestRanNetStack(t *testing.T) {
+// boot rewrites; LoadConfig gives a config naming none that stack.
+func TestNetHistory(t *testing.T) {
 	inst := &Instance{Name: "x", Dir: t.TempDir()}
-	if got := inst.RanNetStack("qemu"); got != "" {
-		t.Fatalf("never booted: %q, want none", got)
+	if err := os.WriteFile(inst.ConfigPath(), []byte("cpus: 2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stack := func() string {
+		t.Helper()
+		c, err := inst.LoadConfig(config.Host{OS: "linux", Arch: "amd64"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Network.Stack
+	}
+	if got := inst.NetHistory(); got != (config.NetHistory{}) {
+		t.Fatalf("never booted: %+v, want none", got)
+	}
+	if got := stack(); got != "gvisor" {
+		t.Errorf("never booted: loaded stack %q, want the default gvisor", got)
 	}
 	if err := os.WriteFile(inst.DiskPath(), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if got := inst.RanNetStack("qemu"); got != "slirp" {
+	if got := stack(); got != "slirp" {
 		t.Errorf("qemu instance without a record: %q, want slirp", got)
 	}
-	if got := inst.RanNetStack("vz"); got != "vznat" {
+	if got := inst.NetHistory().Stack("vz"); got != "vznat" {
 		t.Errorf("vz instance without a record: %q, want vznat", got)
 	}
-	for _, stack := range []string{"gvisor", "slirp"} {
-		if err := inst.RecordNetStack(stack); err != nil {
+	for _, want := range []string{"gvisor", "slirp"} {
+		if err := inst.RecordNetStack(want); err != nil {
 			t.Fatal(err)
 		}
-		if got := inst.RanNetStack("qemu"); got != stack {
-			t.Errorf("after recording %s: %q", stack, got)
+		if got := stack(); got != want {
+			t.Errorf("after recording %s: %q", want, got)
 		}
 	}
 	if !IsInstanceFile(filepath.Base(inst.NetStackPath())) {
 		t.Errorf("%s is not an instance file: delete would leave it", inst.NetStackPath())
+	}
+}
+
+func TestDockerContext(t *testing.T) {
+	inst, _ := Open("/h", "dev")
+	p := inst.DockerContext()
+	if p.Name != "dev" || p.Socket != "/h/dev/docker.sock" || p.StatePath != "/h/dev/state.json" {
+		t.Fatalf("DockerContext = %+v", p)
 	}
 }

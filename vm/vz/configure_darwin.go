@@ -224,10 +224,13 @@ func attachBalloon(cfg *vz.VirtualMachineConfiguration, p *VMPlan) error {
 }
 
 // attachConsole writes the guest's virtio console (hvc0) to the serial log
-// when the plan has one.
+// when the plan has one, creating the log first (see createConsoleLog).
 func attachConsole(cfg *vz.VirtualMachineConfiguration, p *VMPlan) error {
 	if p.Console.Log == "" {
 		return nil
+	}
+	if err := createConsoleLog(p.Console.Log); err != nil {
+		return err
 	}
 	att, err := vz.NewFileSerialPortAttachment(p.Console.Log, p.Console.Append)
 	if err != nil {

@@ -139,10 +139,12 @@ func hostInfo() (HostInfo, error) {
 	if err != nil {
 		return HostInfo{}, fmt.Errorf("vz: read macOS version: %w", err)
 	}
+	supported, _ := VirtualizationSupported()
 	return HostInfo{
-		Arch:         hostArch,
-		MacOSVersion: ver,
-		Rosetta:      rosettaAvailability(),
+		Arch:             hostArch,
+		MacOSVersion:     ver,
+		Rosetta:          rosettaAvailability(),
+		NoVirtualization: !supported,
 		// attachPlatform enables it on the platform that carries the
 		// machine identifier.
 		NestedVirtualization: vz.IsNestedVirtualizationSupported(),

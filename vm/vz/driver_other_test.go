@@ -3,6 +3,7 @@
 package vz
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -35,7 +36,7 @@ func TestNewOutsideDarwin(t *testing.T) {
 // asks nor fails here, and the driver says why vz cannot run.
 func TestOfferRosettaInstallOutsideDarwin(t *testing.T) {
 	asked := false
-	err := OfferRosettaInstall(true, func(string) (bool, error) { asked = true; return true, nil })
+	err := OfferRosettaInstall(context.Background(), true, func(string) (bool, error) { asked = true; return true, nil })
 	if err != nil || asked {
 		t.Errorf("OfferRosettaInstall = %v (asked: %v), want nil without a question", err, asked)
 	}

@@ -11,13 +11,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/mounts"
-	"github.com/vmdock/vmdock/network/usernet"
 	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/macos"
 )
@@ -52,6 +52,11 @@ type HostInfo struct {
 	Arch         string // GOARCH of the host: driver.ArchARM64 or driver.ArchAMD64
 	MacOSVersion string // "14.5"
 	Rosetta      RosettaAvailability
+
+	// NoVirtualization: Virtualization.framework says this Mac runs no
+	// VMs (VirtualizationSupported is false), as inside a macOS VM
+	// without nested virtualization. No configuration would validate.
+	NoVirtualization bool
 
 	// NestedVirtualization is vz.IsNestedVirtualizationSupported(): macOS
 	// 15 or later on an M3 or newer chip.
@@ -198,6 +203,9 @@ func Plan(spec driver.Spec, host HostInfo) (*VMPlan, error) {
 	if host.Arch != driver.ArchARM64 && host.Arch != driver.ArchAMD64 {
 		return nil, fmt.Errorf("vz: unknown host arch %q (accepted: arm64, amd64)", host.Arch)
 	}
+	if host.NoVirtualization {
+		return nil, errNoVirtualization
+	}
 	if spec.Arch != host.Arch {
 		return nil, fmt.Errorf("vz runs only guests of the host's arch: arch %q requested on a %s host (use the qemu driver for foreign arches)", spec.Arch, host.Arch)
 	}
@@ -253,7 +261,10 @@ func planNetwork(p *VMPlan, spec driver.Spec) error {
 	switch spec.NetStack {
 	case "", driver.NetStackVZNAT:
 	case driver.NetStackGvisor:
-		p.NAT, p.Stack, p.StackMAC = false, true, usernet.GuestMAC
+		if _, err := net.ParseMAC(spec.NetMAC); err != nil {
+			return fmt.Errorf("vz: network stack %s: the NIC's MAC %q (accepted: a MAC address like 52:54:00:12:34:56)", spec.NetStack, spec.NetMAC)
+		}
+		p.NAT, p.Stack, p.StackMAC = false, true, spec.NetMAC
 	default:
 		return fmt.Errorf("vz: unknown network stack %q (accepted: %s, %s)", spec.NetStack, driver.NetStackVZNAT, driver.NetStackGvisor)
 	}

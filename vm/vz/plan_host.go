@@ -9,6 +9,10 @@ import (
 	"github.com/vmdock/vmdock/vm/macos"
 )
 
+// errNoVirtualization is the start's answer on a Mac that offers vz no
+// hypervisor; doctor's os row says the same before a start.
+var errNoVirtualization = errors.New("vz: this Mac offers no hardware virtualization (Virtualization.framework reports it unsupported): inside a macOS VM it needs nested virtualization, which M1 and M2 hosts lack; run vmdock on the Mac itself, or start with --vm-type qemu --accel tcg (emulated, slow)")
+
 // checkNestedVirtualization refuses nested virtualization where vz would
 // reject it, naming the missing piece: the macOS version first (the chip
 // cannot be asked about before 15), then the chip.

@@ -49,3 +49,27 @@ func planRosetta(host HostInfo, ver macos.Version) (RosettaPlan, error) {
 	}
 	return p, nil
 }
+
+// errCachingNotBuiltIn marks a caching setup vz refused because this binary
+// was built against an SDK older than macOS 14 (vz's
+// ErrBuildTargetOSVersion): the running macOS has the cache, the binary
+// cannot ask for it.
+var errCachingNotBuiltIn = errors.New("this vmdock was built with an SDK older than macOS 14")
+
+// rosettaCaching turns on the plan's translation cache through set. A
+// binary that cannot (errCachingNotBuiltIn) still boots: the share runs
+// uncached, and the returned warning says why amd64 programs start slower.
+// Any other failure fails the start.
+func rosettaCaching(r RosettaPlan, set func(socket string) error) (warning string, err error) {
+	if r.CachingSocket == "" {
+		return "", nil
+	}
+	err = set(r.CachingSocket)
+	switch {
+	case err == nil:
+		return "", nil
+	case errors.Is(err, errCachingNotBuiltIn):
+		return fmt.Sprintf("vz: Rosetta runs without its translation cache, so amd64 programs start slower: %v; a build with the macOS 14 SDK or newer (Xcode 15+) caches", err), nil
+	}
+	return "", fmt.Errorf("vz: rosetta caching socket %q: %w", r.CachingSocket, err)
+}

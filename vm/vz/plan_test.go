@@ -102,9 +102,11 @@ func TestPlanDecisions(t *testing.T) {
 					t.Error("no NAT for default network")
 				}
 			}},
-		{"gvisor stack replaces NAT", armHost, func(s *driver.Spec) { s.NetStack = driver.NetStackGvisor },
+		{"gvisor stack replaces NAT", armHost, func(s *driver.Spec) { s.NetStack, s.NetMAC = driver.NetStackGvisor, stackMAC },
 			func(t *testing.T, p *VMPlan) { wantStack(t, p) }},
-		{"gvisor stack isolates itself", armHost, func(s *driver.Spec) { s.NetStack, s.Network = driver.NetStackGvisor, driver.NetworkIsolated },
+		{"gvisor stack isolates itself", armHost, func(s *driver.Spec) {
+			s.NetStack, s.NetMAC, s.Network = driver.NetStackGvisor, stackMAC, driver.NetworkIsolated
+		},
 			func(t *testing.T, p *VMPlan) { wantStack(t, p) }},
 		{"vznat is NAT", armHost, func(s *driver.Spec) { s.NetStack = driver.NetStackVZNAT },
 			func(t *testing.T, p *VMPlan) {
@@ -244,6 +246,7 @@ func TestPlanErrors(t *testing.T) {
 		{"bad sync", armHost, func(s *driver.Spec) { s.DiskSync = "sometimes" }, `disk sync "sometimes" unknown (accepted: full, fsync, none)`},
 		{"bad network", armHost, func(s *driver.Spec) { s.Network = "bridged" }, `network mode "bridged"`},
 		{"slirp stack", armHost, func(s *driver.Spec) { s.NetStack = driver.NetStackSlirp }, `network stack "slirp" (accepted: vznat, gvisor)`},
+		{"gvisor stack without a MAC", armHost, func(s *driver.Spec) { s.NetStack = driver.NetStackGvisor }, `vz: network stack gvisor: the NIC's MAC "" (accepted: a MAC address`},
 		{"9p", armHost, func(s *driver.Spec) { s.Shares[1].Type = mounts.Type9p }, `share /opt/ro: mount type "9p" not supported (accepted: virtiofs)`},
 		{"empty tag", armHost, func(s *driver.Spec) { s.Shares[0].Tag = "" }, "empty tag"},
 		{"long tag", armHost, func(s *driver.Spec) { s.Shares[0].Tag = strings.Repeat("t", 37) }, "at most 36"},
@@ -258,6 +261,7 @@ func TestPlanErrors(t *testing.T) {
 		{"macOS 12", HostInfo{Arch: driver.ArchARM64, MacOSVersion: "12.7.6"}, func(s *driver.Spec) {}, "vz needs macOS 13.0 or newer, this host runs 12.7.6"},
 		{"bad macOS version", HostInfo{Arch: driver.ArchARM64, MacOSVersion: "fourteen"}, func(s *driver.Spec) {}, `macOS version "fourteen"`},
 		{"empty macOS version", HostInfo{Arch: driver.ArchARM64}, func(s *driver.Spec) {}, `macOS version ""`},
+		{"no hardware virtualization", HostInfo{Arch: driver.ArchARM64, MacOSVersion: "15.5", NoVirtualization: true}, func(s *driver.Spec) {}, "this Mac offers no hardware virtualization"},
 		{"unknown host arch", HostInfo{Arch: "ppc64", MacOSVersion: "14"}, func(s *driver.Spec) {}, `host arch "ppc64"`},
 		{"rosetta not installed", HostInfo{Arch: driver.ArchARM64, MacOSVersion: "14", Rosetta: RosettaNotInstalled},
 			func(s *driver.Spec) { s.Rosetta = true }, "Rosetta is not installed; run `softwareupdate --install-rosetta` or start from a terminal to be asked"},
@@ -289,11 +293,14 @@ func TestPlanErrors(t *testing.T) {
 	}
 }
 
-// wantStack: the NIC is on the host agent's stack, with the MAC its
-// static lease gives the guest's address, and not behind NAT.
+// stackMAC is a spec's NIC address on the host agent's stack.
+const stackMAC = "52:54:00:ab:cd:ef"
+
+// wantStack: the NIC is on the host agent's stack, with the spec's MAC
+// (the one its static lease gives the guest's address), and not behind NAT.
 func wantStack(t *testing.T, p *VMPlan) {
 	t.Helper()
-	if p.NAT || !p.Stack || p.StackMAC != "52:54:00:12:34:56" {
-		t.Errorf("NAT %v, stack %v, MAC %q; want the stack only with 52:54:00:12:34:56", p.NAT, p.Stack, p.StackMAC)
+	if p.NAT || !p.Stack || p.StackMAC != stackMAC {
+		t.Errorf("NAT %v, stack %v, MAC %q; want the stack only with %s", p.NAT, p.Stack, p.StackMAC, stackMAC)
 	}
 }

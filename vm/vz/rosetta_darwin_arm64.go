@@ -3,7 +3,9 @@
 package vz
 
 import (
+	"errors"
 	"fmt"
+	"log/slog"
 
 	vz "github.com/Code-Hex/vz/v3"
 )
@@ -21,23 +23,33 @@ func rosettaAvailability() RosettaAvailability {
 }
 
 func currentRosettaHost() rosettaHost {
-	return rosettaHost{availability: rosettaAvailability, install: vz.LinuxRosettaDirectoryShareInstallRosetta}
+	return rosettaHost{availability: rosettaAvailability, install: rosettaSoftwareUpdate.install}
 }
 
 // rosettaShare is the Rosetta virtiofs device, with the translation cache
 // when the plan asks for it (Plan only does from macOS 14 on, where
-// SetOptions does something).
+// SetOptions does something) and this binary's SDK offers it.
 func rosettaShare(r RosettaPlan) (vz.DirectorySharingDeviceConfiguration, error) {
 	share, err := vz.NewLinuxRosettaDirectoryShare()
 	if err != nil {
 		return nil, fmt.Errorf("vz: rosetta share: %w", err)
 	}
-	if r.CachingSocket != "" {
-		opts, err := vz.NewLinuxRosettaAbstractSocketCachingOptions(r.CachingSocket)
+	warning, err := rosettaCaching(r, func(socket string) error {
+		opts, err := vz.NewLinuxRosettaAbstractSocketCachingOptions(socket)
+		if errors.Is(err, vz.ErrBuildTargetOSVersion) {
+			return fmt.Errorf("%w (%w)", errCachingNotBuiltIn, err)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("vz: rosetta caching socket %q: %w", r.CachingSocket, err)
+			return err
 		}
 		share.SetOptions(opts)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if warning != "" {
+		slog.Warn(warning)
 	}
 	dev, err := vz.NewVirtioFileSystemDeviceConfiguration(r.Tag)
 	if err != nil {

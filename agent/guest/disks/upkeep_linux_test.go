@@ -14,6 +14,7 @@ import (
 
 	"github.com/vmdock/vmdock/agent/guest/guestos"
 	"github.com/vmdock/vmdock/agent/guest/guestos/guestostest"
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
 func TestParsePSI(t *testing.T) {
@@ -88,7 +89,7 @@ type guestTree struct {
 }
 
 func newGuestTree(t *testing.T) *guestTree {
-	g := &guestTree{t: t, root: t.TempDir()}
+	g := &guestTree{t: t, root: shortdir.New(t)}
 	g.write("/proc/meminfo", "MemTotal: 2000000 kB\nSwapTotal: 0 kB\n")
 	g.psi(0)
 	return g

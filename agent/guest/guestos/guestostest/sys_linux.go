@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/vmdock/vmdock/agent/guest/guestos"
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
 // NewSys is a guest system under a temp root with /etc and a mount table
@@ -15,7 +16,8 @@ import (
 func NewSys(t *testing.T) (guestos.Sys, *FakeOS) {
 	t.Helper()
 	fos := &FakeOS{}
-	root := t.TempDir()
+	// Short: sockets made under it must fit a socket address.
+	root := shortdir.New(t)
 	for _, d := range []string{"proc/self", "etc"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/agent/guest/runtime"
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
 func TestDaemonJSONDNS(t *testing.T) {
@@ -52,7 +53,7 @@ func TestDaemonJSONDNS(t *testing.T) {
 
 func TestStartDocker(t *testing.T) {
 	s, fos := newTestServer(t)
-	sock := filepath.Join(t.TempDir(), "docker.sock")
+	sock := filepath.Join(shortdir.New(t), "docker.sock")
 	s.Socket = sock
 	// A reserve that cannot be freed is only logged.
 	reserveAsked := 0
