@@ -151,7 +151,6 @@ func checkHostFreeze(t *testing.T, e *env) {
 		defer e.try(time.Minute, "docker", "--context", "vmdock", "rm", "-f", "freezeecho")
 		c := dialEcho(t, freezeEchoPort)
 		defer c.Close()
-		echo(t, c, "before the freeze")
 		pids := hostAgentStatus(t, e)
 		for _, pid := range []int{pids.PID, pids.Machine.PID} {
 			must(t, syscall.Kill(pid, syscall.SIGSTOP))
@@ -203,30 +202,44 @@ func checkHostFreeze(t *testing.T, e *env) {
 	})
 }
 
+// dialEcho returns a connection through the published port that has
+// echoed once: the host side listens before the container's server does.
 func dialEcho(t *testing.T, port int) net.Conn {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
 		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 2*time.Second)
 		if err == nil {
-			return c
+			if err = echoOnce(c, "before the freeze"); err == nil {
+				return c
+			}
+			c.Close()
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("echo port %d: %v", port, err)
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(500 * time.Millisecond)
 	}
 }
 
 // echo sends line on c and wants it back within 20 s.
 func echo(t *testing.T, c net.Conn, line string) {
 	t.Helper()
-	must(t, c.SetDeadline(time.Now().Add(20*time.Second)))
+	if err := echoOnce(c, line); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func echoOnce(c net.Conn, line string) error {
+	if err := c.SetDeadline(time.Now().Add(20 * time.Second)); err != nil {
+		return err
+	}
 	if _, err := c.Write([]byte(line + "\n")); err != nil {
-		t.Fatalf("write %q: %v", line, err)
+		return fmt.Errorf("write %q: %w", line, err)
 	}
 	got, err := bufio.NewReader(c).ReadString('\n')
 	if err != nil || strings.TrimSpace(got) != line {
-		t.Fatalf("echo of %q: %q, %v", line, got, err)
+		return fmt.Errorf("echo of %q: %q, %v", line, got, err)
 	}
+	return nil
 }
