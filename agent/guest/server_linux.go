@@ -120,9 +120,6 @@ func (s *Server) sys() guestos.Sys {
 	return guestos.Sys{Log: s.Log, OS: s.OS, Root: s.Root}
 }
 
-// readMounts reads a mountinfo file.
-func readMounts(path string) ([]guestos.MountEntry, error) { return guestos.ReadMounts(path) }
-
 func (s *Server) log() *slog.Logger {
 	if s.Log == nil {
 		return slog.Default()
