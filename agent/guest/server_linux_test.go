@@ -421,3 +421,51 @@ func TestExecThroughTheServer(t *testing.T) {
 		t.Fatalf("code %d, %v; want 3", code, err)
 	}
 }
+
+// A request missing its body, a time that is no time and an op the agent
+// does not know are refused with the reason; the idle check and a touch
+// of nothing answer.
+func TestAnswerRefusesBadRequests(t *testing.T) {
+	s, _ := newTestServer(t)
+	for _, tc := range []struct {
+		req  agent.Request
+		want string
+	}{
+		{agent.Request{Op: agent.OpSetup}, "setup request without setup"},
+		{agent.Request{Op: agent.OpMount}, "mount request without mount"},
+		{agent.Request{Op: agent.OpSetTime, Time: -5}, "time -5 is not a positive"},
+		{agent.Request{Op: "fly"}, `unknown op "fly"`},
+	} {
+		if _, err := s.answer(ctx(t), tc.req); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.req.Op, err, tc.want)
+		}
+	}
+	resp, err := s.answer(ctx(t), agent.Request{Op: agent.OpIdleCheck})
+	if err != nil || resp.Idle == nil || resp.Idle.RunningContainers != 0 {
+		t.Errorf("idle check on a guest without containers: %+v, %v", resp.Idle, err)
+	}
+	if _, err := s.answer(ctx(t), agent.Request{Op: agent.OpTouch}); err != nil {
+		t.Errorf("touch of nothing: %v", err)
+	}
+}
+
+// A power-off request is answered before the guest powers off, so the host
+// hears the agent agreed.
+func TestPowerOffAnswersFirst(t *testing.T) {
+	s, fos := newTestServer(t)
+	h, g := net.Pipe()
+	defer h.Close()
+	done := make(chan struct{})
+	go func() { s.handle(ctx(t), g); close(done) }()
+	must(t, agent.WriteJSONLine(h, agent.Request{Op: agent.OpPowerOff}))
+	if _, err := agent.ReadResponse(h); err != nil {
+		t.Fatalf("power-off answer: %v", err)
+	}
+	if strings.Contains(fos.Ran(), "poweroff") {
+		t.Error("powered off before the answer could leave")
+	}
+	<-done
+	if !strings.Contains(fos.Ran(), "systemctl poweroff") {
+		t.Errorf("ran:\n%s\nwant systemctl poweroff", fos.Ran())
+	}
+}
