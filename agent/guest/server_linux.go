@@ -27,6 +27,7 @@ import (
 	"github.com/vmdock/vmdock/agent/guest/guestos"
 	"github.com/vmdock/vmdock/agent/guest/hostaccess"
 	"github.com/vmdock/vmdock/agent/guest/idle"
+	"github.com/vmdock/vmdock/agent/guest/ports"
 	"github.com/vmdock/vmdock/agent/guest/runtime"
 	"github.com/vmdock/vmdock/agent/guest/runtime/containerd"
 	"github.com/vmdock/vmdock/agent/guest/runtime/docker"
@@ -44,40 +45,20 @@ type Server struct {
 	Root string
 	// DockerSocket is where dockerd answers; default /var/run/docker.sock.
 	DockerSocket string
-	// The port watch scans listening sockets every PortPoll (default
-	// 250ms) while the host is busy with the guest, that is for PortPollBusy
-	// (default 10s) after the host opened a stream (a docker API call, an
-	// exec, a forwarded connection), and every PortPollIdle (default 1s)
-	// otherwise. A `docker run -p` is an API call, so its port shows up
-	// within PortPoll; an idle guest wakes the agent once a second instead
-	// of four times, which under TCG is most of the agent's idle CPU.
+	// The port watch's periods (see ports.Poll): PortPoll while the host
+	// is busy with the guest, that is for PortPollBusy after its last
+	// stream or a change, and PortPollIdle otherwise.
 	PortPoll, PortPollBusy, PortPollIdle time.Duration
 	// ProcNet is the folder with tcp, tcp6, udp, udp6; default /proc/net.
 	ProcNet string
 
-	// hostActivity has a token when the host opened a stream since the
-	// port watch last looked.
-	hostActivity chan struct{}
-	// trimMemory runs once each time the host goes quiet; default
-	// memtrim.Trim. Tests count the calls.
-	trimMemory func()
-
 	mu        sync.Mutex
 	sess      *yamux.Session
 	keepalive *agent.Keepalive // the current session's
-	ownPorts  map[portKey]bool
-	// listedPorts is the port watch's last listing, runtimeOwned the part
-	// of it the runtime daemons hold (see runtimePorts).
-	listedPorts  map[portKey]bool
-	runtimeOwned map[portKey]bool
-	// publishDNAT: the containerd runtime runs, so published ports are
-	// portmap's DNAT rules as well as listening sockets.
-	publishDNAT bool
-	dnatFailed  bool // logged once
 
-	// The features, made on first use from Log, OS, Root and
-	// DockerSocket (later changes to those do not reach them); each has
-	// its own lock.
+	// The features, made on first use from Log, OS, Root, DockerSocket,
+	// the port watch's periods and ProcNet (later changes to those do not
+	// reach them); each has its own lock.
 	featuresOnce sync.Once
 	features     features
 }
@@ -94,6 +75,7 @@ type features struct {
 	shares *shares.Shares
 	exec   *exec.Runner
 	host   *hostaccess.HostAccess
+	ports  *ports.Watch
 }
 
 // rooms returns the features, made on first use.
@@ -103,6 +85,7 @@ func (s *Server) rooms() *features {
 		corp := &corpnet.CorpNet{Sys: sys}
 		disk := &disks.Disks{Sys: sys}
 		dns := &dnsforward.Forwarder{Sys: sys}
+		watch := &ports.Watch{Sys: sys, ProcNet: s.ProcNet, Poll: ports.Poll{Fast: s.PortPoll, Busy: s.PortPollBusy, Idle: s.PortPollIdle}}
 		s.features = features{
 			dns:    dns,
 			corp:   corp,
@@ -110,43 +93,19 @@ func (s *Server) rooms() *features {
 			binfmt: &binfmt.Handlers{Sys: sys},
 			ssh:    &sshagent.Relay{Sys: sys, OpenToHost: s.openToHost},
 			docker: &docker.Engine{Sys: sys, Socket: s.DockerSocket, ReleaseReserve: disk.ReleaseReserveIfFull},
-			ctrd:   &containerd.Engine{Sys: sys, ReleaseReserve: disk.ReleaseReserveIfFull, UnitsStarted: s.publishDNATPorts},
+			ctrd:   &containerd.Engine{Sys: sys, ReleaseReserve: disk.ReleaseReserveIfFull, UnitsStarted: watch.PublishDNAT},
 			shares: &shares.Shares{Sys: sys},
 			exec:   &exec.Runner{ProxyVars: corp.WithProxyVars},
-			host:   &hostaccess.HostAccess{Sys: sys, OpenToHost: s.openToHost, HideOwnPort: s.addOwnPort, DNS: dns},
+			host:   &hostaccess.HostAccess{Sys: sys, OpenToHost: s.openToHost, HideOwnPort: watch.HideOwnPort, DNS: dns},
+			ports:  watch,
 		}
 	})
 	return &s.features
 }
 
-// publishDNATPorts has the port watch read portmap's DNAT rules: the
-// containerd runtime publishes ports there as well as with sockets.
-func (s *Server) publishDNATPorts() {
-	s.mu.Lock()
-	s.publishDNAT = true
-	s.mu.Unlock()
-}
-
 // NewServer returns a server on the real system.
 func NewServer(log *slog.Logger) *Server {
 	return &Server{Log: log, OS: guestos.RealOS{}}
-}
-
-func (s *Server) activity() chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.hostActivity == nil {
-		s.hostActivity = make(chan struct{}, 1)
-	}
-	return s.hostActivity
-}
-
-// noteHostActivity tells the port watch the host is busy with the guest.
-func (s *Server) noteHostActivity() {
-	select {
-	case s.activity() <- struct{}{}:
-	default:
-	}
 }
 
 func (s *Server) path(p string) string {
@@ -160,9 +119,6 @@ func (s *Server) path(p string) string {
 func (s *Server) sys() guestos.Sys {
 	return guestos.Sys{Log: s.Log, OS: s.OS, Root: s.Root}
 }
-
-// readMounts reads a mountinfo file.
-func readMounts(path string) ([]guestos.MountEntry, error) { return guestos.ReadMounts(path) }
 
 func (s *Server) log() *slog.Logger {
 	if s.Log == nil {
@@ -216,7 +172,7 @@ func (s *Server) serve(ctx context.Context, hello io.Reader, rwc io.ReadWriteClo
 			s.log().Info("host session ended", "err", err)
 			return nil
 		}
-		s.noteHostActivity()
+		s.rooms().ports.NoteHostActivity()
 		// Quiesce suspended the pings for the pause; any request after
 		// it comes from a VM running again.
 		keepalive.Resume()
@@ -283,7 +239,7 @@ func (s *Server) serveStream(ctx context.Context, st net.Conn, req agent.Request
 	case agent.OpExec:
 		s.rooms().exec.Serve(ctx, st, req)
 	case agent.OpWatchPorts:
-		s.watchPorts(ctx, st)
+		s.rooms().ports.Serve(ctx, st)
 	case agent.OpSync:
 		s.serveSync(ctx, st)
 	case agent.OpSyncWatch:

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -151,7 +150,7 @@ func TestWatchPorts(t *testing.T) {
 	own, err := net.Listen("tcp", "127.0.0.1:0")
 	must(t, err)
 	defer own.Close()
-	s.addOwnPort("tcp", own.Addr().(*net.TCPAddr).Port)
+	s.rooms().ports.HideOwnPort("tcp", own.Addr().(*net.TCPAddr).Port)
 
 	wctx, cancel := context.WithCancel(ctx(t))
 	defer cancel()
@@ -306,58 +305,6 @@ func TestWatchPortsIdlesUntilHostActivity(t *testing.T) {
 	}
 }
 
-func TestPollTimes(t *testing.T) {
-	p := pollTimes{}.withDefaults()
-	now := time.Now()
-	if p.fast != 250*time.Millisecond || p.busy != 10*time.Second || p.idle != time.Second {
-		t.Fatalf("defaults %+v", p)
-	}
-	if got := p.next(now, now.Add(time.Second)); got != p.fast {
-		t.Errorf("busy: %v", got)
-	}
-	if got := p.next(now, now.Add(-time.Second)); got != p.idle {
-		t.Errorf("idle: %v", got)
-	}
-	if q := (pollTimes{fast: 2 * time.Second, idle: time.Second}).withDefaults(); q.idle != 2*time.Second {
-		t.Errorf("idle shorter than fast: %+v", q)
-	}
-}
-
-// TestWatchPortsTrimsMemoryOnceWhenTheHostGoesQuiet: the agent returns the
-// memory a burst left behind when the host goes quiet, once per quiet spell,
-// not on every idle scan.
-func TestWatchPortsTrimsMemoryOnceWhenTheHostGoesQuiet(t *testing.T) {
-	s, _ := newTestServer(t)
-	s.PortPoll, s.PortPollBusy, s.PortPollIdle = 20*time.Millisecond, 100*time.Millisecond, 20*time.Millisecond
-	var trims atomic.Int32
-	s.trimMemory = func() { trims.Add(1) }
-	c, _ := connect(t, s)
-	wctx, cancel := context.WithCancel(ctx(t))
-	defer cancel()
-	if _, err := c.WatchPorts(wctx); err != nil {
-		t.Fatal(err)
-	}
-	waitFor := func(n int32) {
-		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for trims.Load() < n && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if got := trims.Load(); got != n {
-			t.Fatalf("%d trims, want %d", got, n)
-		}
-	}
-	waitFor(1)
-	time.Sleep(300 * time.Millisecond) // many idle scans
-	if got := trims.Load(); got != 1 {
-		t.Fatalf("%d trims while idle, want 1", got)
-	}
-	if _, err := c.Info(ctx(t)); err != nil { // the host is busy again
-		t.Fatal(err)
-	}
-	waitFor(2)
-}
-
 // Before a pause the keepalive stops until the next request; a quiesce
 // a docker call cancelled reports it.
 func TestQuiesceSuspendsKeepalive(t *testing.T) {
@@ -407,15 +354,17 @@ func TestRuntimeRequests(t *testing.T) {
 			c.Close()
 		}
 	}()
+	fos.Outputs = map[string]string{"iptables-save -t nat": "*nat\n-A CNI-DN-1 -p tcp -m tcp --dport 18090 -j DNAT --to-destination 10.4.0.3:80\nCOMMIT\n"}
 	c, _ := connect(t, s)
 	must(t, c.StartContainerd(ctx(t)))
 	if !strings.Contains(fos.Ran(), "systemctl start --job-mode=ignore-dependencies containerd") {
 		t.Errorf("containerd not started:\n%s", fos.Ran())
 	}
-	s.mu.Lock()
-	dnat := s.publishDNAT
-	s.mu.Unlock()
-	if !dnat {
+	wctx, cancel := context.WithCancel(ctx(t))
+	defer cancel()
+	ports, err := c.WatchPorts(wctx)
+	must(t, err)
+	if !awaitPort(ports, agent.PortEvent{Added: true, Proto: "tcp", IP: "0.0.0.0", Port: 18090}) {
 		t.Error("the port watch does not read DNAT rules after containerd started")
 	}
 
@@ -430,6 +379,24 @@ func TestRuntimeRequests(t *testing.T) {
 	must(t, c.StartDocker(ctx(t)))
 	if !strings.Contains(fos.Ran(), "systemctl start --job-mode=ignore-dependencies docker.service") {
 		t.Errorf("docker not started:\n%s", fos.Ran())
+	}
+}
+
+// awaitPort reads the watch's events until want, false if it does not come.
+func awaitPort(ch <-chan agent.PortEvent, want agent.PortEvent) bool {
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				return false
+			}
+			if ev == want {
+				return true
+			}
+		case <-timeout:
+			return false
+		}
 	}
 }
 
@@ -452,5 +419,53 @@ func TestExecThroughTheServer(t *testing.T) {
 	code, err := c.Exec(ctx(t), agent.ExecRequest{Argv: []string{"/bin/sh", "-c", "exit 3"}}, nil, nil, nil, nil)
 	if err != nil || code != 3 {
 		t.Fatalf("code %d, %v; want 3", code, err)
+	}
+}
+
+// A request missing its body, a time that is no time and an op the agent
+// does not know are refused with the reason; the idle check and a touch
+// of nothing answer.
+func TestAnswerRefusesBadRequests(t *testing.T) {
+	s, _ := newTestServer(t)
+	for _, tc := range []struct {
+		req  agent.Request
+		want string
+	}{
+		{agent.Request{Op: agent.OpSetup}, "setup request without setup"},
+		{agent.Request{Op: agent.OpMount}, "mount request without mount"},
+		{agent.Request{Op: agent.OpSetTime, Time: -5}, "time -5 is not a positive"},
+		{agent.Request{Op: "fly"}, `unknown op "fly"`},
+	} {
+		if _, err := s.answer(ctx(t), tc.req); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.req.Op, err, tc.want)
+		}
+	}
+	resp, err := s.answer(ctx(t), agent.Request{Op: agent.OpIdleCheck})
+	if err != nil || resp.Idle == nil || resp.Idle.RunningContainers != 0 {
+		t.Errorf("idle check on a guest without containers: %+v, %v", resp.Idle, err)
+	}
+	if _, err := s.answer(ctx(t), agent.Request{Op: agent.OpTouch}); err != nil {
+		t.Errorf("touch of nothing: %v", err)
+	}
+}
+
+// A power-off request is answered before the guest powers off, so the host
+// hears the agent agreed.
+func TestPowerOffAnswersFirst(t *testing.T) {
+	s, fos := newTestServer(t)
+	h, g := net.Pipe()
+	defer h.Close()
+	done := make(chan struct{})
+	go func() { s.handle(ctx(t), g); close(done) }()
+	must(t, agent.WriteJSONLine(h, agent.Request{Op: agent.OpPowerOff}))
+	if _, err := agent.ReadResponse(h); err != nil {
+		t.Fatalf("power-off answer: %v", err)
+	}
+	if strings.Contains(fos.Ran(), "poweroff") {
+		t.Error("powered off before the answer could leave")
+	}
+	<-done
+	if !strings.Contains(fos.Ran(), "systemctl poweroff") {
+		t.Errorf("ran:\n%s\nwant systemctl poweroff", fos.Ran())
 	}
 }

@@ -40,8 +40,8 @@ var Table = []Layer{
 	{"guest agent server", []string{"agent/guest"}},
 	{"guest agent features", []string{
 		"agent/guest/binfmt", "agent/guest/corpnet", "agent/guest/disks", "agent/guest/dnsforward",
-		"agent/guest/exec", "agent/guest/hostaccess", "agent/guest/idle", "agent/guest/runtime/...",
-		"agent/guest/shares", "agent/guest/sshagent",
+		"agent/guest/exec", "agent/guest/hostaccess", "agent/guest/idle", "agent/guest/ports",
+		"agent/guest/runtime/...", "agent/guest/shares", "agent/guest/sshagent",
 	}},
 	{"guest system", []string{"agent/guest/guestos/..."}},
 	{"guest agent protocol and images", []string{"agent", "agent/agentbin", "agent/lenprefix", "agent/portlist", "images/..."}},

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/vmdock/vmdock/agent/guest/guestos"
 )
@@ -32,6 +33,15 @@ func StartUnitsNow(ctx context.Context, os guestos.OS, groups ...[]string) error
 		if _, err := os.Run(ctx, "systemctl", append([]string{"start", "--job-mode=ignore-dependencies"}, units...)...); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// StopAll stops both runtimes and their sockets, so the containers end
+// cleanly; it waits for each container's stop timeout.
+func StopAll(ctx context.Context, os guestos.OS) error {
+	if _, err := os.Run(ctx, "systemctl", "stop", "docker.socket", "docker.service", "containerd.service"); err != nil {
+		return fmt.Errorf("stop the container runtimes: %w", err)
 	}
 	return nil
 }

@@ -62,3 +62,17 @@ func TestStartUnitsNow(t *testing.T) {
 		t.Fatalf("ran %q after a failure, want only the first group", got)
 	}
 }
+
+// StopAll stops both runtimes and their sockets in one go, and a failure
+// says what failed.
+func TestStopAll(t *testing.T) {
+	sys, fos := guestostest.NewSys(t)
+	must(t, StopAll(context.Background(), sys.OS))
+	if got, want := fos.Ran(), "systemctl stop docker.socket docker.service containerd.service"; got != want {
+		t.Fatalf("ran %q, want %q", got, want)
+	}
+	fos.Results = map[string]error{"systemctl stop": guestostest.ExitErr(1)}
+	if err := StopAll(context.Background(), sys.OS); err == nil || !strings.Contains(err.Error(), "stop the container runtimes") {
+		t.Fatalf("a failing stop: %v, want it named", err)
+	}
+}

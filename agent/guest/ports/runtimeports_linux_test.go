@@ -1,4 +1,4 @@
-package guest
+package ports
 
 import (
 	"os"
@@ -32,8 +32,8 @@ func giveProcess(t *testing.T, root, pid, comm string, sockets ...string) {
 // port: it is vmdock's own, not a port the user published, and the watch
 // does not report it; a user's server on the same machine is reported.
 func TestPortWatchSkipsTheRuntimesOwnListeners(t *testing.T) {
-	s, _ := newTestServer(t)
-	procDir := filepath.Join(s.Root, "proc")
+	w, _ := newTestWatch(t)
+	procDir := filepath.Join(w.Root, "proc")
 	netDir := filepath.Join(procDir, "net")
 	must(t, os.MkdirAll(filepath.Join(procDir, "self", "ns"), 0o755))
 	must(t, os.Symlink("mnt:[4026531841]", filepath.Join(procDir, "self", "ns", "mnt")))
@@ -41,16 +41,16 @@ func TestPortWatchSkipsTheRuntimesOwnListeners(t *testing.T) {
 	writeTCP := func(lines string) {
 		must(t, os.WriteFile(filepath.Join(netDir, "tcp"), []byte(procNetHeader+lines), 0o644))
 	}
-	s.ProcNet = netDir
+	w.ProcNet = netDir
 	writeTCP(fakeListener("0", "0100007F:9288", "5551") + // 127.0.0.1:37512
 		fakeListener("1", "00000000:1F90", "7771")) // 0.0.0.0:8080
-	giveProcess(t, s.Root, "412", "containerd", "5551")
-	giveProcess(t, s.Root, "900", "nginx", "7771")
+	giveProcess(t, w.Root, "412", "containerd", "5551")
+	giveProcess(t, w.Root, "900", "nginx", "7771")
 
-	list := s.portLister()
-	got, err := s.scanPorts(list)
+	list := w.lister()
+	got, err := w.scan(list)
 	must(t, err)
-	if !got[portKey{Proto: "tcp", IP: "0.0.0.0", Port: 8080}] || len(got) != 1 {
+	if !got[key{Proto: "tcp", IP: "0.0.0.0", Port: 8080}] || len(got) != 1 {
 		t.Errorf("ports = %v, want only 0.0.0.0:8080", got)
 	}
 
@@ -58,10 +58,10 @@ func TestPortWatchSkipsTheRuntimesOwnListeners(t *testing.T) {
 	writeTCP(fakeListener("0", "0100007F:9288", "5551") +
 		fakeListener("1", "00000000:1F90", "7771") +
 		fakeListener("2", "0100007F:0977", "6661")) // 127.0.0.1:2423
-	giveProcess(t, s.Root, "500", "dockerd", "6661")
-	got, err = s.scanPorts(list)
+	giveProcess(t, w.Root, "500", "dockerd", "6661")
+	got, err = w.scan(list)
 	must(t, err)
-	if !got[portKey{Proto: "tcp", IP: "0.0.0.0", Port: 8080}] || len(got) != 1 {
+	if !got[key{Proto: "tcp", IP: "0.0.0.0", Port: 8080}] || len(got) != 1 {
 		t.Errorf("after dockerd: ports = %v, want only 0.0.0.0:8080", got)
 	}
 }
