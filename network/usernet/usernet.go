@@ -20,6 +20,8 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/transport/icmp"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/udp"
+
+	"github.com/vmdock/vmdock/network/egress"
 )
 
 // The guest's addressing, slirp's: the image's eth0 takes it over DHCP on
@@ -55,6 +57,9 @@ type Config struct {
 	// Limits: a zero field means DefaultLimits' value.
 	Limits Limits
 	Log    *slog.Logger
+	// Egress, when set, lets the guest's new flows out only where it
+	// allows and its DNS answer only the names it allows (a sandbox).
+	Egress *egress.Policy
 }
 
 // Stack is one VM's network.
@@ -150,8 +155,8 @@ func newNetstack(link stack.LinkEndpoint, subnet *net.IPNet) (*stack.Stack, erro
 }
 
 func (s *Stack) startServices(tcfg *types.Configuration, pool *tap.IPPool) error {
-	s.stack.SetTransportProtocolHandler(tcp.ProtocolNumber, s.tcpForwarder().HandlePacket)
-	s.stack.SetTransportProtocolHandler(udp.ProtocolNumber, s.udpForwarder().HandlePacket)
+	s.stack.SetTransportProtocolHandler(tcp.ProtocolNumber, s.egressGate("tcp", s.tcpForwarder().HandlePacket))
+	s.stack.SetTransportProtocolHandler(udp.ProtocolNumber, s.egressGate("udp", s.udpForwarder().HandlePacket))
 	d, err := dhcp.New(tcfg, s.stack, pool)
 	if err != nil {
 		return fmt.Errorf("usernet DHCP: %w", err)
@@ -159,6 +164,9 @@ func (s *Stack) startServices(tcfg *types.Configuration, pool *tap.IPPool) error
 	go s.logStop("DHCP", d.Serve)
 	if s.cfg.Isolated {
 		return s.refuseDNS()
+	}
+	if s.cfg.Egress != nil {
+		return s.startEgressDNS()
 	}
 	return s.startDNS()
 }
