@@ -46,7 +46,7 @@ func ParseRule(s string) (Rule, error) {
 }
 
 func splitPort(s string) (string, uint16, error) {
-	if strings.Count(s, ":") != 1 {
+	if strings.Count(s, ":") != 1 || strings.ContainsAny(s, "/@ ") {
 		if strings.Contains(s, ":") {
 			return "", 0, fmt.Errorf("allow entry %q: not a host; accepted: %s", s, RuleGrammar)
 		}

@@ -478,7 +478,7 @@ func (ha *hostAgent) guestSetup() agent.Setup {
 		DataDiskFallback: guestDataDevice,
 		Binfmt:           ha.cfg.Binfmt,
 		Rosetta:          ha.cfg.VZRosetta,
-		HostAccessIP:     ha.cfg.Network.HostAccessIP,
+		HostAccessIP:     ha.guestHostAccessIP(),
 		SSHAgent:         ha.sshAgent.sock != "",
 	}
 	ha.boot.corp.setup(&s)

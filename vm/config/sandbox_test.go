@@ -1,0 +1,78 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/vmdock/vmdock/mounts"
+	"github.com/vmdock/vmdock/vm/driver"
+)
+
+// A profile's sandbox keys make it a sandbox whatever else the file says:
+// the workspace is its only folder (synced host to guest), no SSH agent,
+// no host CAs, the host agent's stack in user mode.
+func TestSandboxYAMLOverridesWhatWouldLeak(t *testing.T) {
+	ws := t.TempDir()
+	yaml := "sandbox:\n  workspace: " + ws + "\n  allow: [github.com:443, '*.npmjs.org']\n" +
+		"mounts:\n  - location: /\n    writable: true\nsshAgent: true\nhostCACerts: true\ncaCerts: [/etc/ca.pem]\nnetwork:\n  mode: isolated\n  stack: slirp\n"
+	withAgent := linuxHost
+	withAgent.SSHAuthSock = "/tmp/agent.sock"
+	c, err := Parse([]byte(yaml), withAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Normalize()
+	if err := c.ValidateOn(withAgent); err != nil {
+		t.Fatal(err)
+	}
+	want := []Mount{{Location: ws, GuestPath: ws, Writable: true, Mode: mounts.ModeSync}}
+	if len(c.Mounts) != 1 || c.Mounts[0].Location != ws || c.Mounts[0].GuestPath != ws || !c.Mounts[0].IsSync() {
+		t.Errorf("mounts = %+v, want %+v", c.Mounts, want)
+	}
+	if c.SSHAgentSocket(withAgent) != "" || c.HostCACerts || len(c.CACerts) > 0 {
+		t.Errorf("sshAgent %q, hostCACerts %v, caCerts %v; want all off", c.SSHAgentSocket(withAgent), c.HostCACerts, c.CACerts)
+	}
+	if c.Network.Stack != driver.NetStackGvisor || c.Network.Mode != driver.NetworkUser {
+		t.Errorf("network %s/%s, want gvisor/user", c.Network.Stack, c.Network.Mode)
+	}
+	if syncs := c.SyncMounts(); len(syncs) != 1 || !syncs[0].HostToGuest {
+		t.Errorf("sync mounts %+v, want the workspace host to guest", syncs)
+	}
+	p, err := c.EgressPolicy(nil)
+	if err != nil || p == nil || len(p.Rules()) != 2 {
+		t.Errorf("egress policy %v, %v; want the two rules", p, err)
+	}
+	plain := Default(linuxHost)
+	if p, _ := plain.EgressPolicy(nil); p != nil || plain.SyncMounts() != nil {
+		t.Error("an instance that is no sandbox has an egress policy or host-to-guest syncs")
+	}
+}
+
+func TestSandboxBadInput(t *testing.T) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Skip("no home folder")
+	}
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for ws, want := range map[string]string{
+		"/no/such/folder": "does not exist", "/": "is /", home: "home folder", "~": "home folder",
+		filepath.Dir(home): "home folder", file: "not a folder", "": "empty",
+	} {
+		if _, err := CheckWorkspace(ws); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "accepted:") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("workspace %q: %v; want one line saying %q and what is accepted", ws, err, want)
+		}
+	}
+	c := Default(linuxHost)
+	c.Sandbox = &SandboxConfig{Workspace: t.TempDir(), Allow: []string{"github.com", "https://evil.test/x"}}
+	c.FillDefaults(linuxHost)
+	c.Normalize()
+	err = c.ValidateOn(linuxHost)
+	if err == nil || !strings.Contains(err.Error(), `sandbox.allow: allow entry "https://evil.test/x": not a host`) {
+		t.Fatalf("a bad allow entry: %v", err)
+	}
+}
