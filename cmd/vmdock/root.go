@@ -129,6 +129,7 @@ func newRootCmd(h config.Host) *cobra.Command {
 		newDockerSockCmd(g),
 		newDomainsCmd(g),
 		newMigrateCmd(g),
+		newSandboxCmd(g),
 	)
 	return root
 }
