@@ -1,8 +1,12 @@
 package main
 
 import (
+	"context"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -103,4 +107,73 @@ func TestSandboxCreateAndLog(t *testing.T) {
 	if _, err := run("sandbox", "log", "plain"); err == nil || !strings.Contains(err.Error(), "not a sandbox") {
 		t.Fatalf("sandbox log of a plain profile: %v", err)
 	}
+}
+
+// diff, accept and reject through the guest agent's exec: the fake guest
+// runs the commands (real tar and sh) on this machine with its copy of
+// the workspace in a folder of its own. A host edit of a file the agent
+// also changed is refused by accept, listed, and kept.
+func TestSandboxDiffAcceptReject(t *testing.T) {
+	env(t)
+	installFake(t)
+	ws, guest := t.TempDir(), t.TempDir()
+	writeTestFile(t, filepath.Join(ws, "a.txt"), "a\n")
+	writeTestFile(t, filepath.Join(ws, "b.txt"), "b\n")
+	if _, err := run("sandbox", "create", "agent", "--workspace", ws); err != nil {
+		t.Fatal(err)
+	}
+	execVM = func(ctx context.Context, _ *store.Instance, argv []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+		args := slices.Clone(argv)
+		for i, a := range args {
+			if a == ws {
+				args[i] = guest
+			}
+		}
+		cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+		if err := cmd.Run(); err != nil {
+			return 1, nil
+		}
+		return 0, nil
+	}
+	writeTestFile(t, filepath.Join(guest, "a.txt"), "agent a\n")
+	writeTestFile(t, filepath.Join(guest, "b.txt"), "agent b\n")
+	writeTestFile(t, filepath.Join(ws, "b.txt"), "host b\n")
+
+	out, err := run("sandbox", "diff", "agent")
+	if err != nil || !strings.Contains(out, "-a\n+agent a\n") || !strings.Contains(out, "# b.txt: changed on the host too") {
+		t.Fatalf("sandbox diff: %v\n%s", err, out)
+	}
+	out, err = run("sandbox", "accept", "agent")
+	if err == nil || !strings.Contains(err.Error(), "b.txt: changed on the host too") || !strings.Contains(out, "accepted a.txt") {
+		t.Fatalf("sandbox accept: %v\n%s", err, out)
+	}
+	if readTestFile(t, filepath.Join(ws, "a.txt")) != "agent a\n" || readTestFile(t, filepath.Join(ws, "b.txt")) != "host b\n" {
+		t.Fatal("accept did not write a.txt, or overwrote the host's b.txt")
+	}
+	if out, err = run("sandbox", "reject", "agent", "b.txt"); err != nil || !strings.Contains(out, "rejected b.txt") {
+		t.Fatalf("sandbox reject: %v\n%s", err, out)
+	}
+	if readTestFile(t, filepath.Join(guest, "b.txt")) != "host b\n" {
+		t.Fatal("reject did not put the host's b.txt back in the guest")
+	}
+	if out, err = run("sandbox", "diff", "agent"); err != nil || out != "" {
+		t.Fatalf("diff after accept and reject: %v\n%q", err, out)
+	}
+}
+
+func writeTestFile(t *testing.T, p, content string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readTestFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
