@@ -130,6 +130,7 @@ func newRootCmd(h config.Host) *cobra.Command {
 		newDomainsCmd(g),
 		newMigrateCmd(g),
 		newSandboxCmd(g),
+		newMCPCmd(g),
 	)
 	return root
 }
