@@ -157,7 +157,9 @@ func mcpSession(t *testing.T) (*mcp.ClientSession, func() string) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serveMCP(ctx, &globals{profile: "default", host: testHost}, "agent", serverIn, serverOut) }()
+	go func() {
+		done <- serveMCP(ctx, &globals{profile: "default", host: testHost}, "agent", serverIn, serverOut)
+	}()
 	var mu sync.Mutex
 	var messages strings.Builder
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
