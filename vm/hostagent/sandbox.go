@@ -11,6 +11,9 @@ import (
 // refusals appended to the instance's egress log; nil for any other
 // instance.
 func (ha *hostAgent) egressPolicy() (*egress.Policy, error) {
+	if !ha.cfg.IsSandbox() {
+		return nil, nil
+	}
 	p, err := ha.cfg.EgressPolicy(appendLog(ha.inst.EgressLogPath()))
 	if err != nil {
 		return nil, fmt.Errorf("sandbox egress: %w", err)
