@@ -76,6 +76,14 @@ func (w Workspace) Read(ctx context.Context) (*Review, error) {
 	if err != nil {
 		return nil, err
 	}
+	if base == nil {
+		// No base recorded (a sandbox made in its YAML, not by `sandbox
+		// create`): the host's folder as it is stands for it.
+		base = map[string]string{}
+		for p, e := range host {
+			base[p] = e.sig
+		}
+	}
 	var tarball bytes.Buffer
 	if err := w.Guest(ctx, []string{"tar", "-C", w.GuestPath, "-cf", "-", "."}, nil, &tarball); err != nil {
 		return nil, fmt.Errorf("read the guest's copy of %s: %w", w.GuestPath, err)
@@ -162,7 +170,7 @@ func (r *Review) selected(paths []string) ([]Change, error) {
 func loadBase(path string) (map[string]string, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return map[string]string{}, nil
+		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read the sandbox's base: %w", err)

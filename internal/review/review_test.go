@@ -162,3 +162,24 @@ func TestDiffAcceptRejectWithAConflictingHostEdit(t *testing.T) {
 		t.Errorf("accept ../etc/passwd: %v", err)
 	}
 }
+
+// Without a recorded base (a sandbox made in its YAML), the host's folder
+// stands for it: the agent's edit is a change accept writes, not a
+// conflict it refuses.
+func TestNoBaseTakesTheHostAsIs(t *testing.T) {
+	host, guest := t.TempDir(), t.TempDir()
+	put(t, host, "a.txt", "a\n")
+	copyTree(t, host, guest)
+	put(t, guest, "a.txt", "agent\n")
+	w := Workspace{Host: host, GuestPath: guest, BasePath: filepath.Join(t.TempDir(), "base.json"), Guest: localGuest}
+	r, err := w.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Changes) != 1 || r.Changes[0].Conflict {
+		t.Fatalf("changes %+v; want a.txt, no conflict", r.Changes)
+	}
+	if accepted, refused, err := r.Accept(nil); err != nil || len(accepted) != 1 || len(refused) != 0 || read(t, host, "a.txt") != "agent\n" {
+		t.Fatalf("accept: %v %v %v", accepted, refused, err)
+	}
+}
