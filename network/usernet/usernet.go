@@ -22,6 +22,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/transport/udp"
 
 	"github.com/vmdock/vmdock/network/egress"
+	"github.com/vmdock/vmdock/network/inject"
 )
 
 // The guest's addressing, slirp's: the image's eth0 takes it over DHCP on
@@ -60,6 +61,9 @@ type Config struct {
 	// Egress, when set, lets the guest's new flows out only where it
 	// allows and its DNS answer only the names it allows (a sandbox).
 	Egress *egress.Policy
+	// Secrets, when set, takes the guest's connections to port 443 and
+	// injects credentials into those to a secret's host.
+	Secrets *inject.Proxy
 }
 
 // Stack is one VM's network.
