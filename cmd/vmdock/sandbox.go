@@ -33,13 +33,14 @@ func newSandboxCmd(g *globals) *cobra.Command {
 type sandboxCreateFlags struct {
 	workspace string
 	allow     []string
+	secrets   []string
 	noStart   bool
 }
 
 func newSandboxCreateCmd(g *globals) *cobra.Command {
 	var f sandboxCreateFlags
 	cmd := &cobra.Command{
-		Use:   "create NAME --workspace DIR [--allow HOST[:PORT]]...",
+		Use:   "create NAME --workspace DIR [--allow HOST[:PORT]]... [--secret NAME=ENV@HOST]...",
 		Short: "Create (and start) a sandbox instance for the workspace",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -48,6 +49,7 @@ func newSandboxCreateCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&f.workspace, "workspace", "", "the host folder the agent works on (required)")
 	cmd.Flags().StringArrayVar(&f.allow, "allow", nil, "a host the sandbox may reach: "+egress.RuleGrammar+" (repeatable)")
+	cmd.Flags().StringArrayVar(&f.secrets, "secret", nil, "a credential added to HTTPS requests to HOST on the way out, from the host's variable ENV: "+config.SecretFlagGrammar+" (repeatable)")
 	cmd.Flags().BoolVar(&f.noStart, "no-start", false, "write the sandbox's config only; `vmdock start -p NAME` boots it")
 	return cmd
 }
@@ -78,11 +80,22 @@ func runSandboxCreate(ctx context.Context, g *globals, name string, f sandboxCre
 			return fmt.Errorf("--allow: %w", err)
 		}
 	}
+	var secrets []config.SandboxSecret
+	for _, s := range f.secrets {
+		sec, err := config.ParseSecretFlag(s)
+		if err != nil {
+			return err
+		}
+		secrets = append(secrets, sec)
+	}
 	cfg, err := baseConfig(home, g.host)
 	if err != nil {
 		return err
 	}
-	cfg.Sandbox = &config.SandboxConfig{Workspace: ws, Allow: f.allow}
+	cfg.Sandbox = &config.SandboxConfig{Workspace: ws, Allow: f.allow, Secrets: secrets}
+	if errs := cfg.CheckSecretsSet(os.Getenv); len(errs) > 0 {
+		return errors.Join(errs...)
+	}
 	cfg.Activate = false // the user's docker context stays theirs
 	cfg.FillDefaults(g.host)
 	cfg.Normalize()

@@ -20,6 +20,7 @@ import (
 func TestSandboxCreateRejectsBadInput(t *testing.T) {
 	home, user := env(t)
 	installFake(t)
+	t.Setenv("VMDOCK_TEST_TOKEN", "x")
 	ws := t.TempDir()
 	file := filepath.Join(ws, "file")
 	if err := os.WriteFile(file, nil, 0o600); err != nil {
@@ -43,6 +44,9 @@ func TestSandboxCreateRejectsBadInput(t *testing.T) {
 		{[]string{"agent", "--workspace", ws, "--allow", "github.com:99999"}, `port "99999"`},
 		{[]string{"agent", "--workspace", ws, "--allow", "127.0.0.1"}, "not an address the sandbox can reach"},
 		{[]string{"taken", "--workspace", ws}, `profile "taken" exists`},
+		{[]string{"agent", "--workspace", ws, "--secret", "gh=VMDOCK_TEST_UNSET@api.github.com"}, "the variable VMDOCK_TEST_UNSET is not set"},
+		{[]string{"agent", "--workspace", ws, "--secret", "gh"}, `--secret "gh"`},
+		{[]string{"agent", "--workspace", ws, "--secret", "gh=VMDOCK_TEST_TOKEN@*.github.com"}, `host "*.github.com"`},
 		{[]string{"bad/name", "--workspace", ws}, "bad/name"},
 	} {
 		before := treeHash(t, home)
@@ -66,7 +70,8 @@ func TestSandboxCreateAndLog(t *testing.T) {
 	home, _ := env(t)
 	fake := installFake(t)
 	ws := t.TempDir()
-	out, err := run("sandbox", "create", "agent", "--workspace", ws, "--allow", "github.com:443", "--allow", "*.npmjs.org")
+	t.Setenv("VMDOCK_TEST_TOKEN", "tok-123-secret")
+	out, err := run("sandbox", "create", "agent", "--workspace", ws, "--allow", "github.com:443", "--allow", "*.npmjs.org", "--secret", "gh=VMDOCK_TEST_TOKEN@api.github.com")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -82,8 +87,11 @@ func TestSandboxCreateAndLog(t *testing.T) {
 		t.Fatalf("started config: mounts %+v hostCACerts %v sshAgent %v stack %s activate %v", cfg.Mounts, cfg.HostCACerts, cfg.SSHAgent, cfg.Network.Stack, cfg.Activate)
 	}
 	saved, err := os.ReadFile(filepath.Join(home, "agent", "vmdock.yaml"))
-	if err != nil || !strings.Contains(string(saved), "sandbox:") || !strings.Contains(string(saved), "workspace: "+ws) {
+	if err != nil || !strings.Contains(string(saved), "sandbox:") || !strings.Contains(string(saved), "workspace: "+ws) || !strings.Contains(string(saved), "env: VMDOCK_TEST_TOKEN") {
 		t.Fatalf("saved config lacks the sandbox: %v\n%s", err, saved)
+	}
+	if strings.Contains(string(saved), "tok-123-secret") {
+		t.Fatal("the secret's value was written to the config")
 	}
 
 	out, err = run("sandbox", "log", "agent")

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/vmdock/vmdock/mounts"
@@ -21,6 +22,9 @@ type SandboxConfig struct {
 	// Allow lists where the sandbox may connect (egress.RuleGrammar):
 	// everything else is refused, and its DNS answers only these names.
 	Allow []string `yaml:"allow,omitempty" json:"allow,omitempty"`
+	// Secrets are credentials added on the way out (their hosts are
+	// allowed on 443 too).
+	Secrets []SandboxSecret `yaml:"secrets,omitempty" json:"secrets,omitempty"`
 }
 
 // applySandbox sets what a sandbox never leaves to the rest of the
@@ -61,7 +65,11 @@ func (c Config) EgressPolicy(log io.Writer) (*egress.Policy, error) {
 	if !c.IsSandbox() {
 		return nil, nil
 	}
-	return egress.New(c.Sandbox.Allow, log)
+	allow := c.Sandbox.Allow
+	for _, s := range c.Sandbox.Secrets {
+		allow = append(slices.Clip(allow), s.Host+":443")
+	}
+	return egress.New(allow, log)
 }
 
 func (c Config) validateSandbox() []error {
@@ -77,7 +85,7 @@ func (c Config) validateSandbox() []error {
 			errs = append(errs, fmt.Errorf("sandbox.allow: %w", err))
 		}
 	}
-	return errs
+	return append(errs, c.validateSecrets()...)
 }
 
 // CheckWorkspace checks a sandbox's workspace and returns it absolute,

@@ -76,3 +76,34 @@ func TestSandboxBadInput(t *testing.T) {
 		t.Fatalf("a bad allow entry: %v", err)
 	}
 }
+
+func TestSandboxSecrets(t *testing.T) {
+	s, err := ParseSecretFlag("gh=GITHUB_TOKEN@api.github.com")
+	if err != nil || s != (SandboxSecret{Name: "gh", Env: "GITHUB_TOKEN", Host: "api.github.com"}) {
+		t.Fatalf("ParseSecretFlag: %+v, %v", s, err)
+	}
+	if s.HeaderName() != "Authorization" || s.HeaderValue("abc") != "Bearer abc" || s.HeaderValue("token abc") != "token abc" {
+		t.Error("the default header is Authorization, Bearer unless the value has its own scheme")
+	}
+	if named := (SandboxSecret{Header: "x-api-key"}); named.HeaderValue("abc") != "abc" {
+		t.Error("a named header carries the value as it is")
+	}
+	for _, bad := range []string{"gh", "gh=TOKEN", "=TOKEN@api.github.com", "gh=1X@api.github.com", "gh=T@*.github.com", "gh=T@api.github.com:8443", "gh=T@198.18.0.1"} {
+		if _, err := ParseSecretFlag(bad); err == nil || !strings.Contains(err.Error(), "accepted:") {
+			t.Errorf("ParseSecretFlag(%q) = %v; want an error saying what is accepted", bad, err)
+		}
+	}
+	c := Default(linuxHost)
+	c.Sandbox = &SandboxConfig{Workspace: t.TempDir(), Secrets: []SandboxSecret{
+		{Name: "a", Env: "A", Host: "a.test.example"}, {Name: "a", Env: "B", Host: "b.test.example", Header: "bad header"},
+	}}
+	c.FillDefaults(linuxHost)
+	c.Normalize()
+	err = c.ValidateOn(linuxHost)
+	if err == nil || !strings.Contains(err.Error(), "named twice") || !strings.Contains(err.Error(), `header "bad header"`) {
+		t.Fatalf("bad secrets: %v", err)
+	}
+	if errs := c.CheckSecretsSet(func(k string) string { return map[string]string{"A": "x"}[k] }); len(errs) != 1 || !strings.Contains(errs[0].Error(), "variable B is not set") {
+		t.Fatalf("CheckSecretsSet: %v", errs)
+	}
+}

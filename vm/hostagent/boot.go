@@ -482,6 +482,7 @@ func (ha *hostAgent) guestSetup() agent.Setup {
 		SSHAgent:         ha.sshAgent.sock != "",
 	}
 	ha.boot.corp.setup(&s)
+	ha.addSandboxCA(&s)
 	return s
 }
 

@@ -43,7 +43,11 @@ func (ha *hostAgent) withNetStack(plan driver.Plan) (driver.Plan, error) {
 	if err != nil {
 		return plan, err
 	}
-	s, err := usernet.New(usernet.Config{Isolated: spec.Network == driver.NetworkIsolated, Log: slog.Default().With("component", "usernet"), Egress: policy})
+	secrets, err := ha.secretProxy()
+	if err != nil {
+		return plan, err
+	}
+	s, err := usernet.New(usernet.Config{Isolated: spec.Network == driver.NetworkIsolated, Log: slog.Default().With("component", "usernet"), Egress: policy, Secrets: secrets})
 	if err != nil {
 		return plan, err
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/store"
 )
@@ -38,5 +39,33 @@ func TestSandboxHostAgentCutsHostAccessAndLogsRefusals(t *testing.T) {
 	b, err := os.ReadFile(inst.EgressLogPath())
 	if err != nil || !strings.Contains(string(b), "refused tcp 198.18.0.7:22\n") {
 		t.Fatalf("egress log: %q, %v", b, err)
+	}
+}
+
+// A sandbox's secrets: the proxy is built from the host agent's
+// environment, the guest is given the sandbox's CA (constrained to the
+// secrets' hosts) and not the credential; an unset variable fails the
+// start naming it.
+func TestSandboxSecretsProxyAndCA(t *testing.T) {
+	inst := &store.Instance{Name: "agent", Dir: t.TempDir()}
+	cfg := config.Default(config.Host{OS: "linux", Arch: "amd64", CPUs: 2})
+	cfg.Sandbox = &config.SandboxConfig{Workspace: t.TempDir(), Secrets: []config.SandboxSecret{{Name: "gh", Env: "VMDOCK_TEST_GH", Host: "api.github.com"}}}
+	ha := &hostAgent{inst: inst, cfg: cfg}
+	if _, err := ha.secretProxy(); err == nil || !strings.Contains(err.Error(), "VMDOCK_TEST_GH is not set") {
+		t.Fatalf("unset variable: %v", err)
+	}
+	t.Setenv("VMDOCK_TEST_GH", "tok-456")
+	p, err := ha.secretProxy()
+	if err != nil || p == nil {
+		t.Fatalf("secret proxy: %v, %v", p, err)
+	}
+	var s agent.Setup
+	ha.addSandboxCA(&s)
+	if len(s.CACerts) != 1 || !strings.Contains(s.CACerts[0], "BEGIN CERTIFICATE") || strings.Contains(strings.Join(s.CACerts, ""), "tok-456") {
+		t.Fatalf("guest CA certs: %q", s.CACerts)
+	}
+	policy, err := cfg.EgressPolicy(nil)
+	if err != nil || len(policy.Rules()) != 1 || policy.Rules()[0].String() != "api.github.com:443" {
+		t.Fatalf("a secret's host is not allowed on 443: %v %v", policy, err)
 	}
 }
