@@ -84,17 +84,38 @@ func (w Workspace) Read(ctx context.Context) (*Review, error) {
 			base[p] = e.sig
 		}
 	}
-	var tarball bytes.Buffer
-	if err := w.Guest(ctx, []string{"tar", "-C", w.GuestPath, "-cf", "-", "."}, nil, &tarball); err != nil {
-		return nil, fmt.Errorf("read the guest's copy of %s: %w", w.GuestPath, err)
-	}
-	guest, err := guestTree(&tarball, host)
+	guest, err := w.readGuest(ctx, host)
 	if err != nil {
 		return nil, err
 	}
 	r := &Review{w: w, base: base, host: host}
 	r.sortOut(guest)
 	return r, r.save()
+}
+
+// readGuest streams the guest's copy as a tar and sums it (only what
+// differs from host is held).
+func (w Workspace) readGuest(ctx context.Context, host map[string]entry) (map[string]entry, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := w.Guest(ctx, []string{"tar", "-C", w.GuestPath, "-cf", "-", "."}, nil, pw)
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	guest, err := guestTree(pr, host)
+	if err != nil {
+		cancel()
+		pr.CloseWithError(err)
+	} else {
+		_, _ = io.Copy(io.Discard, pr) // tar pads its end: the writer finishes
+	}
+	if gerr := <-done; gerr != nil {
+		return nil, fmt.Errorf("read the guest's copy of %s: %w", w.GuestPath, gerr)
+	}
+	return guest, err
 }
 
 // sortOut classifies every path either side or the base has; where both

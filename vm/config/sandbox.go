@@ -44,6 +44,9 @@ func (c *Config) applySandbox() {
 	c.CACerts = nil
 	c.Network.Stack = driver.NetStackGvisor
 	c.Network.Mode = driver.NetworkUser
+	// Only the stack's DNS answers a sandbox (and decides what it may
+	// reach): another resolver would be an address it may not.
+	c.Network.DNS = nil
 }
 
 // IsSandbox says whether c is a sandbox's config.

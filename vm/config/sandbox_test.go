@@ -16,7 +16,7 @@ import (
 func TestSandboxYAMLOverridesWhatWouldLeak(t *testing.T) {
 	ws := t.TempDir()
 	yaml := "sandbox:\n  workspace: " + ws + "\n  allow: [github.com:443, '*.npmjs.org']\n" +
-		"mounts:\n  - location: /\n    writable: true\nsshAgent: true\nhostCACerts: true\ncaCerts: [/etc/ca.pem]\nnetwork:\n  mode: isolated\n  stack: slirp\n"
+		"mounts:\n  - location: /\n    writable: true\nsshAgent: true\nhostCACerts: true\ncaCerts: [/etc/ca.pem]\nnetwork:\n  mode: isolated\n  stack: slirp\n  dns: [8.8.8.8]\n"
 	withAgent := linuxHost
 	withAgent.SSHAuthSock = "/tmp/agent.sock"
 	c, err := Parse([]byte(yaml), withAgent)
@@ -34,8 +34,8 @@ func TestSandboxYAMLOverridesWhatWouldLeak(t *testing.T) {
 	if c.SSHAgentSocket(withAgent) != "" || c.HostCACerts || len(c.CACerts) > 0 {
 		t.Errorf("sshAgent %q, hostCACerts %v, caCerts %v; want all off", c.SSHAgentSocket(withAgent), c.HostCACerts, c.CACerts)
 	}
-	if c.Network.Stack != driver.NetStackGvisor || c.Network.Mode != driver.NetworkUser {
-		t.Errorf("network %s/%s, want gvisor/user", c.Network.Stack, c.Network.Mode)
+	if c.Network.Stack != driver.NetStackGvisor || c.Network.Mode != driver.NetworkUser || len(c.Network.DNS) > 0 {
+		t.Errorf("network %s/%s dns %v, want gvisor/user, the stack's DNS", c.Network.Stack, c.Network.Mode, c.Network.DNS)
 	}
 	if syncs := c.SyncMounts(); len(syncs) != 1 || !syncs[0].HostToGuest {
 		t.Errorf("sync mounts %+v, want the workspace host to guest", syncs)
