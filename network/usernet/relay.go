@@ -71,6 +71,10 @@ func (s *Stack) tcpForwarder() *tcp.Forwarder {
 			return
 		}
 		defer s.tcpRelays.Add(-1)
+		if s.cfg.Secrets != nil && id.LocalPort == httpsPort {
+			s.interceptTLS(r, target)
+			return
+		}
 		outbound := s.dialForGuest(r, target)
 		if outbound == nil {
 			return

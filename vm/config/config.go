@@ -55,6 +55,9 @@ type Config struct {
 	// VZNested lets the guest run KVM itself (nested virtualization): vz on
 	// macOS 15+ with an M3 or newer chip; off by default.
 	VZNested bool `yaml:"vzNestedVirtualization" json:"vzNestedVirtualization"`
+
+	// Sandbox, when set, makes the instance a sandbox (see SandboxConfig).
+	Sandbox *SandboxConfig `yaml:"sandbox,omitempty" json:"sandbox,omitempty"`
 }
 
 // Mount is one host folder shared into the guest (see package mounts).

@@ -75,6 +75,7 @@ func (c *Config) FillDefaults(h Host) {
 	if c.Network.Stack == "" {
 		c.Network.Stack = NetHistory{}.Stack(c.VMType)
 	}
+	c.applySandbox()
 }
 
 // DefaultNetworkStack is a new instance's network on either VM type: the
