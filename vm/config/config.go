@@ -55,6 +55,10 @@ type Config struct {
 	// VZNested lets the guest run KVM itself (nested virtualization): vz on
 	// macOS 15+ with an M3 or newer chip; off by default.
 	VZNested bool `yaml:"vzNestedVirtualization" json:"vzNestedVirtualization"`
+
+	// Remote, when set, runs no VM: the engine is a Linux server's own,
+	// reached over ssh (see Remote).
+	Remote *Remote `yaml:"remote,omitempty" json:"remote,omitempty"`
 }
 
 // Mount is one host folder shared into the guest (see package mounts).

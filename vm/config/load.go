@@ -75,6 +75,9 @@ func (c *Config) FillDefaults(h Host) {
 	if c.Network.Stack == "" {
 		c.Network.Stack = NetHistory{}.Stack(c.VMType)
 	}
+	if c.Remote != nil {
+		c.Remote.fillDefaults()
+	}
 }
 
 // DefaultNetworkStack is a new instance's network on either VM type: the
