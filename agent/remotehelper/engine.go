@@ -109,7 +109,8 @@ func (e *engine) events(ctx context.Context, changed func()) error {
 }
 
 // bridgeGateway is the default bridge network's gateway address: where a
-// container reaches its host (host-gateway).
+// container reaches its host (host-gateway). The engine names it in the
+// network's IPAM config, or only through the bridge's own address.
 func (e *engine) bridgeGateway(ctx context.Context) (string, error) {
 	var nw struct {
 		IPAM struct {
@@ -117,6 +118,7 @@ func (e *engine) bridgeGateway(ctx context.Context) (string, error) {
 				Gateway string `json:"Gateway"`
 			} `json:"Config"`
 		} `json:"IPAM"`
+		Options map[string]string `json:"Options"`
 	}
 	if err := e.get(ctx, "/networks/bridge", &nw); err != nil {
 		return "", err
@@ -126,5 +128,22 @@ func (e *engine) bridgeGateway(ctx context.Context) (string, error) {
 			return c.Gateway, nil
 		}
 	}
-	return "", fmt.Errorf("the bridge network has no IPv4 gateway")
+	name := nw.Options["com.docker.network.bridge.name"]
+	if name == "" {
+		name = "docker0"
+	}
+	iface, err := net.InterfaceByName(name)
+	if err != nil {
+		return "", fmt.Errorf("the bridge network names no gateway, and its interface: %w", err)
+	}
+	addrs, err := iface.Addrs()
+	if err != nil {
+		return "", fmt.Errorf("the bridge %s's addresses: %w", name, err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil {
+			return n.IP.String(), nil
+		}
+	}
+	return "", fmt.Errorf("the bridge %s has no IPv4 address", name)
 }

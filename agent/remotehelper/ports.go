@@ -2,6 +2,7 @@ package remotehelper
 
 import (
 	"context"
+	"io"
 	"net"
 	"time"
 
@@ -15,6 +16,11 @@ func (h *helper) watchPorts(ctx context.Context, st net.Conn) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	context.AfterFunc(ctx, func() { st.Close() })
+	go func() {
+		// The host ends the watch by closing its side.
+		_, _ = io.Copy(io.Discard, st)
+		cancel()
+	}()
 	changed := make(chan struct{}, 1)
 	poke := func() {
 		select {

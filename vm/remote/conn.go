@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -59,6 +60,7 @@ type sessionConn struct {
 	stderr *tailWriter
 	server Server
 	once   sync.Once
+	closed atomic.Bool // Close was called: the end is no failure
 	exited chan struct{}
 	err    error // why ssh ended, set before exited closes
 }
@@ -70,7 +72,11 @@ func (c *sessionConn) wait() {
 	} else {
 		c.err = fmt.Errorf("%s: the helper's session ended", c.server.Target)
 	}
-	slog.Info("ssh session ended", "server", c.server.Target.String(), "err", c.err)
+	if c.closed.Load() {
+		slog.Debug("ssh session closed", "server", c.server.Target.String())
+	} else {
+		slog.Info("ssh session ended", "server", c.server.Target.String(), "err", c.err)
+	}
 	close(c.exited)
 }
 
@@ -92,6 +98,7 @@ func (c *sessionConn) Write(b []byte) (int, error) { return c.w.Write(b) }
 
 func (c *sessionConn) Close() error {
 	c.once.Do(func() {
+		c.closed.Store(true)
 		c.w.Close()
 		if c.cmd.Process != nil {
 			c.cmd.Process.Kill()
@@ -126,7 +133,7 @@ func (t *tailWriter) Write(b []byte) (int, error) {
 	}
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		if line != "" {
-			slog.Debug("ssh", "stderr", line)
+			slog.Info("server", "ssh", line)
 		}
 	}
 	return len(b), nil

@@ -1,0 +1,322 @@
+package hostagent
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vmdock/vmdock/migrate/migratetest"
+	"github.com/vmdock/vmdock/vm/config"
+	"github.com/vmdock/vmdock/vm/remote"
+	"github.com/vmdock/vmdock/vm/store"
+)
+
+// The remote instance's test runs with real parts and no VM: Debian's
+// openssh-server and docker.io's dockerd in a network namespace the test
+// makes (the server, 198.18.0.2), the test itself in another (the laptop,
+// 198.18.0.1), a veth pair between them. It takes about 40 s (the link is
+// cut for 20 s); -short skips it.
+const (
+	remoteTestInNSEnv = "VMDOCK_REMOTE_TEST_IN_NS"
+	remoteServerAddr  = "198.18.0.2"
+	remoteLaptopAddr  = "198.18.0.1"
+	remoteTestPort    = "18080"
+)
+
+func TestRemoteInstanceWithRealServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("about 40 s with sshd and dockerd in network namespaces; not with -short")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("network namespaces, sshd and dockerd need root")
+	}
+	for _, tool := range []string{"unshare", "nsenter", "ip", "ssh", "ssh-keygen", "/usr/sbin/sshd", "docker", "/bin/busybox"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed (apt-get install openssh-server openssh-client busybox-static; hack/deps.sh)", tool)
+		}
+	}
+	if _, err := migratetest.DockerdPath(); err != nil {
+		t.Skip(err)
+	}
+	if os.Getenv(remoteTestInNSEnv) == "" {
+		// The laptop's side gets a namespace of its own too: nothing the
+		// test adds touches this machine's network.
+		cmd := exec.Command("unshare", "-n", "sh", "-c", `ip link set lo up && exec "$0" -test.run="^$1\$" -test.v`, os.Args[0], t.Name())
+		cmd.Env = append(os.Environ(), remoteTestInNSEnv+"=1")
+		out, err := cmd.CombinedOutput()
+		t.Logf("in the laptop's namespace:\n%s", out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	s := startRemoteServer(t)
+	laptop := serveLaptopPort(t)
+	inst := &store.Instance{Name: "remote", Dir: filepath.Join(s.dir, "inst")}
+	host := config.Host{OS: "linux", Arch: runtime.GOARCH, CPUs: 2}
+	cfg := config.Default(host)
+	cfg.Mounts = nil
+	cfg.Remote = &config.Remote{URL: "ssh://root@" + remoteServerAddr + ":22", Socket: s.engineSocket, HostPorts: []int{laptop}}
+	cfg.FillDefaults(host)
+	if err := os.MkdirAll(inst.Dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Save(inst.ConfigPath()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- Run(ctx, inst, Options{Host: host}) }()
+	defer func() { cancel(); <-ran }()
+	sock := inst.DockerSocketPath()
+	if err := waitDockerPing(ctx, sock, 90*time.Second); err != nil {
+		t.Fatalf("the server's engine through the instance's socket: %v\n%s", err, s.logs())
+	}
+	docker := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("docker", append([]string{"-H", "unix://" + sock}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("docker %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	docker("import", s.image, "remote-test")
+	docker("run", "-d", "--name", "web", "-p", remoteTestPort+":8080", "remote-test", "httpd", "-f", "-p", "8080", "-h", "/www")
+	checkRemotePort(t, "after docker run")
+	hostAccess := func(when string) {
+		t.Helper()
+		out := docker("run", "--rm", "--add-host", "host.docker.internal:host-gateway", "remote-test",
+			"wget", "-qO-", fmt.Sprintf("http://host.docker.internal:%d/", laptop))
+		if out != "laptop-ok" {
+			t.Fatalf("%s: a container reaching the laptop's port %d got %q", when, laptop, out)
+		}
+	}
+	hostAccess("after start")
+
+	cutLink(t, 20*time.Second)
+	if err := waitDockerPing(ctx, sock, 2*time.Minute); err != nil {
+		t.Fatalf("after the link came back: %v\n%s", err, s.logs())
+	}
+	checkRemotePort(t, "after the link came back")
+	hostAccess("after the link came back")
+
+	cancel()
+	if err := <-ran; err != nil {
+		t.Fatalf("the host agent's stop: %v", err)
+	}
+	ran <- nil
+	if _, err := os.Stat(sock); err == nil {
+		t.Error("the instance's docker.sock is still there after the stop")
+	}
+	out, err := exec.Command("docker", "-H", "unix://"+s.engineSocket, "ps", "--format", "{{.Names}}").CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "web" {
+		t.Fatalf("after the stop the server's engine runs %q (%v); want the container web still running", out, err)
+	}
+}
+
+// checkRemotePort waits for the published port on both loopbacks.
+func checkRemotePort(t *testing.T, when string) {
+	t.Helper()
+	for _, addr := range []string{"127.0.0.1", "[::1]"} {
+		url := "http://" + addr + ":" + remoteTestPort + "/"
+		var last string
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			body, err := httpGet(url)
+			if err == nil && body == "vmdock-test-ok\n" {
+				break
+			}
+			last = fmt.Sprintf("%q %v", body, err)
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %s answers %s", when, url, last)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+}
+
+func httpGet(url string) (string, error) {
+	c := &http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
+
+// serveLaptopPort serves "laptop-ok" on a port of the laptop's loopback.
+func serveLaptopPort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "laptop-ok") })}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// remoteServer is the server's namespace with its sshd and dockerd.
+type remoteServer struct {
+	dir          string
+	engineSocket string
+	image        string
+	engines      *migratetest.Engines
+}
+
+func (s *remoteServer) logs() string {
+	b, _ := os.ReadFile(filepath.Join(s.engines.List[0].Dir, "dockerd.log"))
+	sshd, _ := os.ReadFile(filepath.Join(s.dir, "sshd.log"))
+	return "sshd:\n" + tail(string(sshd)) + "\ndockerd:\n" + tail(string(b))
+}
+
+func tail(s string) string {
+	if len(s) > 3000 {
+		return s[len(s)-3000:]
+	}
+	return s
+}
+
+func startRemoteServer(t *testing.T) *remoteServer {
+	s := &remoteServer{dir: t.TempDir()}
+	holder := exec.Command("unshare", "-n", "sleep", "3600")
+	holder.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { holder.Process.Kill(); holder.Wait() })
+	time.Sleep(200 * time.Millisecond) // unshare has made the namespace and exec'd sleep
+	netns := fmt.Sprintf("/proc/%d/ns/net", holder.Process.Pid)
+	run(t, "ip", "link", "add", "vmdl0", "type", "veth", "peer", "name", "vmdr0", "netns", fmt.Sprint(holder.Process.Pid))
+	run(t, "ip", "addr", "add", remoteLaptopAddr+"/24", "dev", "vmdl0")
+	run(t, "ip", "link", "set", "vmdl0", "up")
+	run(t, "nsenter", "--net="+netns, "sh", "-c", "ip link set lo up && ip addr add "+remoteServerAddr+"/24 dev vmdr0 && ip link set vmdr0 up")
+	engines, err := migratetest.StartWith("/tmp/vmdock-remote-runs", "vmdock-remote-test", migratetest.Options{NetNS: netns}, "server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(engines.Stop)
+	s.engines, s.engineSocket = engines, engines.List[0].Socket
+	s.writeImage(t)
+	s.startSSHD(t, netns)
+	return s
+}
+
+func (s *remoteServer) writeImage(t *testing.T) {
+	busybox, err := os.ReadFile("/bin/busybox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tar, err := migratetest.ImageTar(map[string][]byte{"bin/busybox": busybox, "bin/sh": busybox, "bin/httpd": busybox, "bin/wget": busybox, "www/index.html": []byte("vmdock-test-ok\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.image = filepath.Join(s.dir, "image.tar")
+	if err := os.WriteFile(s.image, tar, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startSSHD runs sshd in the server's namespace with its own config, host
+// key and the test's key; root's home there is a folder of the test, so
+// the helper's install never touches this machine's /root.
+func (s *remoteServer) startSSHD(t *testing.T, netns string) {
+	d := s.dir
+	run(t, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(d, "host_key"))
+	run(t, "ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", filepath.Join(d, "id"))
+	copyFile(t, filepath.Join(d, "id.pub"), filepath.Join(d, "authorized_keys"))
+	hostPub, _ := os.ReadFile(filepath.Join(d, "host_key.pub"))
+	writeFile(t, filepath.Join(d, "known_hosts"), remoteServerAddr+" "+string(hostPub))
+	writeFile(t, filepath.Join(d, "sshd_config"), fmt.Sprintf(`ListenAddress %s:22
+HostKey %s/host_key
+AuthorizedKeysFile %s/authorized_keys
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+PidFile none
+ClientAliveInterval 5
+ClientAliveCountMax 3
+`, remoteServerAddr, d, d))
+	writeFile(t, filepath.Join(d, "ssh_config"), fmt.Sprintf(`Host %s
+  IdentityFile %s/id
+  IdentitiesOnly yes
+  UserKnownHostsFile %s/known_hosts
+  GlobalKnownHostsFile /dev/null
+  StrictHostKeyChecking yes
+`, remoteServerAddr, d, d))
+	t.Setenv(remote.CommandEnv, "ssh -F "+filepath.Join(d, "ssh_config"))
+	home := filepath.Join(d, "roothome")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.MkdirAll("/run/sshd", 0o755) // sshd's privilege separation folder
+	logf, err := os.Create(filepath.Join(d, "sshd.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sshd := exec.Command("nsenter", "--net="+netns, "unshare", "-m", "sh", "-c",
+		`mount --bind "$0" /root && exec /usr/sbin/sshd -D -e -f "$1"`, home, filepath.Join(d, "sshd_config"))
+	sshd.Stdout, sshd.Stderr = logf, logf
+	sshd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := sshd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sshd.Process.Kill(); sshd.Wait(); logf.Close() })
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		c, err := net.DialTimeout("tcp", remoteServerAddr+":22", time.Second)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sshd does not listen: %v\n%s", err, s.logs())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// cutLink takes the laptop's end of the veth down for d.
+func cutLink(t *testing.T, d time.Duration) {
+	run(t, "ip", "link", "set", "vmdl0", "down")
+	time.Sleep(d)
+	run(t, "ip", "link", "set", "vmdl0", "up")
+}
+
+func run(t *testing.T, argv ...string) string {
+	t.Helper()
+	out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out)
+	}
+	return string(out)
+}
+
+func writeFile(t *testing.T, path, s string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, to, string(b))
+}
