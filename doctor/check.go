@@ -66,6 +66,7 @@ var checks = []check{
 	{"accel", checkAccel},
 	{"virtiofsd", checkVirtiofsd},
 	{"config", checkConfig},
+	{"remote", checkRemote},
 	{"image", checkImage},
 	{"sockets", checkSockets},
 	{"disk", checkDisk},

@@ -1,4 +1,4 @@
-package hostagent
+package remotetest
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/vmdock/vmdock/migrate/migratetest"
 	"github.com/vmdock/vmdock/vm/config"
+	"github.com/vmdock/vmdock/vm/hostagent"
 	"github.com/vmdock/vmdock/vm/remote"
 	"github.com/vmdock/vmdock/vm/store"
 )
@@ -76,7 +77,7 @@ func TestRemoteInstanceWithRealServer(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
-	go func() { ran <- Run(ctx, inst, Options{Host: host}) }()
+	go func() { ran <- hostagent.Run(ctx, inst, hostagent.Options{Host: host}) }()
 	defer func() { cancel(); <-ran }()
 	sock := inst.DockerSocketPath()
 	if err := waitDockerPing(ctx, sock, 90*time.Second); err != nil {
@@ -121,6 +122,32 @@ func TestRemoteInstanceWithRealServer(t *testing.T) {
 	out, err := exec.Command("docker", "-H", "unix://"+s.engineSocket, "ps", "--format", "{{.Names}}").CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "web" {
 		t.Fatalf("after the stop the server's engine runs %q (%v); want the container web still running", out, err)
+	}
+}
+
+// waitDockerPing polls the engine's /_ping on sock until it answers.
+func waitDockerPing(ctx context.Context, sock string, timeout time.Duration) error {
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		},
+	}}
+	defer c.CloseIdleConnections()
+	deadline := time.Now().Add(timeout)
+	for {
+		resp, err := c.Get("http://docker/_ping")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("status %s", resp.Status)
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("no answer on %s within %s: %v", sock, timeout, err)
+		}
+		time.Sleep(300 * time.Millisecond)
 	}
 }
 
