@@ -9,17 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/vmdock/vmdock/migrate/migratetest"
-	"github.com/vmdock/vmdock/vm/config"
-	"github.com/vmdock/vmdock/vm/hostagent"
 	"github.com/vmdock/vmdock/vm/remote"
-	"github.com/vmdock/vmdock/vm/store"
 )
 
 // The remote instance's test runs with real parts and no VM: Debian's
@@ -63,29 +59,40 @@ func TestRemoteInstanceWithRealServer(t *testing.T) {
 	}
 	s := startRemoteServer(t)
 	laptop := serveLaptopPort(t)
-	inst := &store.Instance{Name: "remote", Dir: filepath.Join(s.dir, "inst")}
-	host := config.Host{OS: "linux", Arch: runtime.GOARCH, CPUs: 2}
-	cfg := config.Default(host)
-	cfg.Mounts = nil
-	cfg.Remote = &config.Remote{URL: "ssh://root@" + remoteServerAddr + ":22", Socket: s.engineSocket, HostPorts: []int{laptop}}
-	cfg.FillDefaults(host)
-	if err := os.MkdirAll(inst.Dir, 0o700); err != nil {
+	vmdock := buildVmdock(t, s.dir)
+	home, dockerConfig := filepath.Join(s.dir, "vmdock-home"), filepath.Join(s.dir, "docker-config")
+	t.Setenv("VMDOCK_HOME", home)
+	t.Setenv("DOCKER_CONFIG", dockerConfig)
+	t.Setenv("DOCKER_HOST", "")
+	if err := os.MkdirAll(filepath.Join(home, "remote"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := cfg.Save(inst.ConfigPath()); err != nil {
-		t.Fatal(err)
+	// hostPorts and socket are YAML settings; the URL comes with --remote.
+	writeFile(t, filepath.Join(home, "template.yaml"), fmt.Sprintf("remote:\n  url: ssh://placeholder\n  socket: %s\n  hostPorts: [%d]\n", s.engineSocket, laptop))
+	ctx := context.Background()
+	cli := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(vmdock, append([]string{"-p", "remote"}, args...)...).CombinedOutput()
+		if err != nil {
+			b, _ := os.ReadFile(filepath.Join(home, "remote", "hostagent.log"))
+			t.Fatalf("vmdock %s: %v\n%s\nhost agent log:\n%s\n%s", strings.Join(args, " "), err, out, tail(string(b)), s.logs())
+		}
+		return string(out)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- hostagent.Run(ctx, inst, hostagent.Options{Host: host}) }()
-	defer func() { cancel(); <-ran }()
-	sock := inst.DockerSocketPath()
-	if err := waitDockerPing(ctx, sock, 90*time.Second); err != nil {
-		t.Fatalf("the server's engine through the instance's socket: %v\n%s", err, s.logs())
+	cli("start", "--remote", "ssh://root@"+remoteServerAddr+":22")
+	stopped := false
+	defer func() {
+		if !stopped {
+			exec.Command(vmdock, "-p", "remote", "stop").Run()
+		}
+	}()
+	if cur := contextShow(t); cur != "vmdock-remote" {
+		t.Fatalf("the docker context after start is %q; want vmdock-remote", cur)
 	}
+	sock := filepath.Join(home, "remote", "docker.sock")
 	docker := func(args ...string) string {
 		t.Helper()
-		out, err := exec.Command("docker", append([]string{"-H", "unix://" + sock}, args...)...).CombinedOutput()
+		out, err := exec.Command("docker", args...).CombinedOutput() // through the context
 		if err != nil {
 			t.Fatalf("docker %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
@@ -111,11 +118,11 @@ func TestRemoteInstanceWithRealServer(t *testing.T) {
 	checkRemotePort(t, "after the link came back")
 	hostAccess("after the link came back")
 
-	cancel()
-	if err := <-ran; err != nil {
-		t.Fatalf("the host agent's stop: %v", err)
+	cli("stop")
+	stopped = true
+	if cur := contextShow(t); cur != "default" {
+		t.Errorf("the docker context after stop is %q; want default back", cur)
 	}
-	ran <- nil
 	if _, err := os.Stat(sock); err == nil {
 		t.Error("the instance's docker.sock is still there after the stop")
 	}
@@ -123,6 +130,26 @@ func TestRemoteInstanceWithRealServer(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(out)) != "web" {
 		t.Fatalf("after the stop the server's engine runs %q (%v); want the container web still running", out, err)
 	}
+}
+
+// buildVmdock builds the command line (with the guest agents that make
+// build embedded) into dir.
+func buildVmdock(t *testing.T, dir string) string {
+	bin := filepath.Join(dir, "vmdock")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/vmdock/vmdock/cmd/vmdock")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build vmdock: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func contextShow(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("docker", "context", "show").CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker context show: %v\n%s", err, out)
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // waitDockerPing polls the engine's /_ping on sock until it answers.
