@@ -583,6 +583,10 @@ func TestStartRemoteFlag(t *testing.T) {
 	if err != nil || !strings.Contains(string(b), "url: ssh://me@build:2222") || !strings.Contains(string(b), "- 9003") {
 		t.Errorf("saved config %q (%v); want the URL and host port 9003", b, err)
 	}
+	out, err := run("status") // exit 1: stopped
+	if !strings.Contains(out, "ssh://me@build:2222, engine /var/run/docker.sock, laptop ports for containers [9003] (no VM)") || strings.Contains(out, "vm:") {
+		t.Errorf("status of a remote instance: %v\n%s", err, out)
+	}
 	if _, err := run("start", "--upgrade-image"); err == nil || !strings.Contains(err.Error(), "remote instance") {
 		t.Errorf("start --upgrade-image on a remote instance: %v", err)
 	}

@@ -409,7 +409,7 @@ func (ha *hostAgent) status() control.Status {
 	syncs := ha.files.syncs.Status()
 	idleStatus := ha.idleStatus()
 	var guestDNS *control.GuestDNSStatus
-	if !idleStatus.Paused {
+	if !idleStatus.Paused && ha.remote == nil { // a server resolves for itself
 		guestDNS = ha.guestDNS() // asks the guest: not under mu
 	}
 	shares, shareProblems := ha.files.shares.Status()
