@@ -19,6 +19,7 @@ import (
 
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/instance"
+	"github.com/vmdock/vmdock/vm/remote"
 	"github.com/vmdock/vmdock/vm/store"
 )
 
@@ -589,5 +590,10 @@ func TestStartRemoteFlag(t *testing.T) {
 	}
 	if _, err := run("start", "--upgrade-image"); err == nil || !strings.Contains(err.Error(), "remote instance") {
 		t.Errorf("start --upgrade-image on a remote instance: %v", err)
+	}
+	t.Setenv(remote.CommandEnv, "false") // a server that cannot be reached
+	out, err = run("delete")
+	if err != nil || !strings.Contains(out, "vmdock's helper stays on the server") || !strings.Contains(out, `profile "default" deleted`) {
+		t.Errorf("delete of a remote instance whose server is away: %v\n%s", err, out)
 	}
 }

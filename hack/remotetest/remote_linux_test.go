@@ -130,6 +130,20 @@ func TestRemoteInstanceWithRealServer(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(out)) != "web" {
 		t.Fatalf("after the stop the server's engine runs %q (%v); want the container web still running", out, err)
 	}
+	helpers, _ := filepath.Glob(filepath.Join(s.dir, "roothome", ".cache", "vmdock", "vmdock-agent-*"))
+	if len(helpers) != 1 {
+		t.Fatalf("the server's ~/.cache/vmdock holds %v; want the one helper", helpers)
+	}
+	if out := cli("delete"); !strings.Contains(out, "helper was removed") {
+		t.Errorf("delete said %q", out)
+	}
+	if _, err := os.Stat(helpers[0]); err == nil {
+		t.Error("the helper is still on the server after delete")
+	}
+	out, err = exec.Command("docker", "-H", "unix://"+s.engineSocket, "ps", "--format", "{{.Names}}").CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "web" {
+		t.Errorf("after delete the server's engine runs %q (%v); want its container untouched", out, err)
+	}
 }
 
 // buildVmdock builds the command line (with the guest agents that make

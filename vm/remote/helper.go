@@ -99,3 +99,18 @@ const helperMissingExit = "97"
 // ErrHelperMissing: the server has no helper of the hash asked for; it
 // is installed, then the session dialled again.
 var ErrHelperMissing = errors.New("vmdock's helper is not installed on the server")
+
+// removeScript deletes every vmdock helper in the server's cache; another
+// instance's next session installs its own again.
+const removeScript = `rm -f "$HOME"/.cache/vmdock/vmdock-agent-*
+rmdir "$HOME/.cache/vmdock" 2>/dev/null
+true`
+
+// RemoveHelpers takes vmdock's helpers off the server; its images,
+// containers and volumes stay.
+func (s Server) RemoveHelpers(ctx context.Context) error {
+	if _, err := s.run(ctx, nil, removeScript); err != nil {
+		return fmt.Errorf("remove vmdock's helper from the server: %w", err)
+	}
+	return nil
+}
