@@ -571,6 +571,13 @@ func TestRemote(t *testing.T) {
 	if asked.Target.User != "me" || asked.Target.Host != "build" {
 		t.Errorf("probed %+v; want me@build", asked.Target)
 	}
+	fh.qemuErr, fh.qemuRuns = errors.New("no qemu-system-x86_64"), 0
+	fh.free = 0
+	expect(t, fh.result(t, "qemu"), OK, "a remote instance runs no VM", "")
+	expect(t, fh.result(t, "disk"), OK, "a remote instance runs no VM", "")
+	if fh.qemuRuns != 0 {
+		t.Errorf("doctor asked for QEMU %d times for a remote instance", fh.qemuRuns)
+	}
 	fh.ProbeRemote = func(remote.Server, context.Context) (remote.Facts, error) {
 		return remote.Facts{}, errors.New("ssh://me@build: the SSH user may not use /var/run/docker.sock; add it to the docker group")
 	}
