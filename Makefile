@@ -60,8 +60,17 @@ agents:
 		$(GO) run ./hack/compress bin/vmdock-agent-linux-$$a $(AGENT_DIR)/vmdock-agent-linux-$$a.zst; \
 	done
 
+# The unit tests run with a TMPDIR as long as macOS's (/var/folders/xx/
+# <28 chars>/T/, 49 bytes; this one 53), so a test whose unix socket
+# path would not fit there fails here too: sockets go under
+# internal/shortdir's folders.
+MAC_TMPDIR_LEN := 53
 test:
-	$(GO) test ./...
+	@set -e; tmp=$$(mktemp -d /tmp/vmdock-test-tmpdir-XXXXXX); \
+	long=$$tmp/$$(printf '%*s' $$(( $(MAC_TMPDIR_LEN) - $${#tmp} - 1 )) '' | tr ' ' x); \
+	mkdir "$$long"; trap 'rm -rf "$$tmp"' EXIT; \
+	echo "TMPDIR=$$long ($${#long} bytes)"; \
+	TMPDIR=$$long $(GO) test ./...
 
 # actionlint at a pinned version checks every workflow (the expressions,
 # the runners, each action's inputs) without a GitHub runner.

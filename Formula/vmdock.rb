@@ -5,16 +5,22 @@
 #   brew install OWNER/vmdock/vmdock
 #
 # It builds the tagged source, so the binary is signed on the Mac that runs
-# it. The release workflow (hack/ci/update-formula.sh) rewrites homepage,
-# url, sha256 and image_manifest_sha256 for every tag; edit the rest here.
+# it. Publishing a release runs .github/workflows/formula.yml
+# (hack/ci/commit-formula.sh), which rewrites homepage, url, sha256 and
+# image_manifest_sha256 for it; edit the rest here. Homebrew supports
+# Apple silicon only (Intel Macs: the release's vmdock-darwin-amd64).
 class Vmdock < Formula
   desc "Docker engine in a Linux VM (Virtualization.framework on macOS, QEMU on Linux)"
   homepage "https://github.com/vmdock/vmdock"
   url "https://github.com/vmdock/vmdock/archive/refs/tags/v0.0.0.tar.gz"
   sha256 "0000000000000000000000000000000000000000000000000000000000000000"
+  license "Apache-2.0"
   head "https://github.com/vmdock/vmdock.git", branch: "main"
 
   depends_on "go" => :build
+  depends_on arch: :arm64
+  # Virtualization.framework as vmdock uses it: macOS 13.
+  depends_on macos: :ventura
 
   # The sha256 of the images.json published with this release: the build
   # refuses any other manifest from the release's download URL.

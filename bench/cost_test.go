@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
 const sampleMeminfo = `MemTotal:        2014704 kB
@@ -252,7 +254,7 @@ func (f *fakeCostVM) exec(_ context.Context, argv []string, _ io.Reader, stdout,
 
 // dockerServer answers GET /version on a unix socket and wakes fake.
 func (f *fakeCostVM) dockerServer(t *testing.T) string {
-	sock := filepath.Join(t.TempDir(), "docker.sock")
+	sock := filepath.Join(shortdir.New(t), "docker.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)

@@ -6,23 +6,20 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/vmdock/vmdock/bench/probe"
+
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
 // fakeDocker is a docker socket that knows one image and records calls.
 func fakeDocker(t *testing.T) (dockerAPI, *[]string, *map[string]any) {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "vbk") // short: unix socket paths
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := shortdir.New(t) // unix socket paths are short
 	sock := filepath.Join(dir, "docker.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {

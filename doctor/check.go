@@ -75,6 +75,7 @@ var checks = []check{
 	{"docker-context", checkDockerContext},
 	{"instance", checkInstance},
 	{"guest-dns", checkGuestDNS},
+	{"network-paths", checkNetworkPaths},
 }
 
 // vmOnly are the checks of what only a VM needs; a remote instance

@@ -585,3 +585,19 @@ func TestRemote(t *testing.T) {
 	fh.Config.Remote.URL = "http://build"
 	expect(t, fh.result(t, "remote"), Fail, `scheme "http" is not supported`, "remote.url")
 }
+
+// The watchdog's view of a running instance: a path it could not mend
+// fails, and healthy paths say what it last mended.
+func TestNetworkPaths(t *testing.T) {
+	fh := newFake(t, linux())
+	expect(t, fh.result(t, "network-paths"), OK, "not running", "")
+	fh.status = &instance.LiveStatus{State: instance.StateRunning, PID: 42, HostAgent: &control.Status{
+		Watchdog: &control.WatchdogStatus{Paths: []control.PathHealth{
+			{Path: "ports", OK: true}, {Path: "dns", Problem: "the stack's DNS server stopped"},
+		}},
+	}}
+	expect(t, fh.result(t, "network-paths"), Fail, "dns: the stack's DNS server stopped", "vmdock logs hostagent")
+	fh.status.HostAgent.Watchdog.Paths[1] = control.PathHealth{Path: "dns", OK: true}
+	fh.status.HostAgent.Watchdog.LastRepair = &control.WatchdogRepair{At: "2026-12-07T20:14:33Z", Path: "ports", What: "tcp 127.0.0.1:8080 bound again"}
+	expect(t, fh.result(t, "network-paths"), OK, "last repair 2026-12-07T20:14:33Z ports: tcp 127.0.0.1:8080 bound again", "")
+}

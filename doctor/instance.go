@@ -87,6 +87,34 @@ func networkNote(f Facts, st instance.LiveStatus) string {
 	return fmt.Sprintf("; its next start's network: %s (%s)", f.Config.Network.Stack, f.Config.Network.Mode)
 }
 
+// checkNetworkPaths fails when the host agent's watchdog finds a network
+// path broken that it could not mend, and says what it last mended.
+func checkNetworkPaths(ctx context.Context, f Facts) Result {
+	name := f.Instance.Name
+	created, st := f.InstanceStatus(ctx)
+	h := st.HostAgent
+	if !created || st.State != instance.StateRunning || h == nil || h.Watchdog == nil {
+		return ok("profile %s is not running: nothing to check", name)
+	}
+	var broken, healthy []string
+	for _, p := range h.Watchdog.Paths {
+		if p.OK {
+			healthy = append(healthy, p.Path)
+		} else {
+			broken = append(broken, p.Path+": "+oneLine(p.Problem))
+		}
+	}
+	if len(broken) > 0 {
+		return fail(fmt.Sprintf("`vmdock logs hostagent -p %s` shows what broke and what the watchdog tried; `vmdock restart -p %s` if it stays broken", name, name),
+			"profile %s: network paths broken: %s", name, strings.Join(broken, "; "))
+	}
+	msg := fmt.Sprintf("profile %s: network paths healthy (%s)", name, strings.Join(healthy, ", "))
+	if r := h.Watchdog.LastRepair; r != nil {
+		msg += fmt.Sprintf("; last repair %s %s: %s", r.At, r.Path, oneLine(r.What))
+	}
+	return ok("%s", msg)
+}
+
 // checkGuestDNS fails when the running guest has no resolver to forward
 // to: every pull, build and API call by name then fails in its containers.
 func checkGuestDNS(ctx context.Context, f Facts) Result {

@@ -176,6 +176,9 @@ type Sync struct {
 	HostPath  string
 	GuestPath string
 	Exclude   []string
+	// HostToGuest: the host's changes reach the guest copy, the guest's
+	// stay there (a sandbox's workspace).
+	HostToGuest bool
 }
 
 // Syncs lists the sync mounts of ms, in list order (see Shares for the

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/agent/guest/disks"
 )
 
 // Run serves the host forever over the channel in cfg, reopening it
@@ -23,7 +24,7 @@ import (
 // ends or the channel cannot be used at all. Beside it runs the idle upkeep
 // (upkeep_linux.go).
 func (s *Server) Run(ctx context.Context, cfg agent.GuestConfig) error {
-	go s.runUpkeep(ctx, upkeepEvery)
+	go s.rooms().disks.RunUpkeep(ctx, disks.UpkeepEvery)
 	switch cfg.Channel {
 	case agent.ChannelVirtioSerial:
 		return s.runSerial(ctx, cfg.Serial())

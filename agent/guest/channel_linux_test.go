@@ -16,6 +16,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vmdock/vmdock/agent"
+
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
 // channelPair is a stand-in for a virtio-serial channel that stays
@@ -159,7 +161,7 @@ func TestRestartAnnouncementEndsAStaleSessionMidFrame(t *testing.T) {
 // Before udev's coldplug there is no /dev/virtio-ports link: the agent
 // finds its port by name in sysfs and opens the kernel's node.
 func TestOpenPortFindsItsPortInSysfsWithoutUdevLinks(t *testing.T) {
-	root := t.TempDir()
+	root := shortdir.New(t)
 	for port, name := range map[string]string{"vport1p1": "org.qemu.guest_agent.0", "vport1p2": agent.SerialName} {
 		dir := filepath.Join(root, "sys", "class", "virtio-ports", port)
 		must(t, os.MkdirAll(dir, 0o755))

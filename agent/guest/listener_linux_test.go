@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
 // unixListener runs pollListener on an AF_UNIX socket: the same code as
@@ -19,9 +21,7 @@ import (
 // loopback transport to test AF_VSOCK itself.
 func unixListener(t *testing.T) (*pollListener, string) {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "lis") // unix socket paths are short
-	must(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := shortdir.New(t) // unix socket paths are short
 	path := filepath.Join(dir, "s")
 	l, err := listen(unix.AF_UNIX, &unix.SockaddrUnix{Name: path}, "test socket")
 	must(t, err)

@@ -9,7 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,83 +19,93 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/agent/guest/binfmt"
+	"github.com/vmdock/vmdock/agent/guest/corpnet"
+	"github.com/vmdock/vmdock/agent/guest/disks"
+	"github.com/vmdock/vmdock/agent/guest/dnsforward"
+	"github.com/vmdock/vmdock/agent/guest/exec"
+	"github.com/vmdock/vmdock/agent/guest/guestos"
+	"github.com/vmdock/vmdock/agent/guest/hostaccess"
+	"github.com/vmdock/vmdock/agent/guest/idle"
+	"github.com/vmdock/vmdock/agent/guest/ports"
+	"github.com/vmdock/vmdock/agent/guest/runtime"
+	"github.com/vmdock/vmdock/agent/guest/runtime/containerd"
+	"github.com/vmdock/vmdock/agent/guest/runtime/docker"
+	"github.com/vmdock/vmdock/agent/guest/shares"
+	"github.com/vmdock/vmdock/agent/guest/sshagent"
 )
 
 // Server answers the host. One Server lives as long as the agent process;
 // sessions come and go with the host agent.
 type Server struct {
 	Log *slog.Logger
-	OS  OS
+	OS  guestos.OS
 	// Root prefixes the files the server edits (/etc, /run, /proc/self/
 	// mountinfo, binfmt_misc); "" means the real root. Tests use a temp dir.
 	Root string
 	// DockerSocket is where dockerd answers; default /var/run/docker.sock.
 	DockerSocket string
-	// The port watch scans listening sockets every PortPoll (default
-	// 250ms) while the host is busy with the guest, that is for PortPollBusy
-	// (default 10s) after the host opened a stream (a docker API call, an
-	// exec, a forwarded connection), and every PortPollIdle (default 1s)
-	// otherwise. A `docker run -p` is an API call, so its port shows up
-	// within PortPoll; an idle guest wakes the agent once a second instead
-	// of four times, which under TCG is most of the agent's idle CPU.
+	// The port watch's periods (see ports.Poll): PortPoll while the host
+	// is busy with the guest, that is for PortPollBusy after its last
+	// stream or a change, and PortPollIdle otherwise.
 	PortPoll, PortPollBusy, PortPollIdle time.Duration
 	// ProcNet is the folder with tcp, tcp6, udp, udp6; default /proc/net.
 	ProcNet string
 
-	// hostActivity has a token when the host opened a stream since the
-	// port watch last looked.
-	hostActivity chan struct{}
-	// trimMemory runs once each time the host goes quiet; default
-	// memtrim.Trim. Tests count the calls.
-	trimMemory func()
-
 	mu        sync.Mutex
 	sess      *yamux.Session
 	keepalive *agent.Keepalive // the current session's
-	ownPorts  map[portKey]bool
-	// listedPorts is the port watch's last listing, runtimeOwned the part
-	// of it the runtime daemons hold (see runtimePorts).
-	listedPorts  map[portKey]bool
-	runtimeOwned map[portKey]bool
-	hostAccess   net.Listener
-	hostAccessIP string
-	// proxyVars is the proxy of the last setup as variables, for exec'd
-	// commands (vmdock nerdctl pulls itself, vmdock ssh shells).
-	proxyVars map[string]string
-	sshAgent  *sshAgentListener
-	// publishDNAT: the containerd runtime runs, so published ports are
-	// portmap's DNAT rules as well as listening sockets.
-	publishDNAT bool
-	dnatFailed  bool // logged once
 
-	// upkeepMu serialises the upkeep rounds and a quiesce.
-	upkeepMu    sync.Mutex
-	upkeepState *upkeep
+	// The features, made on first use from Log, OS, Root, DockerSocket,
+	// the port watch's periods and ProcNet (later changes to those do not
+	// reach them); each has its own lock.
+	featuresOnce sync.Once
+	features     features
+}
 
-	dnsMu sync.Mutex // guards dns; separate so DNS restarts never wait on sessions
-	dns   *dnsRunner
+// features are the server's rooms, one job each.
+type features struct {
+	dns    *dnsforward.Forwarder
+	corp   *corpnet.CorpNet
+	disks  *disks.Disks
+	binfmt *binfmt.Handlers
+	ssh    *sshagent.Relay
+	docker *docker.Engine
+	ctrd   *containerd.Engine
+	shares *shares.Shares
+	exec   *exec.Runner
+	host   *hostaccess.HostAccess
+	ports  *ports.Watch
+}
+
+// rooms returns the features, made on first use.
+func (s *Server) rooms() *features {
+	s.featuresOnce.Do(func() {
+		sys := s.sys()
+		corp := &corpnet.CorpNet{Sys: sys}
+		disk := &disks.Disks{Sys: sys}
+		dns := &dnsforward.Forwarder{Sys: sys}
+		watch := &ports.Watch{Sys: sys, ProcNet: s.ProcNet, Poll: ports.Poll{Fast: s.PortPoll, Busy: s.PortPollBusy, Idle: s.PortPollIdle}}
+		s.features = features{
+			dns:    dns,
+			corp:   corp,
+			disks:  disk,
+			binfmt: &binfmt.Handlers{Sys: sys},
+			ssh:    &sshagent.Relay{Sys: sys, OpenToHost: s.openToHost},
+			docker: &docker.Engine{Sys: sys, Socket: s.DockerSocket, ReleaseReserve: disk.ReleaseReserveIfFull},
+			ctrd:   &containerd.Engine{Sys: sys, ReleaseReserve: disk.ReleaseReserveIfFull, UnitsStarted: watch.PublishDNAT},
+			shares: &shares.Shares{Sys: sys},
+			exec:   &exec.Runner{ProxyVars: corp.WithProxyVars},
+			host:   &hostaccess.HostAccess{Sys: sys, OpenToHost: s.openToHost, HideOwnPort: watch.HideOwnPort, DNS: dns},
+			ports:  watch,
+		}
+	})
+	return &s.features
 }
 
 // NewServer returns a server on the real system.
 func NewServer(log *slog.Logger) *Server {
-	return &Server{Log: log, OS: RealOS{}}
-}
-
-func (s *Server) activity() chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.hostActivity == nil {
-		s.hostActivity = make(chan struct{}, 1)
-	}
-	return s.hostActivity
-}
-
-// noteHostActivity tells the port watch the host is busy with the guest.
-func (s *Server) noteHostActivity() {
-	select {
-	case s.activity() <- struct{}{}:
-	default:
-	}
+	return &Server{Log: log, OS: guestos.RealOS{}}
 }
 
 func (s *Server) path(p string) string {
@@ -103,6 +113,11 @@ func (s *Server) path(p string) string {
 		return p
 	}
 	return filepath.Join(s.Root, p)
+}
+
+// sys is the system the server's features work on.
+func (s *Server) sys() guestos.Sys {
+	return guestos.Sys{Log: s.Log, OS: s.OS, Root: s.Root}
 }
 
 func (s *Server) log() *slog.Logger {
@@ -157,7 +172,7 @@ func (s *Server) serve(ctx context.Context, hello io.Reader, rwc io.ReadWriteClo
 			s.log().Info("host session ended", "err", err)
 			return nil
 		}
-		s.noteHostActivity()
+		s.rooms().ports.NoteHostActivity()
 		// Quiesce suspended the pings for the pause; any request after
 		// it comes from a VM running again.
 		keepalive.Resume()
@@ -222,9 +237,9 @@ func (s *Server) serveStream(ctx context.Context, st net.Conn, req agent.Request
 	case agent.OpDial:
 		s.dial(ctx, st, req)
 	case agent.OpExec:
-		s.exec(ctx, st, req)
+		s.rooms().exec.Serve(ctx, st, req)
 	case agent.OpWatchPorts:
-		s.watchPorts(ctx, st)
+		s.rooms().ports.Serve(ctx, st)
 	case agent.OpSync:
 		s.serveSync(ctx, st)
 	case agent.OpSyncWatch:
@@ -252,27 +267,15 @@ func (s *Server) answer(ctx context.Context, req agent.Request) (agent.Response,
 		if req.Mount == nil {
 			return resp, errors.New("mount request without mount")
 		}
-		return resp, s.mount(ctx, *req.Mount)
+		return resp, s.rooms().shares.Mount(ctx, *req.Mount)
 	case agent.OpDocker:
-		dctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-		defer cancel()
-		if err := s.startDocker(dctx); err != nil {
-			return resp, err
-		}
-		s.awaitResolvers(ctx)
-		return resp, nil
+		return resp, s.startRuntime(ctx, s.rooms().docker, 5*time.Minute)
 	case agent.OpContainerd:
-		dctx, cancel := context.WithTimeout(ctx, containerdTimeout)
-		defer cancel()
-		if err := s.startContainerd(dctx); err != nil {
-			return resp, err
-		}
-		s.awaitResolvers(ctx)
-		return resp, nil
+		return resp, s.startRuntime(ctx, s.rooms().ctrd, containerd.Timeout)
 	case agent.OpTouch:
-		return resp, s.touch(req.Touch)
+		return resp, s.rooms().shares.Touch(req.Touch)
 	case agent.OpIdleCheck:
-		n, err := runningContainers(s.path("/proc"))
+		n, err := idle.RunningContainers(s.path("/proc"))
 		resp.Idle = &agent.IdleReport{RunningContainers: n}
 		return resp, err
 	case agent.OpQuiesce:
@@ -289,6 +292,43 @@ func (s *Server) answer(ctx context.Context, req agent.Request) (agent.Response,
 	}
 }
 
+// startRuntime starts rt, within timeout, for the host access IP and the
+// DNS server, then waits for the guest's resolvers.
+func (s *Server) startRuntime(ctx context.Context, rt runtime.Runtime, timeout time.Duration) error {
+	ip := s.rooms().host.IP()
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := rt.Start(rctx, runtime.Config{HostAccessIP: ip, DNSIP: s.rooms().dns.IP()}); err != nil {
+		return err
+	}
+	s.rooms().dns.AwaitResolvers(ctx)
+	return nil
+}
+
+// quiesce prepares the guest for an idle pause: disk blocks freed since
+// the last trim are trimmed, and the keepalive pings stop until the
+// host's next request, so the paused session is not ended by them when
+// the VM runs again.
+//
+// It does not reclaim page cache: the upkeep rounds do that at their own
+// pace. Forcing it here evicted what the runtime touched last (runc,
+// docker-init, dockerd's code), and under TCG the first call after the
+// wake then paid for reading and translating that code again: a
+// GET /version took 1.47 s against 0.15 s warm.
+func (s *Server) quiesce(ctx context.Context) error {
+	s.rooms().disks.TrimBeforePause(ctx)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("quiesce: %w", err)
+	}
+	s.mu.Lock()
+	k := s.keepalive
+	s.mu.Unlock()
+	if k != nil {
+		k.Suspend()
+	}
+	return nil
+}
+
 // powerOff answers the request, then powers the VM off.
 func (s *Server) powerOff(st net.Conn, log *slog.Logger) {
 	_ = agent.Reply(st, nil)
@@ -302,7 +342,7 @@ func (s *Server) powerOff(st net.Conn, log *slog.Logger) {
 }
 
 func (s *Server) info() (agent.Info, error) {
-	info := agent.Info{Version: agent.Version, Arch: runtime.GOARCH}
+	info := agent.Info{Version: agent.Version, Arch: goruntime.GOARCH}
 	var uts unix.Utsname
 	if err := unix.Uname(&uts); err != nil {
 		return info, fmt.Errorf("uname: %w", err)
@@ -310,7 +350,7 @@ func (s *Server) info() (agent.Info, error) {
 	info.Kernel = unix.ByteSliceToString(uts.Release[:])
 	info.Hostname = unix.ByteSliceToString(uts.Nodename[:])
 	info.Addrs = networkAddrs()
-	info.DNSUpstreams = s.currentDNSUpstreams()
+	info.DNSUpstreams = s.rooms().dns.CurrentUpstreams()
 	b, err := os.ReadFile("/proc/uptime")
 	if err != nil {
 		return info, fmt.Errorf("read uptime: %w", err)

@@ -1,7 +1,6 @@
 package guest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -11,97 +10,20 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/yamux"
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/agent/guest/guestos/guestostest"
+
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
-// fakeOS records commands; results maps a command prefix to an error.
-type fakeOS struct {
-	mu      sync.Mutex
-	cmds    []string
-	results map[string]error
-	clock   time.Time
-	// hostname is the last name SetHostname was given.
-	hostname string
-	// syscallMounts are the targets mounted through Mount, not mount(8).
-	syscallMounts []string
-	// failFirst makes the next n commands with this prefix fail.
-	failFirst map[string]int
-	// outputs are the stdout of commands with this prefix.
-	outputs map[string]string
-}
-
-type exitErr int
-
-func (e exitErr) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
-func (e exitErr) ExitCode() int { return int(e) }
-
-func (f *fakeOS) Run(_ context.Context, name string, args ...string) ([]byte, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	c := strings.Join(append([]string{name}, args...), " ")
-	f.cmds = append(f.cmds, c)
-	for p, n := range f.failFirst {
-		if strings.HasPrefix(c, p) && n > 0 {
-			f.failFirst[p] = n - 1
-			return nil, exitErr(32)
-		}
-	}
-	for p, err := range f.results {
-		if strings.HasPrefix(c, p) {
-			return nil, err
-		}
-	}
-	for p, out := range f.outputs {
-		if strings.HasPrefix(c, p) {
-			return []byte(out), nil
-		}
-	}
-	return nil, nil
-}
-
-func (f *fakeOS) SetClock(t time.Time) error {
-	f.mu.Lock()
-	f.clock = t
-	f.mu.Unlock()
-	return nil
-}
-
-func (f *fakeOS) SetHostname(name string) error {
-	f.mu.Lock()
-	f.hostname = name
-	f.mu.Unlock()
-	return nil
-}
-
-// Mount is logged and fails as the mount(8) command it stands for would,
-// so results and failFirst apply to it too.
-func (f *fakeOS) Mount(source, target, fstype string, bind bool) error {
-	args := []string{"-t", fstype, source, target}
-	if bind {
-		args = []string{"--bind", source, target}
-	}
-	f.mu.Lock()
-	f.syscallMounts = append(f.syscallMounts, target)
-	f.mu.Unlock()
-	_, err := f.Run(context.Background(), "mount", args...)
-	return err
-}
-
-func (f *fakeOS) ran() string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return strings.Join(f.cmds, "\n")
-}
-
-func newTestServer(t *testing.T) (*Server, *fakeOS) {
+func newTestServer(t *testing.T) (*Server, *guestostest.FakeOS) {
 	t.Helper()
-	fos := &fakeOS{}
-	root := t.TempDir()
+	fos := &guestostest.FakeOS{}
+	root := shortdir.New(t)
 	must(t, os.MkdirAll(filepath.Join(root, "proc/self"), 0o755))
 	must(t, os.MkdirAll(filepath.Join(root, "etc"), 0o755))
 	must(t, os.WriteFile(filepath.Join(root, "proc/self/mountinfo"),
@@ -149,8 +71,8 @@ func TestInfoAndSetTime(t *testing.T) {
 	}
 	want := time.Unix(1700000000, 5)
 	must(t, c.SetTime(ctx(t), want))
-	if !fos.clock.Equal(want) {
-		t.Fatalf("clock = %v, want %v", fos.clock, want)
+	if !fos.Clock.Equal(want) {
+		t.Fatalf("clock = %v, want %v", fos.Clock, want)
 	}
 }
 
@@ -161,7 +83,7 @@ func TestDialTCPUnixUDP(t *testing.T) {
 	tl, err := net.Listen("tcp", "127.0.0.1:0")
 	must(t, err)
 	defer tl.Close()
-	ul, err := net.Listen("unix", filepath.Join(t.TempDir(), "s.sock"))
+	ul, err := net.Listen("unix", filepath.Join(shortdir.New(t), "s.sock"))
 	must(t, err)
 	defer ul.Close()
 	for _, l := range []net.Listener{tl, ul} {
@@ -222,91 +144,13 @@ func TestDialTCPUnixUDP(t *testing.T) {
 	}
 }
 
-func TestExec(t *testing.T) {
-	s, _ := newTestServer(t)
-	c, _ := connect(t, s)
-	tests := []struct {
-		name       string
-		req        agent.ExecRequest
-		stdin      string
-		wantOut    string
-		wantErrOut string
-		wantCode   int
-	}{
-		{"stdout stderr exit", agent.ExecRequest{Argv: []string{"/bin/sh", "-c", "echo out; echo err >&2; exit 3"}}, "", "out\n", "err\n", 3},
-		{"stdin to cat", agent.ExecRequest{Argv: []string{"/bin/cat"}}, "hello\n", "hello\n", "", 0},
-		{"env", agent.ExecRequest{Argv: []string{"/bin/sh", "-c", "echo $FOO"}, Env: map[string]string{"FOO": "bar"}}, "", "bar\n", "", 0},
-		{"tty", agent.ExecRequest{Argv: []string{"/bin/sh", "-c", "test -t 0 && stty size; exit 4"}, TTY: true, Rows: 33, Cols: 77}, "", "33 77", "", 4},
-		{"dir", agent.ExecRequest{Argv: []string{"/bin/pwd"}, Dir: "/usr/bin"}, "", "/usr/bin\n", "", 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var out, errOut bytes.Buffer
-			code, err := c.Exec(ctx(t), tt.req, strings.NewReader(tt.stdin), &out, &errOut, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if code != tt.wantCode || !strings.Contains(out.String(), tt.wantOut) || errOut.String() != tt.wantErrOut {
-				t.Fatalf("code %d out %q err %q; want %d %q %q", code, out.String(), errOut.String(), tt.wantCode, tt.wantOut, tt.wantErrOut)
-			}
-		})
-	}
-	if _, err := c.Exec(ctx(t), agent.ExecRequest{Argv: []string{"/no/such/binary"}}, nil, nil, nil, nil); err == nil {
-		t.Fatal("exec of a missing binary: want an error")
-	}
-	if _, err := c.Exec(ctx(t), agent.ExecRequest{Argv: []string{"/bin/pwd"}, Dir: "/no/such/dir"}, nil, nil, nil, nil); err == nil || !strings.Contains(err.Error(), "working folder /no/such/dir is not a folder in the guest") {
-		t.Fatalf("exec in a missing folder: %v", err)
-	}
-}
-
-func TestExecResizeAndCancel(t *testing.T) {
-	s, _ := newTestServer(t)
-	c, _ := connect(t, s)
-	resize := make(chan [2]uint16, 1)
-	pr, pw := io.Pipe()
-	defer pw.Close()
-	var out syncBuf
-	done := make(chan int, 1)
-	go func() {
-		code, _ := c.Exec(ctx(t), agent.ExecRequest{Argv: []string{"/bin/sh"}, TTY: true, Rows: 10, Cols: 10}, pr, &out, nil, resize)
-		done <- code
-	}()
-	resize <- [2]uint16{50, 132}
-	time.Sleep(300 * time.Millisecond)
-	io.WriteString(pw, "stty size; exit 7\n")
-	select {
-	case code := <-done:
-		if code != 7 || !strings.Contains(out.String(), "50 132") {
-			t.Fatalf("code %d, out %q", code, out.String())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("interactive shell did not exit")
-	}
-
-	cctx, cancel := context.WithCancel(context.Background())
-	go func() { time.Sleep(200 * time.Millisecond); cancel() }()
-	start := time.Now()
-	_, err := c.Exec(cctx, agent.ExecRequest{Argv: []string{"/bin/sleep", "30"}}, nil, nil, nil, nil)
-	if err == nil || time.Since(start) > 5*time.Second {
-		t.Fatalf("cancelled exec: %v after %v", err, time.Since(start))
-	}
-}
-
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
-func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
-
 func TestWatchPorts(t *testing.T) {
 	s, _ := newTestServer(t)
 	c, _ := connect(t, s)
 	own, err := net.Listen("tcp", "127.0.0.1:0")
 	must(t, err)
 	defer own.Close()
-	s.addOwnPort("tcp", own.Addr().(*net.TCPAddr).Port)
+	s.rooms().ports.HideOwnPort("tcp", own.Addr().(*net.TCPAddr).Port)
 
 	wctx, cancel := context.WithCancel(ctx(t))
 	defer cancel()
@@ -419,44 +263,6 @@ func (e *eofThen) Read(p []byte) (int, error) {
 	return copy(p, e.data), nil
 }
 
-func TestStartDocker(t *testing.T) {
-	s, fos := newTestServer(t)
-	sock := filepath.Join(t.TempDir(), "docker.sock")
-	s.DockerSocket = sock
-	s.hostAccessIP = "10.254.254.254"
-	must(t, os.MkdirAll(filepath.Join(s.Root, "etc/docker"), 0o755))
-	must(t, os.WriteFile(filepath.Join(s.Root, daemonJSON), []byte(`{"log-driver":"local"}`), 0o644))
-	go func() {
-		// dockerd comes up a little after systemctl returns.
-		time.Sleep(300 * time.Millisecond)
-		l, err := net.Listen("unix", sock)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		t.Cleanup(func() { l.Close() })
-		http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Path == "/_ping" {
-				io.WriteString(w, "OK")
-				return
-			}
-			http.NotFound(w, r)
-		}))
-	}()
-	c, _ := connect(t, s)
-	must(t, c.StartDocker(ctx(t)))
-	if !strings.Contains(fos.ran(), "systemctl start --job-mode=ignore-dependencies containerd docker.socket\nsystemctl start --job-mode=ignore-dependencies docker.service") {
-		t.Fatalf("commands: %s", fos.ran())
-	}
-	if b, _ := os.ReadFile(filepath.Join(s.Root, containerdConfig)); string(b) != containerdConfigText {
-		t.Errorf("containerd started without its configuration: %q", b)
-	}
-	b, _ := os.ReadFile(filepath.Join(s.Root, daemonJSON))
-	if !strings.Contains(string(b), `"host-gateway-ip": "10.254.254.254"`) || !strings.Contains(string(b), `"log-driver": "local"`) {
-		t.Fatalf("daemon.json = %s", b)
-	}
-}
-
 // TestWatchPortsIdlesUntilHostActivity: once the host has been quiet for
 // PortPollBusy the watch scans only every PortPollIdle, and the next stream
 // the host opens (here an info call, in life a docker API call) makes it
@@ -499,54 +305,167 @@ func TestWatchPortsIdlesUntilHostActivity(t *testing.T) {
 	}
 }
 
-func TestPollTimes(t *testing.T) {
-	p := pollTimes{}.withDefaults()
-	now := time.Now()
-	if p.fast != 250*time.Millisecond || p.busy != 10*time.Second || p.idle != time.Second {
-		t.Fatalf("defaults %+v", p)
+// Before a pause the keepalive stops until the next request; a quiesce
+// a docker call cancelled reports it.
+func TestQuiesceSuspendsKeepalive(t *testing.T) {
+	s, _ := newTestServer(t)
+	hostEnd, guestEnd := net.Pipe()
+	defer hostEnd.Close()
+	sess, err := yamux.Server(guestEnd, agent.YamuxConfig(s.log()))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := p.next(now, now.Add(time.Second)); got != p.fast {
-		t.Errorf("busy: %v", got)
+	defer sess.Close()
+	go func() {
+		if c, err := yamux.Client(hostEnd, agent.YamuxConfig(s.log())); err == nil {
+			<-c.CloseChan()
+		}
+	}()
+	s.keepalive = agent.StartKeepalive(sess, time.Hour, s.log())
+	if err := s.quiesce(context.Background()); err != nil {
+		t.Fatal(err)
 	}
-	if got := p.next(now, now.Add(-time.Second)); got != p.idle {
-		t.Errorf("idle: %v", got)
+	if !s.keepalive.Suspended() {
+		t.Error("keepalive still pinging after quiesce")
 	}
-	if q := (pollTimes{fast: 2 * time.Second, idle: time.Second}).withDefaults(); q.idle != 2*time.Second {
-		t.Errorf("idle shorter than fast: %+v", q)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.quiesce(ctx); err == nil {
+		t.Error("a cancelled quiesce (a docker call came) reported success")
 	}
 }
 
-// TestWatchPortsTrimsMemoryOnceWhenTheHostGoesQuiet: the agent returns the
-// memory a burst left behind when the host goes quiet, once per quiet spell,
-// not on every idle scan.
-func TestWatchPortsTrimsMemoryOnceWhenTheHostGoesQuiet(t *testing.T) {
-	s, _ := newTestServer(t)
-	s.PortPoll, s.PortPollBusy, s.PortPollIdle = 20*time.Millisecond, 100*time.Millisecond, 20*time.Millisecond
-	var trims atomic.Int32
-	s.trimMemory = func() { trims.Add(1) }
+// The runtime requests start their runtime and return once the guest knows
+// a resolver; containerd's start turns on the port watch's DNAT scan.
+func TestRuntimeRequests(t *testing.T) {
+	s, fos := newTestServer(t)
+	must(t, os.WriteFile(filepath.Join(s.Root, "etc/resolv.conf"), []byte("nameserver 192.0.2.53\n"), 0o644))
+	sock := filepath.Join(s.Root, agent.GuestContainerdSocket)
+	must(t, os.MkdirAll(filepath.Dir(sock), 0o755))
+	l, err := net.Listen("unix", sock)
+	must(t, err)
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	fos.Outputs = map[string]string{"iptables-save -t nat": "*nat\n-A CNI-DN-1 -p tcp -m tcp --dport 18090 -j DNAT --to-destination 10.4.0.3:80\nCOMMIT\n"}
 	c, _ := connect(t, s)
+	must(t, c.StartContainerd(ctx(t)))
+	if !strings.Contains(fos.Ran(), "systemctl start --job-mode=ignore-dependencies containerd") {
+		t.Errorf("containerd not started:\n%s", fos.Ran())
+	}
 	wctx, cancel := context.WithCancel(ctx(t))
 	defer cancel()
-	if _, err := c.WatchPorts(wctx); err != nil {
-		t.Fatal(err)
+	ports, err := c.WatchPorts(wctx)
+	must(t, err)
+	if !awaitPort(ports, agent.PortEvent{Added: true, Proto: "tcp", IP: "0.0.0.0", Port: 18090}) {
+		t.Error("the port watch does not read DNAT rules after containerd started")
 	}
-	waitFor := func(n int32) {
-		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for trims.Load() < n && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
+
+	s, fos = newTestServer(t)
+	must(t, os.WriteFile(filepath.Join(s.Root, "etc/resolv.conf"), []byte("nameserver 192.0.2.53\n"), 0o644))
+	s.DockerSocket = filepath.Join(shortdir.New(t), "docker.sock")
+	dl, err := net.Listen("unix", s.DockerSocket)
+	must(t, err)
+	defer dl.Close()
+	go http.Serve(dl, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "OK") }))
+	c, _ = connect(t, s)
+	must(t, c.StartDocker(ctx(t)))
+	if !strings.Contains(fos.Ran(), "systemctl start --job-mode=ignore-dependencies docker.service") {
+		t.Errorf("docker not started:\n%s", fos.Ran())
+	}
+}
+
+// awaitPort reads the watch's events until want, false if it does not come.
+func awaitPort(ch <-chan agent.PortEvent, want agent.PortEvent) bool {
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				return false
+			}
+			if ev == want {
+				return true
+			}
+		case <-timeout:
+			return false
 		}
-		if got := trims.Load(); got != n {
-			t.Fatalf("%d trims, want %d", got, n)
+	}
+}
+
+// A server on the real system edits the real root and logs to slog's
+// default without a logger of its own.
+func TestNewServerDefaults(t *testing.T) {
+	s := NewServer(nil)
+	if got := s.path("/etc/hosts"); got != "/etc/hosts" {
+		t.Errorf("path = %s, want the real root's", got)
+	}
+	if s.log() == nil {
+		t.Error("no logger")
+	}
+}
+
+// An exec request is handed its stream.
+func TestExecThroughTheServer(t *testing.T) {
+	s, _ := newTestServer(t)
+	c, _ := connect(t, s)
+	code, err := c.Exec(ctx(t), agent.ExecRequest{Argv: []string{"/bin/sh", "-c", "exit 3"}}, nil, nil, nil, nil)
+	if err != nil || code != 3 {
+		t.Fatalf("code %d, %v; want 3", code, err)
+	}
+}
+
+// A request missing its body, a time that is no time and an op the agent
+// does not know are refused with the reason; the idle check and a touch
+// of nothing answer.
+func TestAnswerRefusesBadRequests(t *testing.T) {
+	s, _ := newTestServer(t)
+	for _, tc := range []struct {
+		req  agent.Request
+		want string
+	}{
+		{agent.Request{Op: agent.OpSetup}, "setup request without setup"},
+		{agent.Request{Op: agent.OpMount}, "mount request without mount"},
+		{agent.Request{Op: agent.OpSetTime, Time: -5}, "time -5 is not a positive"},
+		{agent.Request{Op: "fly"}, `unknown op "fly"`},
+	} {
+		if _, err := s.answer(ctx(t), tc.req); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.req.Op, err, tc.want)
 		}
 	}
-	waitFor(1)
-	time.Sleep(300 * time.Millisecond) // many idle scans
-	if got := trims.Load(); got != 1 {
-		t.Fatalf("%d trims while idle, want 1", got)
+	resp, err := s.answer(ctx(t), agent.Request{Op: agent.OpIdleCheck})
+	if err != nil || resp.Idle == nil || resp.Idle.RunningContainers != 0 {
+		t.Errorf("idle check on a guest without containers: %+v, %v", resp.Idle, err)
 	}
-	if _, err := c.Info(ctx(t)); err != nil { // the host is busy again
-		t.Fatal(err)
+	if _, err := s.answer(ctx(t), agent.Request{Op: agent.OpTouch}); err != nil {
+		t.Errorf("touch of nothing: %v", err)
 	}
-	waitFor(2)
+}
+
+// A power-off request is answered before the guest powers off, so the host
+// hears the agent agreed.
+func TestPowerOffAnswersFirst(t *testing.T) {
+	s, fos := newTestServer(t)
+	h, g := net.Pipe()
+	defer h.Close()
+	done := make(chan struct{})
+	go func() { s.handle(ctx(t), g); close(done) }()
+	must(t, agent.WriteJSONLine(h, agent.Request{Op: agent.OpPowerOff}))
+	if _, err := agent.ReadResponse(h); err != nil {
+		t.Fatalf("power-off answer: %v", err)
+	}
+	if strings.Contains(fos.Ran(), "poweroff") {
+		t.Error("powered off before the answer could leave")
+	}
+	<-done
+	if !strings.Contains(fos.Ran(), "systemctl poweroff") {
+		t.Errorf("ran:\n%s\nwant systemctl poweroff", fos.Ran())
+	}
 }

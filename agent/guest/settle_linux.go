@@ -3,9 +3,9 @@ package guest
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strings"
 	"time"
+
+	"github.com/vmdock/vmdock/agent/guest/runtime"
 )
 
 // The settle's two budgets, one after the other. Stopping the runtimes
@@ -24,41 +24,16 @@ const (
 // would hang on it until the host's stop timeout. Stopping the runtimes
 // ends the containers cleanly; flushing each disk's file system puts every
 // written block on the disks, so the next boot finds them as a power-off
-// would have left them but for the journal replay. A plain sync(1) would
-// flush the dead share too and hang the same way.
+// would have left them but for the journal replay.
 //
 // The flush runs even when ctx ended during the stop: the VM is ended
 // right after the settle whatever happens, and unflushed disks are the
 // worse outcome.
 func (s *Server) settle(ctx context.Context) error {
-	var errs []error
 	stopCtx, cancel := context.WithTimeout(ctx, settleStopBudget)
-	_, err := s.OS.Run(stopCtx, "systemctl", "stop", "docker.socket", "docker.service", "containerd.service")
+	stopErr := runtime.StopAll(stopCtx, s.OS)
 	cancel()
-	if err != nil {
-		errs = append(errs, fmt.Errorf("stop the container runtimes: %w", err))
-	}
 	flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleFlushBudget)
 	defer cancel()
-	return errors.Join(append(errs, s.flushDisks(flushCtx)...)...)
-}
-
-// flushDisks flushes each disk's file system once, never a share's.
-func (s *Server) flushDisks(ctx context.Context) []error {
-	ms, err := readMounts(s.path("/proc/self/mountinfo"))
-	if err != nil {
-		return []error{err}
-	}
-	var errs []error
-	flushed := map[string]bool{}
-	for _, m := range ms {
-		if !strings.HasPrefix(m.Source, "/dev/") || flushed[m.Source] {
-			continue
-		}
-		flushed[m.Source] = true
-		if _, err := s.OS.Run(ctx, "sync", "--file-system", m.Target); err != nil {
-			errs = append(errs, fmt.Errorf("flush %s: %w", m.Target, err))
-		}
-	}
-	return errs
+	return errors.Join(stopErr, s.rooms().disks.Flush(flushCtx))
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vmdock/vmdock/agent/guest/guestos/guestostest"
 )
 
 // A settle, asked by the host over the agent protocol, stops the container
@@ -28,19 +30,19 @@ func TestSettleStopsRuntimesThenFlushesDisks(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "systemctl stop docker.socket docker.service containerd.service\nsync --file-system /\nsync --file-system /mnt/data"
-	if got := fos.ran(); got != want {
+	if got := fos.Ran(); got != want {
 		t.Fatalf("ran:\n%s\nwant:\n%s", got, want)
 	}
 
 	s, fos = newTestServer(t)
-	fos.results = map[string]error{"systemctl stop": exitErr(1)}
+	fos.Results = map[string]error{"systemctl stop": guestostest.ExitErr(1)}
 	c, _ = connect(t, s)
 	err := c.Settle(ctx)
 	if err == nil || !strings.Contains(err.Error(), "stop the container runtimes") {
 		t.Fatalf("settle with a failing systemctl: %v, want the failure named", err)
 	}
-	if !strings.HasSuffix(fos.ran(), "\nsync --file-system /") {
-		t.Fatalf("no sync after the failed stop:\n%s", fos.ran())
+	if !strings.HasSuffix(fos.Ran(), "\nsync --file-system /") {
+		t.Fatalf("no sync after the failed stop:\n%s", fos.Ran())
 	}
 }
 
@@ -49,7 +51,7 @@ func TestSettleStopsRuntimesThenFlushesDisks(t *testing.T) {
 // the flush runs with time of its own, not with what the stop left.
 func TestSettleFlushesAfterAStopThatRanOutOfTime(t *testing.T) {
 	s, fos := newTestServer(t)
-	slow := &stopOutlastsBudget{fakeOS: fos}
+	slow := &stopOutlastsBudget{FakeOS: fos}
 	s.OS = slow
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
@@ -57,8 +59,8 @@ func TestSettleFlushesAfterAStopThatRanOutOfTime(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "stop the container runtimes") {
 		t.Fatalf("settle after a stop that ran out of time: %v, want the stop's failure named", err)
 	}
-	if !strings.HasSuffix(fos.ran(), "\nsync --file-system /") {
-		t.Fatalf("no flush after the stop ran out of time:\n%s", fos.ran())
+	if !strings.HasSuffix(fos.Ran(), "\nsync --file-system /") {
+		t.Fatalf("no flush after the stop ran out of time:\n%s", fos.Ran())
 	}
 	if slow.flushCtxErr != nil {
 		t.Fatalf("the flush ran with no time left: %v", slow.flushCtxErr)
@@ -68,12 +70,12 @@ func TestSettleFlushesAfterAStopThatRanOutOfTime(t *testing.T) {
 // stopOutlastsBudget is a guest whose systemctl stop takes longer than it
 // is given, and which notes whether the flush still had time when it ran.
 type stopOutlastsBudget struct {
-	*fakeOS
+	*guestostest.FakeOS
 	flushCtxErr error
 }
 
 func (o *stopOutlastsBudget) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
-	out, err := o.fakeOS.Run(ctx, name, args...)
+	out, err := o.FakeOS.Run(ctx, name, args...)
 	switch name {
 	case "systemctl":
 		<-ctx.Done()

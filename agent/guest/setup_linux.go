@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -16,13 +13,10 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/agent/guest/guestos"
 )
 
 const (
-	dataMount   = "/var/lib/vmdock-data"
-	dataLabel   = "vmdock-data"
-	binfmtMisc  = "/proc/sys/fs/binfmt_misc"
-	leasesDir   = "/run/systemd/netif/leases"
 	hostsMarker = "# vmdock host access"
 )
 
@@ -45,7 +39,7 @@ func (s *Server) setup(ctx context.Context, st agent.Setup) error {
 	if st.Hostname != "" {
 		first.add("hostname", func() error { return s.setHostname(st.Hostname) })
 	}
-	first.add("dns", func() error { return s.setDNS(st.DNS) })
+	first.add("dns", func() error { return s.rooms().dns.WriteResolvConf(st.DNS) })
 	if len(st.Env) > 0 {
 		first.add("environment", func() error { return s.setEnv(st.Env) })
 	}
@@ -53,30 +47,24 @@ func (s *Server) setup(ctx context.Context, st agent.Setup) error {
 
 	var grow, disk, trust, rest setupSteps
 	if st.GrowRoot {
-		grow.add("grow root", func() error { return s.growRoot(ctx) })
+		grow.add("grow root", func() error { return s.rooms().disks.GrowRoot(ctx) })
 	}
 	if st.DataDisk != "" {
-		disk.add("data disk", func() error {
-			dev, err := s.dataDiskDevice(st.DataDisk, st.DataDiskFallback)
-			if err != nil {
-				return err
-			}
-			return s.dataDisk(ctx, dev)
-		})
+		disk.add("data disk", func() error { return s.rooms().disks.SetupDataDisk(ctx, st.DataDisk, st.DataDiskFallback) })
 	}
 	// Before the daemons start (the OpDocker/OpContainerd requests that
 	// follow): they read both only then.
-	trust.add("CA certificates and proxy", func() error { return s.corpNet(ctx, st) })
+	trust.add("CA certificates and proxy", func() error { return s.rooms().corp.Apply(ctx, st) })
 	if st.Binfmt {
-		rest.add("binfmt", func() error { return s.binfmt(ctx) })
+		rest.add("binfmt", func() error { return s.rooms().binfmt.EnableQEMU(ctx) })
 	}
 	if st.Rosetta {
-		rest.add("rosetta", func() error { return s.rosetta(ctx) })
+		rest.add("rosetta", func() error { return s.rooms().binfmt.EnableRosetta(ctx) })
 	}
 	if st.HostAccessIP != "" {
-		rest.add("host access", func() error { return s.setupHostAccess(ctx, st.HostAccessIP, st.DNS) })
+		rest.add("host access", func() error { return s.rooms().host.Setup(ctx, st.HostAccessIP, st.DNS) })
 	}
-	rest.add("ssh agent", func() error { return s.setupSSHAgent(st.SSHAgent) })
+	rest.add("ssh agent", func() error { return s.rooms().ssh.Setup(st.SSHAgent) })
 
 	chains := []*setupSteps{&grow, &disk, &trust, &rest}
 	chainErrs := make([][]error, len(chains))
@@ -132,94 +120,13 @@ func (s *Server) setHostname(name string) error {
 	if !hostnameRE.MatchString(name) {
 		return fmt.Errorf("hostname %q: use letters, digits and inner dashes, at most 63", name)
 	}
-	if err := writeFileAtomic(s.path("/etc/hostname"), []byte(name+"\n"), 0o644); err != nil {
+	if err := guestos.WriteFile(s.path("/etc/hostname"), []byte(name+"\n"), 0o644); err != nil {
 		return err
 	}
-	if err := s.editHosts("127.0.1.1", "127.0.1.1\t"+name); err != nil {
+	if err := s.sys().EditHosts("127.0.1.1", "127.0.1.1\t"+name); err != nil {
 		return err
 	}
 	return s.OS.SetHostname(name)
-}
-
-// editHosts replaces the /etc/hosts line starting with key (or appends it).
-func (s *Server) editHosts(key, line string) error {
-	p := s.path("/etc/hosts")
-	b, err := os.ReadFile(p)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("read /etc/hosts: %w", err)
-	}
-	var out []string
-	done := false
-	for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
-		if f := strings.Fields(l); len(f) > 0 && f[0] == key {
-			if !done {
-				out = append(out, line)
-				done = true
-			}
-			continue
-		}
-		if l != "" || len(out) > 0 {
-			out = append(out, l)
-		}
-	}
-	if !done {
-		out = append(out, line)
-	}
-	return writeFileAtomic(p, []byte(strings.Join(out, "\n")+"\n"), 0o644)
-}
-
-// setDNS writes the given servers, else the ones DHCP handed out; with
-// neither it keeps the image's resolv.conf.
-func (s *Server) setDNS(servers []string) error {
-	for _, d := range servers {
-		if net.ParseIP(d) == nil {
-			return fmt.Errorf("DNS server %q is not an IP address", d)
-		}
-	}
-	if len(servers) == 0 {
-		servers = s.leaseDNS()
-	}
-	if len(servers) == 0 {
-		return nil
-	}
-	var b strings.Builder
-	b.WriteString("# written by vmdock-agent\n")
-	for _, d := range servers {
-		fmt.Fprintf(&b, "nameserver %s\n", d)
-	}
-	p := s.path("/etc/resolv.conf")
-	// A symlink to systemd-resolved's stub would be rewritten behind us.
-	if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-		_ = os.Remove(p)
-	}
-	return writeFileAtomic(p, []byte(b.String()), 0o644)
-}
-
-// leaseDNS reads DNS= from systemd-networkd's DHCP leases.
-func (s *Server) leaseDNS() []string {
-	files, _ := filepath.Glob(filepath.Join(s.path(leasesDir), "*"))
-	sort.Strings(files)
-	var out []string
-	seen := map[string]bool{}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		for _, l := range strings.Split(string(b), "\n") {
-			v, ok := strings.CutPrefix(l, "DNS=")
-			if !ok {
-				continue
-			}
-			for _, d := range strings.Fields(v) {
-				if net.ParseIP(d) != nil && !seen[d] {
-					seen[d] = true
-					out = append(out, d)
-				}
-			}
-		}
-	}
-	return out
 }
 
 func (s *Server) setEnv(env map[string]string) error {
@@ -238,130 +145,5 @@ func (s *Server) setEnv(env map[string]string) error {
 	for _, k := range keys {
 		fmt.Fprintf(&b, "%s=%s\n", k, strconv.Quote(env[k]))
 	}
-	return writeFileAtomic(s.path("/etc/environment"), []byte(b.String()), 0o644)
-}
-
-// growRoot lets ext4 take a disk that the host enlarged.
-func (s *Server) growRoot(ctx context.Context) error {
-	m, ok, err := s.mountedAt("/")
-	if err != nil {
-		return err
-	}
-	if !ok || !strings.HasPrefix(m.Source, "/dev/") {
-		return fmt.Errorf("no block device mounted at /")
-	}
-	if m.FSType != "ext4" {
-		return fmt.Errorf("root filesystem is %s, only ext4 grows", m.FSType)
-	}
-	return s.resizeIfGrown(ctx, m.Source)
-}
-
-// dataDisk formats the data disk on first boot, mounts it, binds the
-// docker and containerd folders onto it, so images survive a new root disk,
-// and grows its file system when the host grew the disk.
-func (s *Server) dataDisk(ctx context.Context, dev string) error {
-	if !strings.HasPrefix(dev, "/dev/") {
-		return fmt.Errorf("data disk %q is not a /dev path", dev)
-	}
-	if err := s.formatIfBlank(ctx, dev); err != nil {
-		return err
-	}
-	// mount(2) rather than mount(8): three processes fewer on every boot,
-	// each a good part of a second under TCG, for mounts that need no
-	// option mount(8) would work out.
-	if err := s.mountOnceWith(dataMount, func() error { return s.OS.Mount(dev, dataMount, "ext4", false) }); err != nil {
-		return err
-	}
-	for _, sub := range []string{"docker", "containerd"} {
-		src, dst := filepath.Join(dataMount, sub), "/var/lib/"+sub
-		if err := os.MkdirAll(s.path(src), 0o710); err != nil {
-			return err
-		}
-		if err := s.mountOnceWith(dst, func() error { return s.OS.Mount(src, dst, "", true) }); err != nil {
-			return err
-		}
-	}
-	if err := s.growFS(ctx, dev); err != nil {
-		return err
-	}
-	return s.keepReserve()
-}
-
-// formatIfBlank makes an ext4 file system on dev when blkid finds no
-// signature on it. A disk whose ext4 superblock reads is not blank: every
-// boot but the first skips blkid, a process costing a good part of a
-// second under TCG.
-func (s *Server) formatIfBlank(ctx context.Context, dev string) error {
-	if _, err := ext4Room(s.path(dev)); err == nil {
-		return nil
-	}
-	_, err := s.OS.Run(ctx, "blkid", "-o", "value", "-s", "TYPE", dev)
-	if exitCode(err) != 2 { // 2: nothing found, a blank disk
-		return err
-	}
-	// The inode tables are zeroed now, not by ext4lazyinit after the
-	// mount: the drive offloads the zeroes (the host punches holes), and
-	// a gigabyte written in the background would read as space freed to
-	// the upkeep, which trims the whole new file system for nothing.
-	_, err = s.OS.Run(ctx, "mkfs.ext4", "-q", "-E", "lazy_itable_init=0", "-L", dataLabel, dev)
-	return err
-}
-
-// growFS lets a mounted ext4 take the space of a disk the host enlarged
-// (`start --disk` with a bigger size). It runs every boot rather than on a
-// flag, so a boot that died before growing catches up on the next one;
-// the superblock tells whether there is new space.
-func (s *Server) growFS(ctx context.Context, dev string) error {
-	if err := s.resizeIfGrown(ctx, dev); err != nil {
-		return fmt.Errorf("grow the file system on %s: %w", dev, err)
-	}
-	return nil
-}
-
-// mountOnce creates target and runs mount args unless target is mounted.
-func (s *Server) mountOnce(ctx context.Context, target string, args ...string) error {
-	return s.mountOnceWith(target, func() error {
-		_, err := s.OS.Run(ctx, "mount", args...)
-		return err
-	})
-}
-
-// mountOnceWith creates target and calls mount unless target is mounted.
-func (s *Server) mountOnceWith(target string, mount func() error) error {
-	if _, ok, err := s.mountedAt(target); err != nil || ok {
-		return err
-	}
-	if err := os.MkdirAll(s.path(target), 0o755); err != nil {
-		return err
-	}
-	return mount()
-}
-
-// binfmt enables qemu-user-static's handlers so foreign-arch images run.
-// The boot has usually registered them already (systemd-binfmt from
-// binfmt.d, binfmt-support's own unit with update-binfmts), and then
-// nothing runs: update-binfmts is a process that reads every format file,
-// about a second under TCG to find it has nothing to do.
-func (s *Server) binfmt(ctx context.Context) error {
-	if s.binfmtsOnlyFromBinfmtD() {
-		// The agent starts before the boot's systemd-binfmt (pulled in
-		// by sysinit.target) has run; it registers these formats, and
-		// nothing before docker is ready needs a foreign binary. Not
-		// even a look at binfmt_misc: the boot mounts it on first
-		// access, which waits seconds for systemd under TCG.
-		s.log().Debug("binfmt handlers come from binfmt.d; the boot's systemd-binfmt registers them")
-		return nil
-	}
-	if names, ok := s.binfmtsRegistered(); ok {
-		s.log().Debug("binfmt handlers registered at boot", "formats", names)
-		return nil
-	}
-	_, err := s.OS.Run(ctx, "update-binfmts", "--enable")
-	if err == nil {
-		return nil
-	}
-	if _, err2 := s.OS.Run(ctx, "systemctl", "restart", "systemd-binfmt"); err2 != nil {
-		return errors.Join(err, err2)
-	}
-	return nil
+	return guestos.WriteFile(s.path("/etc/environment"), []byte(b.String()), 0o644)
 }

@@ -5,74 +5,19 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"path"
-	"regexp"
 	"time"
 
+	"github.com/vmdock/vmdock/agent/guest/shares"
 	"github.com/vmdock/vmdock/mounts/watch"
 
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/mounts/syncmount"
 )
 
-// syncDir holds the guest copies of sync mounts and the sync engine's own
-// state, on the data disk: the engine tells a new disk (no state) from a
-// known one by that state, so both must live and die together.
-const (
-	syncDir     = agent.GuestSyncDir
-	syncDataDir = syncDir + "/.mutagen"
-)
-
-var syncIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,39}$`)
-
-// syncCopy is where the guest copy of sync mount id lives.
-func syncCopy(id string) string { return path.Join(syncDir, id) }
-
-// dataDiskReady refuses sync work before the data disk is mounted: a copy
-// or engine state written to the root disk would be hidden by it later.
-func (s *Server) dataDiskReady() error {
-	if _, ok, err := s.mountedAt(dataMount); err != nil {
-		return err
-	} else if !ok {
-		return fmt.Errorf("the data disk is not mounted at %s", dataMount)
-	}
-	return nil
-}
-
-// mountSyncCopy binds sync mount m's guest copy at its target, creating
-// the copy (owned by the host user) on first use. A target that already
-// has a mount from the data disk is left alone, so a reconnecting host can
-// repeat the request.
-func (s *Server) mountSyncCopy(m agent.MountRequest) error {
-	if !syncIDPattern.MatchString(m.Tag) {
-		return fmt.Errorf("sync mount %q: id %q is not accepted", m.Target, m.Tag)
-	}
-	if err := s.dataDiskReady(); err != nil {
-		return fmt.Errorf("sync mount %q: %w", m.Target, err)
-	}
-	if e, ok, err := s.mountedAt(m.Target); err != nil {
-		return err
-	} else if ok && e.FSType != "9p" && e.FSType != "virtiofs" {
-		return nil
-	}
-	copyDir := syncCopy(m.Tag)
-	if _, err := syncmount.PrepareGuestCopy(s.path(copyDir), m.UID, m.GID); err != nil {
-		return fmt.Errorf("sync mount %q: %w", m.Target, err)
-	}
-	if err := os.MkdirAll(s.path(m.Target), 0o755); err != nil {
-		return fmt.Errorf("sync mount %q: create the mount point: %w", m.Target, err)
-	}
-	if _, err := s.OS.Run(context.Background(), "mount", "--bind", copyDir, m.Target); err != nil {
-		return fmt.Errorf("sync mount %q: bind %s: %w", m.Target, copyDir, err)
-	}
-	return nil
-}
-
 // serveSync answers an OpSync stream: after the OK, the stream belongs to
 // the sync engine's endpoint server until the host closes it.
 func (s *Server) serveSync(ctx context.Context, st net.Conn) {
-	if err := s.dataDiskReady(); err != nil {
+	if err := s.rooms().shares.DataDiskReady(); err != nil {
 		_ = agent.Reply(st, fmt.Errorf("sync: %w", err))
 		st.Close()
 		return
@@ -81,7 +26,7 @@ func (s *Server) serveSync(ctx context.Context, st net.Conn) {
 		st.Close()
 		return
 	}
-	if err := syncmount.Serve(ctx, st, syncmount.GuestOptions{DataDir: s.path(syncDataDir), Logger: s.log().With("service", "sync")}); err != nil {
+	if err := syncmount.Serve(ctx, st, syncmount.GuestOptions{DataDir: s.path(shares.SyncDataDir), Logger: s.log().With("service", "sync")}); err != nil {
 		s.log().Info("sync stream ended", "err", err)
 	}
 }
@@ -107,15 +52,15 @@ func (s *Server) watchSync(ctx context.Context, st net.Conn, req agent.Request) 
 	}
 	var trees []watch.Tree
 	for _, m := range req.SyncWatch.Mounts {
-		if !syncIDPattern.MatchString(m.ID) {
+		if !shares.SyncIDPattern.MatchString(m.ID) {
 			_ = agent.Reply(st, fmt.Errorf("sync-watch: id %q is not accepted", m.ID))
 			return
 		}
-		if err := checkExcludes(m.Exclude); err != nil {
+		if err := shares.CheckExcludes(m.Exclude); err != nil {
 			_ = agent.Reply(st, fmt.Errorf("sync-watch %s: %w", m.ID, err))
 			return
 		}
-		trees = append(trees, watch.Tree{ID: m.ID, Dir: s.path(syncCopy(m.ID)), Exclude: m.Exclude})
+		trees = append(trees, watch.Tree{ID: m.ID, Dir: s.path(shares.SyncCopy(m.ID)), Exclude: m.Exclude})
 	}
 	w, err := watch.New(trees, watch.Options{Quiet: guestSyncQuiet, BurstPause: guestSyncBurstPause, MaxDelay: guestSyncMaxDelay, Logger: s.log().With("service", "sync-watch")})
 	if err != nil {

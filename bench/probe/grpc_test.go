@@ -9,11 +9,13 @@ import (
 	"testing"
 
 	"golang.org/x/net/http2"
+
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
 // fakeGRPC answers unary calls like a gRPC server: status in the trailer.
 func fakeGRPC(t *testing.T, status string) string {
-	sock := filepath.Join(t.TempDir(), "grpc.sock")
+	sock := filepath.Join(shortdir.New(t), "grpc.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
 func echoServer(t *testing.T) string {
@@ -87,7 +89,7 @@ func TestEchoThroughputShortServer(t *testing.T) {
 }
 
 func TestHTTPLatencyUnix(t *testing.T) {
-	sock := filepath.Join(t.TempDir(), "d.sock")
+	sock := filepath.Join(shortdir.New(t), "d.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)

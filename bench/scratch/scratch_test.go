@@ -6,21 +6,18 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
 // serve runs h on a unix socket, as the host agent's control socket does,
 // and returns a client for it.
 func serve(t *testing.T, h http.Handler) Client {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "scr")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := shortdir.New(t) // unix socket paths are short
 	sock := filepath.Join(dir, "ha.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {

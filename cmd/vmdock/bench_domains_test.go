@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +15,8 @@ import (
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/network/domains"
 	"github.com/vmdock/vmdock/vm/control"
+
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
 // fakeAgentStreams is ha.sock's exec upgrade in front of a guest agent
@@ -23,11 +24,7 @@ import (
 // other address it refuses.
 func fakeAgentStreams(t *testing.T) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "vbd") // short: unix socket paths
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := shortdir.New(t) // unix socket paths are short
 	sock := filepath.Join(dir, "ha.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {

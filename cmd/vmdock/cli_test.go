@@ -21,6 +21,8 @@ import (
 	"github.com/vmdock/vmdock/vm/instance"
 	"github.com/vmdock/vmdock/vm/remote"
 	"github.com/vmdock/vmdock/vm/store"
+
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
 // fakeVM replaces the lifecycle so no test boots anything.
@@ -74,8 +76,10 @@ func installFake(t *testing.T) *fakeVM {
 // env gives a test its own VMDOCK_HOME and HOME (the default mount).
 func env(t *testing.T) (home, user string) {
 	t.Helper()
-	home = filepath.Join(t.TempDir(), "vmdock-home")
-	user = t.TempDir()
+	// Short: the instance sockets under it must fit macOS's sun_path.
+	home = filepath.Join(shortdir.New(t), "vmdock-home")
+	// Short too: error lines name folders under it, and must stay short.
+	user = shortdir.New(t)
 	t.Setenv(store.HomeEnv, home)
 	t.Setenv("HOME", user)
 	t.Setenv(ProfileEnv, "")

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/vmdock/vmdock/dockerhost/dockersock"
+
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
 func TestDockerSockLinkStatusUnlink(t *testing.T) {
@@ -17,7 +19,7 @@ func TestDockerSockLinkStatusUnlink(t *testing.T) {
 	if _, err := run("start"); err != nil {
 		t.Fatal(err)
 	}
-	link := filepath.Join(t.TempDir(), "docker.sock")
+	link := filepath.Join(shortdir.New(t), "docker.sock")
 	t.Setenv(dockersock.PathEnv, link)
 	socket := filepath.Join(home, "default", "docker.sock")
 
@@ -77,7 +79,7 @@ func TestDockerSockLinkRefusesAContainerdProfile(t *testing.T) {
 	if _, err := run("start", "--runtime", "containerd"); err != nil {
 		t.Fatal(err)
 	}
-	link := filepath.Join(t.TempDir(), "docker.sock")
+	link := filepath.Join(shortdir.New(t), "docker.sock")
 	t.Setenv(dockersock.PathEnv, link)
 	_, err := run("docker-sock", "link")
 	if err == nil || !strings.Contains(err.Error(), "containerd runtime") {
@@ -90,7 +92,7 @@ func TestDockerSockLinkRefusesAContainerdProfile(t *testing.T) {
 
 func TestDockerSockLinkNeedsAnExistingProfile(t *testing.T) {
 	env(t)
-	t.Setenv(dockersock.PathEnv, filepath.Join(t.TempDir(), "docker.sock"))
+	t.Setenv(dockersock.PathEnv, filepath.Join(shortdir.New(t), "docker.sock"))
 	if _, err := run("docker-sock", "link", "-p", "nope"); err == nil || !strings.Contains(err.Error(), `"nope" does not exist`) {
 		t.Fatalf("err = %v", err)
 	}

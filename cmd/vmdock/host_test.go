@@ -13,6 +13,8 @@ import (
 	"github.com/vmdock/vmdock/vm/macos"
 	"github.com/vmdock/vmdock/vm/qemu"
 	"github.com/vmdock/vmdock/vm/store"
+
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
 // testHost is the fixed machine the CLI tests run on: Linux without vz or
@@ -51,7 +53,7 @@ func TestVirtiofsdProbedOncePerCommand(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(bin, "virtiofsd"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	home, user := filepath.Join(t.TempDir(), "home"), t.TempDir()
+	home, user := filepath.Join(shortdir.New(t), "home"), t.TempDir()
 	for _, args := range []string{"version", "start --network-mode isolated", "status", "start --network-mode isolated --vm-type qemu"} {
 		os.Remove(log)
 		cmd := exec.Command(os.Args[0], "-test.run=^TestProbeCountHelper$")

@@ -129,6 +129,8 @@ func newRootCmd(h config.Host) *cobra.Command {
 		newDockerSockCmd(g),
 		newDomainsCmd(g),
 		newMigrateCmd(g),
+		newSandboxCmd(g),
+		newMCPCmd(g),
 	)
 	return root
 }

@@ -243,6 +243,27 @@ func relaysLine(r *control.NetRelays) string {
 	return line
 }
 
+// watchdogLine is each network path's health and the watchdog's last
+// repair: "ports ok, agent ok, relay ok, dns ok; last repair 20:14:33 ports: ...".
+func watchdogLine(w *control.WatchdogStatus) string {
+	parts := make([]string, len(w.Paths))
+	for i, p := range w.Paths {
+		parts[i] = p.Path + " ok"
+		if !p.OK {
+			parts[i] = p.Path + " BROKEN (" + p.Problem + ")"
+		}
+	}
+	line := strings.Join(parts, ", ")
+	if r := w.LastRepair; r != nil {
+		at := r.At
+		if t, err := time.Parse(time.RFC3339, r.At); err == nil {
+			at = t.Local().Format("2006-01-02 15:04:05")
+		}
+		line += fmt.Sprintf("; last repair %s %s: %s", at, r.Path, r.What)
+	}
+	return line
+}
+
 // writeHostAgentLines writes what the running host agent reports.
 func writeHostAgentLines(tw io.Writer, h *control.Status) {
 	fmt.Fprintf(tw, "host agent:\tpid %d, %s %s\n", h.PID, h.Phase, h.Step)
@@ -251,6 +272,9 @@ func writeHostAgentLines(tw io.Writer, h *control.Status) {
 		if n.Relays != nil {
 			fmt.Fprintf(tw, "relays:\t%s\n", relaysLine(n.Relays))
 		}
+	}
+	if w := h.Watchdog; w != nil {
+		fmt.Fprintf(tw, "network paths:\t%s\n", watchdogLine(w))
 	}
 	if h.Machine.Accel != "" {
 		accel := h.Machine.Accel

@@ -315,11 +315,12 @@ func TestSymlinkedConfigKept(t *testing.T) {
 func TestDockerCLIReadsStore(t *testing.T) {
 	docker, err := exec.LookPath("docker")
 	if err != nil {
-		// CI must prove the context store against the real CLI.
-		if os.Getenv("CI") != "" {
-			t.Fatal("docker CLI not installed, and CI is set: run hack/deps.sh, which installs it")
+		// .ci/run, which installs the CLI (hack/deps.sh), must prove the
+		// context store against it; a Mac runner has none.
+		if os.Getenv("VMDOCK_TEST_DOCKER_CLI") == "required" {
+			t.Fatal("docker CLI not installed, and VMDOCK_TEST_DOCKER_CLI=required: run hack/deps.sh, which installs it")
 		}
-		t.Skip("docker CLI not installed (hack/deps.sh installs it)")
+		t.Skip("docker CLI not installed (hack/deps.sh installs it; VMDOCK_TEST_DOCKER_CLI=required makes this a failure)")
 	}
 	s, _ := setupStore(t)
 	sock := "unix:///tmp/vmdock-test/docker.sock"

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
 // recorder runs commands for real (no sudo) and remembers them.
@@ -40,14 +42,14 @@ type fixture struct {
 // path in a folder of its own.
 func newFixture(t *testing.T) fixture {
 	t.Helper()
-	home := filepath.Join(t.TempDir(), "vmdock home")
+	home := filepath.Join(shortdir.New(t), "vmdock home")
 	for _, p := range []string{"dev", "other"} {
 		if err := os.MkdirAll(filepath.Join(home, p), 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
 	rec := &recorder{}
-	return fixture{l: &Linker{Path: filepath.Join(t.TempDir(), "docker.sock"), Home: home, Run: rec}, rec: rec, home: home}
+	return fixture{l: &Linker{Path: filepath.Join(shortdir.New(t), "docker.sock"), Home: home, Run: rec}, rec: rec, home: home}
 }
 
 func (f fixture) socket(profile string) string { return filepath.Join(f.home, profile, "docker.sock") }
@@ -300,7 +302,7 @@ func TestUnlinkRemovesOnlyTheLink(t *testing.T) {
 func TestExecRunnerWithoutSudoInstalled(t *testing.T) {
 	var echo bytes.Buffer
 	r := ExecRunner{Sudo: true, Echo: &echo, LookPath: func(string) (string, error) { return "", os.ErrNotExist }}
-	dir := t.TempDir()
+	dir := shortdir.New(t)
 	err := r.Run(context.Background(), "touch", filepath.Join(dir, "x"))
 	if err == nil || !strings.Contains(err.Error(), "sudo is not installed") || !strings.Contains(err.Error(), PathEnv) || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("error %v, want one line saying sudo is missing and naming %s", err, PathEnv)
@@ -312,7 +314,7 @@ func TestExecRunnerWithoutSudoInstalled(t *testing.T) {
 
 // The command is printed, sudo first, before sudo runs it.
 func TestExecRunnerPrintsTheSudoCommandFirst(t *testing.T) {
-	bin := t.TempDir()
+	bin := shortdir.New(t)
 	log := filepath.Join(bin, "args")
 	script := "#!/bin/sh\nprintf '%s\\n' \"$*\" > '" + log + "'\n"
 	if err := os.WriteFile(filepath.Join(bin, "sudo"), []byte(script), 0o755); err != nil {

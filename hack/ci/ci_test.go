@@ -55,6 +55,9 @@ func TestFormulaTestFails(t *testing.T) {
 	}
 	for _, tc := range []struct{ old, new, failure string }{
 		{`depends_on "go" => :build`, `depends_on "go"`, `depends_on "go" => :build`},
+		{`depends_on macos: :ventura`, `depends_on macos: :monterey`, "depends_on macos: :ventura"},
+		{`depends_on arch: :arm64`, ``, "depends_on arch: :arm64"},
+		{`license "Apache-2.0"`, `license "MIT"`, `license "Apache-2.0"`},
 		{`/archive/refs/tags/v0.0.0.tar.gz`, `/archive/refs/heads/main.tar.gz`, "url is a GitHub tag's source tarball"},
 		{`sha256 "` + strings.Repeat("0", 64) + `"`, `sha256 "abc"`, "sha256 is 64 hex digits"},
 		{`args << "VERSION=v#{version}"`, ``, "make gets VERSION=v0.0.0"},

@@ -1,5 +1,6 @@
 # Loads a Homebrew formula against a stub Formula class (no Homebrew here)
-# and checks what vmdock's must do: build the tag's source tarball with Go,
+# and checks what vmdock's must do: state its license, macOS 13 and Apple
+# silicon, build the tag's source tarball with Go,
 # pass the version, the release's image URL and manifest digest to make,
 # install bin/vmdock with shell completions, and test the installed binary.
 #
@@ -98,6 +99,9 @@ repo, tag = m ? m.captures : [nil, nil]
 check("homepage is that repository", dsl[:homepage].first&.first == "https://github.com/#{repo}")
 check("sha256 is 64 hex digits", dsl[:sha256].first&.first.to_s.match?(/\A\h{64}\z/))
 check("depends_on \"go\" => :build", dsl[:depends_on].include?([{ "go" => :build }]))
+check("depends_on macos: :ventura", dsl[:depends_on].include?([{ macos: :ventura }]))
+check("depends_on arch: :arm64 (Homebrew has no Intel Macs)", dsl[:depends_on].include?([{ arch: :arm64 }]))
+check("license \"Apache-2.0\"", dsl[:license].first == ["Apache-2.0"])
 check("a test block", !dsl[:test].empty?)
 
 f = klass.new

@@ -1,3 +1,8 @@
+//go:build linux
+
+// .ci/run runs on Linux only: phases.sh needs setsid, cgroups and bash 4's
+// associative arrays, none of which a Mac has.
+
 package ci
 
 import (

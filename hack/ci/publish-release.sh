@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Creates the tag's draft GitHub release from the files in DIR (binaries,
-# images, images.json) with SHA256SUMS beside them. A person publishes the
+# Makes the tag's draft GitHub release hold the files in DIR (binaries,
+# images, images.json) with SHA256SUMS beside them. A failed or repeated run
+# is safe to run again: an existing draft is reused and its files replaced.
+# A release already published is left alone (its users may have fetched
+# its files; a new tag is the way to change them). A person publishes the
 # draft after a look; nothing here publishes.
 #
 # usage: GH_TOKEN=... hack/ci/publish-release.sh DIR TAG
@@ -14,4 +17,19 @@ for f in images.json vmdock-amd64.tar.zst vmdock-arm64.tar.zst \
 done
 chmod +x "$dir"/vmdock-darwin-* "$dir"/vmdock-linux-*
 (cd "$dir" && rm -f SHA256SUMS && sha256sum -- * >SHA256SUMS.tmp && mv SHA256SUMS.tmp SHA256SUMS && cat SHA256SUMS)
-gh release create "$tag" --draft --verify-tag --title "$tag" --generate-notes "$dir"/*
+
+# isDraft of the tag's release: "true", "false", or empty when there is none.
+draft=$(gh release view "$tag" --json isDraft --jq .isDraft 2>/dev/null || true)
+case $draft in
+"")
+  gh release create "$tag" --draft --verify-tag --title "$tag" --generate-notes "$dir"/*
+  ;;
+true)
+  echo "release $tag: a draft exists; replacing its files"
+  gh release upload "$tag" --clobber "$dir"/*
+  ;;
+*)
+  echo "release $tag is already published: not changing it (push a new tag)" >&2
+  exit 1
+  ;;
+esac

@@ -15,7 +15,7 @@ tarball_sha=${4:?$usage}
 manifest_sha=${5:?$usage}
 
 [[ "$repo" =~ ^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$ ]] || { echo "repository '$repo': want OWNER/REPO" >&2; exit 2; }
-[[ "$tag" =~ ^v[0-9]+\.[0-9]+\.[0-9]+[A-Za-z0-9.+-]*$ ]] || { echo "tag '$tag': want v<major>.<minor>.<patch>" >&2; exit 2; }
+bash "$(dirname "$0")/check-tag.sh" "$tag"
 for v in "$tarball_sha" "$manifest_sha"; do
   [[ "$v" =~ ^[0-9a-f]{64}$ ]] || { echo "digest '$v': want 64 lower-case hex digits" >&2; exit 2; }
 done

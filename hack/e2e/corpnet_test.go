@@ -92,13 +92,13 @@ func (f *corpFixture) useStartEnv(e *env) {
 func startRegistry(t *testing.T, dir, name string, ca *testCA, hosts ...string) int {
 	t.Helper()
 	port := freeLoopbackPort(t)
-	startRegistryOn(t, dir, name, ca, "127.0.0.1", port, hosts...)
+	startRegistryOn(t, "", dir, name, ca, "127.0.0.1", port, hosts...)
 	return port
 }
 
-// startRegistryOn runs a TLS registry on ip:port with a certificate ca
-// issued for hosts.
-func startRegistryOn(t *testing.T, dir, name string, ca *testCA, ip string, port int, hosts ...string) {
+// startRegistryOn runs a TLS registry on ip:port, in the network namespace
+// netns ("": this one), with a certificate ca issued for hosts.
+func startRegistryOn(t *testing.T, netns, dir, name string, ca *testCA, ip string, port int, hosts ...string) {
 	t.Helper()
 	cert, key, err := ca.issue(hosts...)
 	if err != nil {
@@ -121,7 +121,11 @@ http:
     key: %q
 `, filepath.Join(dir, name+"-data"), net.JoinHostPort(ip, strconv.Itoa(port)), certFile, keyFile)))
 	logf := filepath.Join(dir, name+".log")
-	startDaemon(t, logf, "docker-registry", "serve", conf)
+	cmd := []string{"docker-registry", "serve", conf}
+	if netns != "" {
+		cmd = append([]string{"ip", "netns", "exec", netns}, cmd...)
+	}
+	startDaemon(t, logf, cmd[0], cmd[1:]...)
 	waitTLS(t, ip, port, ca, hosts[0])
 }
 

@@ -29,6 +29,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
 type timing struct {
@@ -432,7 +434,9 @@ func newEnv(t *testing.T, arch string) (*env, string) {
 // another way (an import on a Mac, where images are not built).
 func newEnvWithoutImage(t *testing.T, arch string) (*env, string) {
 	e := &env{t: t, repo: repoRoot(t)}
-	base := t.TempDir()
+	// Short: under a macOS TMPDIR the instance's docker.sock would pass
+	// the 103 bytes a socket path may have, and vmdock start refuses it.
+	base := shortdir.New(t)
 	e.home = filepath.Join(base, "vmdock home")
 	e.dockerCfg = filepath.Join(base, "docker-config")
 	e.work = filepath.Join(base, "work dir")
@@ -444,6 +448,16 @@ func newEnvWithoutImage(t *testing.T, arch string) (*env, string) {
 	e.vmdock = filepath.Join(e.repo, "bin", "vmdock")
 	if _, err := os.Stat(e.vmdock); err != nil {
 		t.Fatalf("%s missing: run `make build` first", e.vmdock)
+	}
+	// A Mac has no static busybox to build it from: its CI job brings the
+	// one the Linux image job built.
+	if prebuilt := os.Getenv("VMDOCK_E2E_TESTIMAGE"); prebuilt != "" {
+		abs, err := filepath.Abs(prebuilt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.testTar = abs
+		return e, base
 	}
 	e.testTar = filepath.Join(base, "vmdock-test.tar")
 	e.timed("build test image tarball", func(t *testing.T) {

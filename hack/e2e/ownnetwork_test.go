@@ -17,31 +17,41 @@ import (
 // A lane that runs its instance in the default network mode (not
 // isolated) runs in network and mount namespaces of its own, so the VM
 // still reaches nothing but what the test put there: the namespace's
-// loopback and a test network (corpIP, on one end of a veth pair, 198.18.0.0/15
-// as RFC 2544 sets aside for tests). The host's resolver is the test's own:
-// /etc/resolv.conf names a dnsmasq on a loopback address that answers the
-// test's names, the way a laptop's VPN or company resolver answers names
-// no public resolver knows.
+// loopback and, through a veth pair, a second namespace (corpNS) on test
+// addresses (198.18.0.0/15, as RFC 2544 sets aside for tests) that holds
+// the lane's "outside": the host's resolver (a dnsmasq that answers names
+// no public resolver knows, as a company resolver or a VPN's does), a web
+// server and a registry. The lane's default route leads there, so taking
+// the route and address away is the laptop losing its network, and
+// moving to the second subnet, with its own resolver, is the laptop
+// roaming to another network.
 
 // ownNetworkEnv marks the test binary run again inside its namespaces.
 const ownNetworkEnv = "VMDOCK_E2E_OWN_NETWORK"
 
 const (
-	// hostResolverIP is where the namespace's /etc/resolv.conf points: the
-	// dnsmasq only the host knows.
-	hostResolverIP = "127.0.0.2"
-	// corpIP is the test network's server address, in the namespace.
+	corpNS = "vmdock-e2e-corp"
+	// corpIP is the outside's address on the first subnet, where it also
+	// answers DNS; hostIP is the lane's own address there.
 	corpIP = "198.18.0.1"
-	// corpName and corpRegistryName only the host's resolver answers, both
-	// with corpIP.
+	hostIP = "198.18.0.2"
+	// corpIP2 and hostIP2 are the same on the second subnet, whose
+	// resolver answers the same names with corpIP2.
+	corpIP2 = "198.19.0.1"
+	hostIP2 = "198.19.0.2"
+	// corpName and corpRegistryName only the host's resolver answers.
 	corpName         = "svc.corp.test"
 	corpRegistryName = "registry.corp.test"
+	// corpWebPort serves corpWebBody on both subnets.
+	corpWebPort = 8080
+	corpWebBody = "corp-web-ok"
 )
 
 // ownNetwork is the namespaces' network as the test set it up.
 type ownNetwork struct {
 	dir         string
-	resolverLog string // dnsmasq's query log
+	resolvConf  string // bound over /etc/resolv.conf: written in place to move
+	resolverLog string // the first subnet's dnsmasq's query log
 }
 
 // inOwnNetwork runs the calling test again in new network and mount
@@ -76,36 +86,41 @@ func inOwnNetwork(t *testing.T) bool {
 	return false
 }
 
-// setUpOwnNetwork brings the namespace's loopback and test network up and
-// starts the host's resolver; t's cleanup ends it.
+// setUpOwnNetwork brings the lane's loopback and its link to the outside
+// up, and starts the outside's resolvers and web server; t's cleanup ends
+// them.
 func setUpOwnNetwork(t *testing.T, base string) *ownNetwork {
 	t.Helper()
 	n := &ownNetwork{dir: filepath.Join(base, "own network")}
 	must(t, os.MkdirAll(n.dir, 0o755))
-	for _, c := range [][]string{
-		{"ip", "link", "set", "lo", "up"},
+	ipRun(t,
+		[]string{"link", "set", "lo", "up"},
+		[]string{"netns", "add", corpNS},
 		// A veth pair, not a dummy interface: the test machines' kernels
 		// may lack the dummy driver and load no modules.
-		{"ip", "link", "add", "corp0", "type", "veth", "peer", "name", "corp1"},
-		{"ip", "addr", "add", corpIP + "/24", "dev", "corp0"},
-		{"ip", "link", "set", "corp0", "up"},
-		{"ip", "link", "set", "corp1", "up"},
-	} {
-		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v\n%s", strings.Join(c, " "), err, out)
-		}
-	}
-	resolv := filepath.Join(n.dir, "resolv.conf")
-	writeFile(t, resolv, []byte("nameserver "+hostResolverIP+"\noptions timeout:1 attempts:2\n"))
+		[]string{"link", "add", "corp0", "type", "veth", "peer", "name", "corp1", "netns", corpNS},
+		[]string{"-n", corpNS, "link", "set", "lo", "up"},
+		[]string{"-n", corpNS, "addr", "add", corpIP + "/24", "dev", "corp1"},
+		[]string{"-n", corpNS, "addr", "add", corpIP2 + "/24", "dev", "corp1"},
+		[]string{"-n", corpNS, "link", "set", "corp1", "up"},
+		[]string{"link", "set", "corp0", "up"},
+	)
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", corpNS).Run() })
+	n.join(t, hostIP, corpIP)
+	n.resolvConf = filepath.Join(n.dir, "resolv.conf")
+	writeFile(t, n.resolvConf, []byte("nameserver "+corpIP+"\noptions timeout:1 attempts:2\n"))
 	// Bound in this private mount namespace only; the file may be a link.
-	if out, err := exec.Command("mount", "--bind", resolv, "/etc/resolv.conf").CombinedOutput(); err != nil {
+	if out, err := exec.Command("mount", "--bind", n.resolvConf, "/etc/resolv.conf").CombinedOutput(); err != nil {
 		t.Fatalf("bind the test's resolv.conf over /etc/resolv.conf: %v\n%s", err, out)
 	}
 	n.resolverLog = filepath.Join(n.dir, "dnsmasq.log")
-	startDaemon(t, filepath.Join(n.dir, "dnsmasq.out"), "dnsmasq", "--no-resolv", "--no-hosts", "--no-daemon",
-		"--conf-file=/dev/null", "--port=53", "--bind-interfaces", "--listen-address="+hostResolverIP, "--user=root",
-		"--log-queries", "--log-facility="+n.resolverLog,
-		"--address=/"+corpName+"/"+corpIP, "--address=/"+corpRegistryName+"/"+corpIP)
+	n.startResolver(t, corpIP, n.resolverLog)
+	n.startResolver(t, corpIP2, filepath.Join(n.dir, "dnsmasq2.log"))
+	web := filepath.Join(n.dir, "web")
+	must(t, os.MkdirAll(web, 0o755))
+	writeFile(t, filepath.Join(web, "index.html"), []byte(corpWebBody+"\n"))
+	startDaemon(t, filepath.Join(n.dir, "httpd.out"), "ip", "netns", "exec", corpNS,
+		"/bin/busybox", "httpd", "-f", "-p", fmt.Sprintf("0.0.0.0:%d", corpWebPort), "-h", web)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		out, err := exec.Command("getent", "hosts", corpName).Output()
@@ -116,6 +131,44 @@ func setUpOwnNetwork(t *testing.T, base string) *ownNetwork {
 			t.Fatalf("the namespace's resolver does not answer %s: %v %q", corpName, err, out)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// startResolver runs a dnsmasq in the outside on ip, answering the test's
+// names with ip.
+func (n *ownNetwork) startResolver(t *testing.T, ip, logf string) {
+	t.Helper()
+	startDaemon(t, logf+".out", "ip", "netns", "exec", corpNS, "dnsmasq", "--no-resolv", "--no-hosts", "--no-daemon",
+		"--conf-file=/dev/null", "--port=53", "--bind-interfaces", "--listen-address="+ip, "--user=root",
+		"--log-queries", "--log-facility="+logf,
+		"--address=/"+corpName+"/"+ip, "--address=/"+corpRegistryName+"/"+ip)
+}
+
+// join gives the lane addr on the link and its default route via gw.
+func (n *ownNetwork) join(t *testing.T, addr, gw string) {
+	t.Helper()
+	ipRun(t, []string{"addr", "add", addr + "/24", "dev", "corp0"}, []string{"route", "add", "default", "via", gw})
+}
+
+// leave takes the lane's address on the link away, and its routes with it.
+func (n *ownNetwork) leave(t *testing.T, addr string) {
+	t.Helper()
+	ipRun(t, []string{"addr", "del", addr + "/24", "dev", "corp0"})
+}
+
+// useResolver points the host's resolv.conf at ip, written in place: the
+// bind mount holds the file, not its name.
+func (n *ownNetwork) useResolver(t *testing.T, ip string) {
+	t.Helper()
+	writeFile(t, n.resolvConf, []byte("nameserver "+ip+"\noptions timeout:1 attempts:2\n"))
+}
+
+func ipRun(t *testing.T, cmds ...[]string) {
+	t.Helper()
+	for _, c := range cmds {
+		if out, err := exec.Command("ip", c...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %s: %v\n%s", strings.Join(c, " "), err, out)
+		}
 	}
 }
 
@@ -144,7 +197,7 @@ func (n *ownNetwork) startCorpRegistry(t *testing.T) string {
 	}
 	caFile := filepath.Join(n.dir, "company-ca.pem")
 	writeFile(t, caFile, ca.certPEM)
-	startRegistryOn(t, n.dir, "company-registry", ca, corpIP, corpRegistryPort, corpRegistryName)
+	startRegistryOn(t, corpNS, n.dir, "company-registry", ca, corpIP, corpRegistryPort, corpRegistryName)
 	return caFile
 }
 

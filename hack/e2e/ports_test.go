@@ -12,7 +12,7 @@ package e2e
 //	TestE2E            18080-18099  web 18080, UDP 18081 (checkPorts, the IPv6 checks), echo 18082
 //	                                (checkParallelStreams), downloadPort 18083, leakProbePort 18084
 //	                                (netstack_test.go), reconnectPort, guest-loopback 18097-18099
-//	TestE2EResume      18100-18199  resumeWebPort, the idle pause's echo server 18123-18125,
+//	TestE2EResume      18100-18199  resumeWebPort, the idle pause's echo server 18123-18125, freezeEchoPort 18130,
 //	                                migrateWebPort
 //	TestE2EContainerd  18200-18299  nerdctlWebPort
 //	TestE2EArm64       18300-18399  arm64WebPort

@@ -161,6 +161,8 @@ func TestE2EResume(t *testing.T) {
 		}
 		t.Logf("cold start %.1f s, resume %.1f s (%.2fx)", cold.Seconds(), resumed.Seconds(), resumed.Seconds()/cold.Seconds())
 	})
+	checkNetworkLoss(t, e, own)
+	checkHostFreeze(t, e)
 	// Here the instance runs and the checks that follow stop it first, so
 	// nothing timed sees the migrated container (removed again anyway).
 	checkMigrate(t, e)

@@ -37,7 +37,14 @@ var Table = []Layer{
 	{"VM description and host facts", []string{"vm/driver", "vm/logfile", "vm/macos", "vm/sockpath", "vm/hostcerts", "vm/idle", "vm/remote"}},
 	{"network", []string{"network/..."}},
 	{"docker on the host", []string{"dockerhost/..."}},
-	{"guest agent protocol and images", []string{"agent/...", "images/..."}},
+	{"guest agent server", []string{"agent/guest", "agent/remotehelper"}},
+	{"guest agent features", []string{
+		"agent/guest/binfmt", "agent/guest/corpnet", "agent/guest/disks", "agent/guest/dnsforward",
+		"agent/guest/exec", "agent/guest/hostaccess", "agent/guest/idle", "agent/guest/ports",
+		"agent/guest/runtime/...", "agent/guest/shares", "agent/guest/sshagent",
+	}},
+	{"guest system", []string{"agent/guest/guestos/..."}},
+	{"guest agent protocol and images", []string{"agent", "agent/agentbin", "agent/lenprefix", "agent/portlist", "images/..."}},
 	{"mounts", []string{"mounts/..."}},
 	{"leaves", []string{"internal/..."}},
 }

@@ -50,6 +50,11 @@ type Mount struct {
 	// on both sides; zero means DefaultFileMode/DefaultDirMode. The
 	// executable bit of files is carried over separately.
 	FileMode, DirMode fs.FileMode
+	// HostToGuest makes the session one-way (Mutagen's one-way-safe): the
+	// host's changes reach the guest copy, the guest's stay in it and
+	// never reach the host (a sandbox's workspace, whose edits the user
+	// reviews first).
+	HostToGuest bool
 }
 
 var mountIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,39}$`)
@@ -148,6 +153,10 @@ func (m Mount) fingerprint(w watchPlan) string {
 		h.Write([]byte(s))
 		h.Write([]byte{0xff})
 	}
+	if m.HostToGuest {
+		// Only when set: the two-way sessions that exist keep their hash.
+		h.Write([]byte("host-to-guest"))
+	}
 	return hex.EncodeToString(h.Sum(nil))[:32]
 }
 
@@ -176,8 +185,12 @@ func (m Mount) betaURL() *urlpkg.URL {
 // configurations returns the session-wide, the host-only and the
 // guest-only configuration.
 func (m Mount) configurations(w watchPlan) (common, host, guest *synchronization.Configuration) {
+	mode := core.SynchronizationMode_SynchronizationModeTwoWaySafe
+	if m.HostToGuest {
+		mode = core.SynchronizationMode_SynchronizationModeOneWaySafe
+	}
 	common = &synchronization.Configuration{
-		SynchronizationMode:  core.SynchronizationMode_SynchronizationModeTwoWaySafe,
+		SynchronizationMode:  mode,
 		PermissionsMode:      core.PermissionsMode_PermissionsModePortable,
 		DefaultFileMode:      uint32(m.fileMode()),
 		DefaultDirectoryMode: uint32(m.dirMode()),

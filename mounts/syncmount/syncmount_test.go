@@ -590,3 +590,33 @@ func TestBackstopWaitGrowsWithTheRescan(t *testing.T) {
 		}
 	}
 }
+
+// A host-to-guest session carries the host's edits into the guest copy
+// and none of the guest's back: what a sandbox's agent writes stays in the
+// guest, and a host edit of a file the guest changed leaves the guest's
+// version in place.
+func TestHostToGuestKeepsGuestEditsInTheGuest(t *testing.T) {
+	e := newEnv(t)
+	writeFile(t, filepath.Join(e.host, "a.txt"), "host a")
+	writeFile(t, filepath.Join(e.host, "b.txt"), "host b")
+	m := e.mount()
+	m.HostToGuest = true
+	e.ensure(m)
+	wantFile(t, filepath.Join(e.guest, "a.txt"), "host a")
+
+	writeFile(t, filepath.Join(e.guest, "a.txt"), "guest edit")
+	writeFile(t, filepath.Join(e.guest, "new.txt"), "guest new")
+	mustRemove(t, filepath.Join(e.guest, "b.txt"))
+	writeFile(t, filepath.Join(e.host, "c.txt"), "host c")
+	e.flush()
+	wantFile(t, filepath.Join(e.host, "a.txt"), "host a")
+	wantFile(t, filepath.Join(e.host, "new.txt"), "<missing>")
+	wantFile(t, filepath.Join(e.host, "b.txt"), "host b")
+	wantFile(t, filepath.Join(e.guest, "c.txt"), "host c")
+	wantFile(t, filepath.Join(e.guest, "a.txt"), "guest edit")
+	wantFile(t, filepath.Join(e.guest, "new.txt"), "guest new")
+
+	writeFile(t, filepath.Join(e.host, "a.txt"), "host again")
+	e.flush()
+	wantFile(t, filepath.Join(e.guest, "a.txt"), "guest edit")
+}

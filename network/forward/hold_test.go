@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
 // holdCounter is a Hold that counts open uses and every use taken.
@@ -49,7 +51,7 @@ func TestConnectionsAreHeldWhileOpen(t *testing.T) {
 	g := newFakeGuest(t)
 	h := &holdCounter{}
 
-	dir := t.TempDir()
+	dir := shortdir.New(t)
 	guestSock := filepath.Join(dir, "guest.sock")
 	gl, err := net.Listen("unix", guestSock)
 	if err != nil {

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
 // syncBuf collects log output written from several goroutines.
@@ -199,7 +201,7 @@ func TestForwardersKeepAcceptingAfterEMFILE(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	dir := t.TempDir()
+	dir := shortdir.New(t)
 	guestSock := filepath.Join(dir, "guest.sock")
 	gl, err := net.Listen("unix", guestSock)
 	if err != nil {

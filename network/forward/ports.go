@@ -223,6 +223,8 @@ type forward struct {
 	err       error
 	missed    []error
 	listeners []hostListener
+	// failed: the addresses of addrs not listening, and why.
+	failed map[string]error
 	// direct is the host address of the port's direct path once opened;
 	// directing says an open is under way or done.
 	direct    string
@@ -237,6 +239,9 @@ type hostListener struct {
 	addr string
 	ln   net.Listener // tcp
 	udp  *udpRelay    // udp
+	// served is closed when the listener's serving loop ends: by stop,
+	// or by the socket failing under it (see Heal).
+	served chan struct{}
 }
 
 // hostHasIPv6Loopback probes, once per process, whether this host can
@@ -380,7 +385,6 @@ func (f *PortForwarder) Apply(ev PortEvent) {
 	fw.hostAddr = fw.addrs[0]
 	f.fwds[key] = fw
 	if err := f.start(fw); err != nil {
-		fw.err = err
 		log.Warn("cannot forward guest port", "host", fw.hostAddr, "err", err)
 		return
 	}
@@ -509,23 +513,48 @@ func (f *PortForwarder) EndSync() {
 // fw.missed: a port taken on one loopback family still serves the other.
 // The error is for none listening.
 func (f *PortForwarder) start(fw *forward) error {
+	fw.failed = map[string]error{}
+	for _, addr := range fw.addrs {
+		f.bind(fw, addr)
+	}
+	fw.noteFailures()
+	return fw.err
+}
+
+// bind opens fw's listener on addr, or records why it cannot in
+// fw.failed; called with f.mu held.
+func (f *PortForwarder) bind(fw *forward, addr string) bool {
+	l, err := f.listen(fw, addr)
+	if err != nil && errors.Is(err, syscall.EADDRINUSE) && fw.key.proto == "tcp" {
+		l, err = f.listenYielded(fw, addr, err)
+	}
+	if err != nil {
+		fw.failed[addr] = err
+		return false
+	}
+	delete(fw.failed, addr)
+	fw.listeners = append(fw.listeners, l)
+	return true
+}
+
+// noteFailures sets fw.err (no address listens) or fw.missed (some do
+// not) from fw.failed, and puts the listeners back in fw.addrs' order.
+func (fw *forward) noteFailures() {
 	var errs []error
 	for _, addr := range fw.addrs {
-		l, err := f.listen(fw, addr)
-		if err != nil && errors.Is(err, syscall.EADDRINUSE) && fw.key.proto == "tcp" {
-			l, err = f.listenYielded(fw, addr, err)
-		}
-		if err != nil {
+		if err, ok := fw.failed[addr]; ok {
 			errs = append(errs, listenError(fw.key.proto, addr, err))
-			continue
 		}
-		fw.listeners = append(fw.listeners, l)
 	}
+	slices.SortStableFunc(fw.listeners, func(a, b hostListener) int {
+		return slices.Index(fw.addrs, a.addr) - slices.Index(fw.addrs, b.addr)
+	})
+	fw.err, fw.missed = nil, nil
 	if len(fw.listeners) == 0 {
-		return joinErrors(errs)
+		fw.err = joinErrors(errs)
+	} else if len(errs) > 0 {
+		fw.missed = errs
 	}
-	fw.missed = errs
-	return nil
 }
 
 // listenYielded asks Yield for addr's port, which is in use, and listens
@@ -554,7 +583,7 @@ func (f *PortForwarder) listenYielded(fw *forward, addr string, busy error) (hos
 }
 
 func (f *PortForwarder) listen(fw *forward, addr string) (hostListener, error) {
-	l := hostListener{addr: addr}
+	l := hostListener{addr: addr, served: make(chan struct{})}
 	switch fw.key.proto {
 	case "tcp":
 		ln, err := f.listenTCP(addr)
@@ -563,13 +592,13 @@ func (f *PortForwarder) listen(fw *forward, addr string) (hostListener, error) {
 		}
 		l.ln = ln
 		f.wg.Add(1)
-		go f.acceptTCP(fw, ln, addr)
+		go f.acceptTCP(fw, ln, addr, l.served)
 	case "udp":
 		pc, err := f.listenUDP(addr)
 		if err != nil {
 			return l, err
 		}
-		l.udp = newUDPRelay(f, fw, pc, addr)
+		l.udp = newUDPRelay(f, fw, pc, addr, l.served)
 	}
 	return l, nil
 }
@@ -620,12 +649,7 @@ func (fw *forward) listening() []string {
 // after it stopped listening.
 func (fw *forward) stop() {
 	for _, l := range fw.listeners {
-		if l.ln != nil {
-			l.ln.Close()
-		}
-		if l.udp != nil {
-			l.udp.close()
-		}
+		l.close()
 	}
 	if fw.giveBack != nil {
 		go fw.giveBack()
@@ -674,8 +698,9 @@ func guestHost(ips []string) string {
 	return "127.0.0.1"
 }
 
-func (f *PortForwarder) acceptTCP(fw *forward, ln net.Listener, addr string) {
+func (f *PortForwarder) acceptTCP(fw *forward, ln net.Listener, addr string, served chan struct{}) {
 	defer f.wg.Done()
+	defer close(served)
 	log := f.opts.Log.With("host", addr)
 	err := serveAccept(ln, log, func(c net.Conn) bool {
 		if !f.conns.add(c) {

@@ -9,10 +9,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
 func TestSocketForwarderHalfCloseRoundTrip(t *testing.T) {
-	dir := t.TempDir()
+	dir := shortdir.New(t)
 	guestSock := filepath.Join(dir, "guest-docker.sock")
 	gl, err := net.Listen("unix", guestSock)
 	if err != nil {
@@ -121,7 +123,7 @@ func TestSocketForwarderExistingFile(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "docker.sock")
+			path := filepath.Join(shortdir.New(t), "docker.sock")
 			check := tt.prepare(t, path)
 			defer check()
 			f, err := ListenSocket(path, "unix", "/nowhere", newFakeGuest(t).dial)
@@ -144,8 +146,8 @@ func TestSocketForwarderExistingFile(t *testing.T) {
 }
 
 func TestSocketForwarderGuestDialFails(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "docker.sock")
-	f, err := ListenSocket(path, "unix", filepath.Join(t.TempDir(), "absent.sock"), newFakeGuest(t).dial)
+	path := filepath.Join(shortdir.New(t), "docker.sock")
+	f, err := ListenSocket(path, "unix", filepath.Join(shortdir.New(t), "absent.sock"), newFakeGuest(t).dial)
 	if err != nil {
 		t.Fatal(err)
 	}

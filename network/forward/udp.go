@@ -18,7 +18,9 @@ type udpRelay struct {
 	addr string // host address pc listens on
 	pc   net.PacketConn
 	done chan struct{}
-	once sync.Once
+	// served is closed when readLoop ends.
+	served chan struct{}
+	once   sync.Once
 
 	mu       sync.Mutex
 	sessions map[string]*udpSession
@@ -57,8 +59,8 @@ func (c datagramConn) WritePacket(p []byte) error {
 // it datagrams are dropped, as a congested UDP path would.
 const udpQueue = 128
 
-func newUDPRelay(f *PortForwarder, fw *forward, pc net.PacketConn, addr string) *udpRelay {
-	r := &udpRelay{f: f, fw: fw, addr: addr, pc: pc, done: make(chan struct{}), sessions: map[string]*udpSession{}}
+func newUDPRelay(f *PortForwarder, fw *forward, pc net.PacketConn, addr string, served chan struct{}) *udpRelay {
+	r := &udpRelay{f: f, fw: fw, addr: addr, pc: pc, done: make(chan struct{}), served: served, sessions: map[string]*udpSession{}}
 	f.wg.Add(2)
 	go r.readLoop()
 	go r.reapLoop()
@@ -67,6 +69,7 @@ func newUDPRelay(f *PortForwarder, fw *forward, pc net.PacketConn, addr string) 
 
 func (r *udpRelay) readLoop() {
 	defer r.f.wg.Done()
+	defer close(r.served)
 	buf := make([]byte, MaxPacket)
 	for {
 		n, peer, err := r.pc.ReadFrom(buf)

@@ -123,4 +123,8 @@ func (s *Stack) notePanic(what string, p any) {
 type stackCounts struct {
 	malformed atomic.Int64
 	panics    atomic.Int64
+	// hostDialsFailed: the guest's TCP connections whose host dial
+	// failed; dnsServing: the DNS serving loops still running.
+	hostDialsFailed atomic.Int64
+	dnsServing      atomic.Int32
 }

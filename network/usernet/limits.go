@@ -68,6 +68,12 @@ type Stats struct {
 	DialsDeferred   int64
 	MalformedFrames int64
 	Panics          int64
+	// HostDialsFailed: the guest's TCP connections whose host dial failed
+	// (the host's network away, or the far end refusing); DNSServing:
+	// whether the stack's DNS server still serves (an isolated stack's
+	// refusals count).
+	HostDialsFailed int64
+	DNSServing      bool
 }
 
 // Stats reports the stack's relays and counters.
@@ -80,6 +86,8 @@ func (s *Stack) Stats() Stats {
 		PendingDials:    s.dials.total(),
 		MalformedFrames: s.counts.malformed.Load(),
 		Panics:          s.counts.panics.Load(),
+		HostDialsFailed: s.counts.hostDialsFailed.Load(),
+		DNSServing:      s.cfg.Isolated || s.counts.dnsServing.Load() == dnsServeLoops,
 	}
 	for i, n := range []*int64{&st.UDPEvicted, &st.TCPRefused, &st.DNSDropped, &st.DialsDeferred} {
 		*n = s.capped[i].Load()

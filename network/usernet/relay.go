@@ -71,6 +71,10 @@ func (s *Stack) tcpForwarder() *tcp.Forwarder {
 			return
 		}
 		defer s.tcpRelays.Add(-1)
+		if s.cfg.Secrets != nil && id.LocalPort == httpsPort {
+			s.interceptTLS(r, target)
+			return
+		}
 		outbound := s.dialForGuest(r, target)
 		if outbound == nil {
 			return
@@ -103,6 +107,7 @@ func (s *Stack) dialForGuest(r *tcp.ForwarderRequest, target string) net.Conn {
 	defer cancel()
 	outbound, err := d.DialContext(ctx, "tcp", target)
 	if err != nil {
+		s.counts.hostDialsFailed.Add(1)
 		r.Complete(true) // the guest sees the refusal as a reset
 		return nil
 	}
@@ -178,10 +183,22 @@ func (s *Stack) startDNS() error {
 		if err != nil {
 			return fmt.Errorf("usernet DNS on %s: %w", ip, err)
 		}
-		go s.logStop("DNS over UDP", server.Serve)
-		go s.logStop("DNS over TCP", server.ServeTCP)
+		s.counts.dnsServing.Add(2)
+		go s.logStop("DNS over UDP", s.countServing(server.Serve))
+		go s.logStop("DNS over TCP", s.countServing(server.ServeTCP))
 	}
 	return nil
+}
+
+// dnsServeLoops: UDP and TCP on the gateway's and the DNS address.
+const dnsServeLoops = 4
+
+// countServing is serve, counted in dnsServing while it runs.
+func (s *Stack) countServing(serve func() error) func() error {
+	return func() error {
+		defer s.counts.dnsServing.Add(-1)
+		return serve()
+	}
 }
 
 func (s *Stack) logStop(what string, serve func() error) {

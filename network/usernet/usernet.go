@@ -20,6 +20,9 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/transport/icmp"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/tcp"
 	"gvisor.dev/gvisor/pkg/tcpip/transport/udp"
+
+	"github.com/vmdock/vmdock/network/egress"
+	"github.com/vmdock/vmdock/network/inject"
 )
 
 // The guest's addressing, slirp's: the image's eth0 takes it over DHCP on
@@ -55,6 +58,12 @@ type Config struct {
 	// Limits: a zero field means DefaultLimits' value.
 	Limits Limits
 	Log    *slog.Logger
+	// Egress, when set, lets the guest's new flows out only where it
+	// allows and its DNS answer only the names it allows (a sandbox).
+	Egress *egress.Policy
+	// Secrets, when set, takes the guest's connections to port 443 and
+	// injects credentials into those to a secret's host.
+	Secrets *inject.Proxy
 }
 
 // Stack is one VM's network.
@@ -150,8 +159,8 @@ func newNetstack(link stack.LinkEndpoint, subnet *net.IPNet) (*stack.Stack, erro
 }
 
 func (s *Stack) startServices(tcfg *types.Configuration, pool *tap.IPPool) error {
-	s.stack.SetTransportProtocolHandler(tcp.ProtocolNumber, s.tcpForwarder().HandlePacket)
-	s.stack.SetTransportProtocolHandler(udp.ProtocolNumber, s.udpForwarder().HandlePacket)
+	s.stack.SetTransportProtocolHandler(tcp.ProtocolNumber, s.egressGate("tcp", s.tcpForwarder().HandlePacket))
+	s.stack.SetTransportProtocolHandler(udp.ProtocolNumber, s.egressGate("udp", s.udpForwarder().HandlePacket))
 	d, err := dhcp.New(tcfg, s.stack, pool)
 	if err != nil {
 		return fmt.Errorf("usernet DHCP: %w", err)
@@ -159,6 +168,9 @@ func (s *Stack) startServices(tcfg *types.Configuration, pool *tap.IPPool) error
 	go s.logStop("DHCP", d.Serve)
 	if s.cfg.Isolated {
 		return s.refuseDNS()
+	}
+	if s.cfg.Egress != nil {
+		return s.startEgressDNS()
 	}
 	return s.startDNS()
 }

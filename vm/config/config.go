@@ -59,6 +59,8 @@ type Config struct {
 	// Remote, when set, runs no VM: the engine is a Linux server's own,
 	// reached over ssh (see Remote).
 	Remote *Remote `yaml:"remote,omitempty" json:"remote,omitempty"`
+	// Sandbox, when set, makes the instance a sandbox (see SandboxConfig).
+	Sandbox *SandboxConfig `yaml:"sandbox,omitempty" json:"sandbox,omitempty"`
 }
 
 // Mount is one host folder shared into the guest (see package mounts).

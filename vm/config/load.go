@@ -78,6 +78,7 @@ func (c *Config) FillDefaults(h Host) {
 	if c.Remote != nil {
 		c.Remote.fillDefaults()
 	}
+	c.applySandbox()
 }
 
 // DefaultNetworkStack is a new instance's network on either VM type: the

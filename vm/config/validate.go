@@ -48,6 +48,7 @@ func (c Config) ValidateOn(h Host) error {
 		c.PortForward.validate(),
 		c.Domains.validate(),
 		c.validateRemote(),
+		c.validateSandbox(),
 	)
 	if err := CheckIdle(c.Idle); err != nil {
 		errs = append(errs, err)

@@ -106,6 +106,37 @@ type Status struct {
 	// GuestDNS is where the guest's lookups of outside names go; nil while
 	// no guest agent session runs or the VM is paused.
 	GuestDNS *GuestDNSStatus `json:"guestDns,omitempty"`
+	// Watchdog is each network path's health as the host agent's watchdog
+	// last checked it, and its last repair; nil until the instance is up.
+	Watchdog *WatchdogStatus `json:"watchdog,omitempty"`
+}
+
+// WatchdogStatus is the host agent's watchdog over the VM's network paths.
+type WatchdogStatus struct {
+	// Paths in a fixed order: ports (the published ports' host
+	// listeners), agent (the guest agent session the tunnels and host
+	// access use), relay (the stack's dials to the host), dns (the
+	// stack's DNS server); relay and dns with the gvisor stack only.
+	Paths []PathHealth `json:"paths"`
+	// LastRepair is the last thing the watchdog mended; nil: none yet.
+	LastRepair *WatchdogRepair `json:"lastRepair,omitempty"`
+	// Checked is when the paths were last looked at (RFC 3339).
+	Checked string `json:"checked,omitempty"`
+}
+
+// PathHealth is one network path's health.
+type PathHealth struct {
+	Path string `json:"path"`
+	OK   bool   `json:"ok"`
+	// Problem says what is wrong when not OK.
+	Problem string `json:"problem,omitempty"`
+}
+
+// WatchdogRepair is one repair: when, on which path, and what was done.
+type WatchdogRepair struct {
+	At   string `json:"at"` // RFC 3339
+	Path string `json:"path"`
+	What string `json:"what"`
 }
 
 // GuestDNSStatus is the guest's DNS forwarder as its agent reports it.

@@ -13,16 +13,14 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/vm/driver"
+
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
 // shortSocket keeps the path under the 104-byte sun_path limit of macOS.
 func shortSocket(t *testing.T) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "ctl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := shortdir.New(t) // unix socket paths are short
 	return filepath.Join(dir, "ha.sock")
 }
 

@@ -129,6 +129,8 @@ func syncMount(sy mounts.Sync) syncmount.Mount {
 		Ignores:   syncmount.AnchoredIgnores(sy.Exclude),
 		UID:       os.Getuid(),
 		GID:       os.Getgid(),
+
+		HostToGuest: sy.HostToGuest,
 	}
 }
 

@@ -478,10 +478,11 @@ func (ha *hostAgent) guestSetup() agent.Setup {
 		DataDiskFallback: guestDataDevice,
 		Binfmt:           ha.cfg.Binfmt,
 		Rosetta:          ha.cfg.VZRosetta,
-		HostAccessIP:     ha.cfg.Network.HostAccessIP,
+		HostAccessIP:     ha.guestHostAccessIP(),
 		SSHAgent:         ha.sshAgent.sock != "",
 	}
 	ha.boot.corp.setup(&s)
+	ha.addSandboxCA(&s)
 	return s
 }
 

@@ -16,6 +16,8 @@ import (
 	"github.com/vmdock/vmdock/vm/control"
 	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/store"
+
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
 // bootingMachine is an agentMachine that says how it was accelerated
@@ -67,8 +69,8 @@ func (d *fakeDriver) Start(_ context.Context, p driver.Plan) (driver.Machine, er
 // bootingHostAgent is a host agent before its vm step, whose driver is d.
 func bootingHostAgent(t *testing.T, cfg config.Config, d driver.Driver) *hostAgent {
 	t.Helper()
-	t.Setenv("PATH", t.TempDir()) // no journalctl for the guest log follower
-	inst := &store.Instance{Name: "dev", Dir: t.TempDir()}
+	t.Setenv("PATH", shortdir.New(t)) // no journalctl for the guest log follower
+	inst := &store.Instance{Name: "dev", Dir: shortdir.New(t)}
 	if err := os.WriteFile(inst.SerialLogPath(), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}

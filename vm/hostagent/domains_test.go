@@ -12,6 +12,8 @@ import (
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/control"
 	"github.com/vmdock/vmdock/vm/store"
+
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
 // freePort is a loopback port nothing listens on (just now).
@@ -38,7 +40,7 @@ func portTaken(port int) bool {
 // shared router, the port forwarder's yield reaches it, and the undo
 // gives the ports and the instance's socket up.
 func TestDomainsStepWiresTheSharedRouter(t *testing.T) {
-	home := t.TempDir()
+	home := shortdir.New(t)
 	inst := &store.Instance{Name: "default", Dir: filepath.Join(home, "default")}
 	if err := os.Mkdir(inst.Dir, 0o700); err != nil {
 		t.Fatal(err)
@@ -81,7 +83,7 @@ func TestDomainsStepWiresTheSharedRouter(t *testing.T) {
 }
 
 func TestDomainsStepNotesARuntimeWithoutNames(t *testing.T) {
-	ha := &hostAgent{inst: &store.Instance{Name: "default", Dir: t.TempDir()}, events: control.NewEventLog(), cfg: config.Config{
+	ha := &hostAgent{inst: &store.Instance{Name: "default", Dir: shortdir.New(t)}, events: control.NewEventLog(), cfg: config.Config{
 		Runtime: "podman",
 		Domains: config.DomainsConfig{Enabled: true},
 	}}

@@ -123,6 +123,8 @@ type hostAgent struct {
 	clocks hostClocks
 	// remote is a remote instance's server (remote.go); nil for a VM.
 	remote *remoteRun
+	// watch checks the network paths and mends them (watchdog.go).
+	watch watchState
 }
 
 // bootResults are what the boot steps find out, each set by one step for
@@ -232,11 +234,11 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 // newHostAgent is the state of a run before the boot: the boot steps'
 // sequence, the idle monitor and the file sync parts.
 func newHostAgent(inst *store.Instance, cfg config.Config, opts Options) *hostAgent {
-	ha := &hostAgent{inst: inst, cfg: cfg, opts: opts, events: control.NewEventLog(), run: runState{phase: control.PhaseStarting}, stop: stopSignal{ch: make(chan control.StopRequest, 1)}, clocks: defaultClocks}
+	ha := &hostAgent{inst: inst, cfg: cfg, opts: opts, events: control.NewEventLog(), run: runState{phase: control.PhaseStarting}, stop: stopSignal{ch: make(chan control.StopRequest, 1)}, clocks: defaultClocks, watch: watchState{dog: newWatchdog()}}
 	ha.seq = &sequence{events: ha.events}
 	ha.idle.monitor = ha.newIdleMonitor()
 	ha.files.syncs = filesync.NewSyncMounts(filesync.SyncConfig{
-		DataDir: inst.SyncDataPath(), Syncs: mounts.Syncs(cfg.Mounts), Live: ha.session.link.live, Events: ha.events,
+		DataDir: inst.SyncDataPath(), Syncs: cfg.SyncMounts(), Live: ha.session.link.live, Events: ha.events,
 	})
 	ha.files.shares = filesync.NewShareRelay(filesync.ShareConfig{
 		Shares: mounts.Shares(cfg.Mounts, cfg.MountType), InstanceDir: inst.Dir,
@@ -325,6 +327,7 @@ func (ha *hostAgent) goLive(ctx context.Context) <-chan error {
 	go func() { vmExited <- ha.run.machine.Wait() }()
 	go ha.keepClockInSync(ctx)
 	go ha.runWakeWatch(ctx)
+	go ha.runWatchdog(ctx)
 	go ha.sampleCPU(ctx)
 	go ha.runIdle(ctx)
 	// The boot's work (share walks, image checks, the first sync) leaves
@@ -448,6 +451,7 @@ func (ha *hostAgent) status() control.Status {
 	st.Idle = idleStatus
 	st.AgentSessions = ha.session.count
 	st.GuestDNS = guestDNS
+	st.Watchdog = ha.watch.dog.status()
 	return st
 }
 

@@ -39,7 +39,15 @@ func (ha *hostAgent) withNetStack(plan driver.Plan) (driver.Plan, error) {
 		return plan, nil
 	}
 	ha.closeNetStack() // a cold boot after a failed resume starts afresh
-	s, err := usernet.New(usernet.Config{Isolated: spec.Network == driver.NetworkIsolated, Log: slog.Default().With("component", "usernet")})
+	policy, err := ha.egressPolicy()
+	if err != nil {
+		return plan, err
+	}
+	secrets, err := ha.secretProxy()
+	if err != nil {
+		return plan, err
+	}
+	s, err := usernet.New(usernet.Config{Isolated: spec.Network == driver.NetworkIsolated, Log: slog.Default().With("component", "usernet"), Egress: policy, Secrets: secrets})
 	if err != nil {
 		return plan, err
 	}

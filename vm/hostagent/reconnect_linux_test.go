@@ -22,6 +22,8 @@ import (
 	"github.com/vmdock/vmdock/vm/control"
 	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/store"
+
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
 // agentMachine is a VM whose guest agent the test crashes and restarts.
@@ -128,7 +130,7 @@ type guestWorld struct {
 }
 
 func newGuestWorld(t *testing.T) *guestWorld {
-	dir := t.TempDir()
+	dir := shortdir.New(t)
 	w := &guestWorld{t: t, dir: dir, procNet: filepath.Join(dir, "proc-net"), docker: filepath.Join(dir, "guest-docker.sock")}
 	if err := os.MkdirAll(w.procNet, 0o755); err != nil {
 		t.Fatal(err)
@@ -196,8 +198,8 @@ func testHostAgent(t *testing.T, m driver.Machine) *hostAgent {
 	t.Helper()
 	// The guest log follower runs journalctl in the "guest", which here
 	// is this host: give it nothing to run.
-	t.Setenv("PATH", t.TempDir())
-	inst := &store.Instance{Name: "default", Dir: t.TempDir()}
+	t.Setenv("PATH", shortdir.New(t))
+	inst := &store.Instance{Name: "default", Dir: shortdir.New(t)}
 	ha := &hostAgent{inst: inst, events: control.NewEventLog(), run: runState{phase: "running", machine: m}}
 	ha.opts.setDefaults()
 	ha.events.Emit("docker-ping", "begin", "", "") // the last boot step, history now

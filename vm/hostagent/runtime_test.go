@@ -10,12 +10,14 @@ import (
 	"time"
 
 	"golang.org/x/net/http2"
+
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
 // containerd speaks gRPC, which is HTTP/2: an HTTP/2 server answers the
 // ping the same way.
 func TestWaitGRPCServer(t *testing.T) {
-	dir := t.TempDir()
+	dir := shortdir.New(t)
 	h2 := filepath.Join(dir, "h2.sock")
 	ln, err := net.Listen("unix", h2)
 	if err != nil {

@@ -15,6 +15,8 @@ import (
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/control"
 	"github.com/vmdock/vmdock/vm/store"
+
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
 // fakeSSHAgent listens on a real unix socket and answers one request per
@@ -23,9 +25,7 @@ import (
 func fakeSSHAgent(t *testing.T, want, answer []byte) string {
 	t.Helper()
 	// Short: a unix socket path has room for about 100 bytes.
-	dir, err := os.MkdirTemp("", "agent")
-	must(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := shortdir.New(t) // unix socket paths are short
 	sock := filepath.Join(dir, "s")
 	l, err := net.Listen("unix", sock)
 	must(t, err)

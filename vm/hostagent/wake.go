@@ -2,8 +2,13 @@ package hostagent
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"os"
 	"time"
+
+	"github.com/vmdock/vmdock/network/proxy"
+	"github.com/vmdock/vmdock/vm/control"
 )
 
 // hostClocks reads two of the host's clocks: boot, which runs on while
@@ -80,6 +85,10 @@ func (ha *hostAgent) afterWake(ctx context.Context, w wake) {
 		slog.Info(what+"; the VM is paused while idle, its wake sets the clock", "for", w.away.Round(time.Millisecond))
 		return
 	}
+	// Every network path is looked at now, the costlier checks included:
+	// the host may have woken on another network.
+	ha.watch.dog.kick()
+	ha.rereadHostSettings()
 	if err := ha.setGuestClock(ctx); err != nil {
 		slog.Warn(what+"; setting the guest clock failed", "for", w.away.Round(time.Millisecond), "err", err)
 		return
@@ -97,4 +106,25 @@ func (ha *hostAgent) setGuestClock(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	return c.SetTime(sctx, time.Now())
+}
+
+// rereadHostSettings reads the host's proxy again after a wake (the
+// host's DNS needs no re-read: the stack asks the host's resolvers as
+// configured at each query). A changed proxy is logged and told to
+// followers: the guest's daemons keep the one they started with until
+// the next start.
+func (ha *hostAgent) rereadHostSettings() {
+	now, err := readCorpNet(ha.cfg, os.Getenv, proxy.System)
+	if err != nil {
+		slog.Warn("after the wake: the host's settings are unreadable", "err", err)
+		return
+	}
+	ha.mu.Lock()
+	was := fmt.Sprintf("%+v", ha.boot.corp.proxy.Masked())
+	ha.mu.Unlock()
+	if is := fmt.Sprintf("%+v", now.proxy.Masked()); is != was {
+		text := fmt.Sprintf("the host's proxy changed while it slept (now %s, was %s); the guest keeps the old one until `vmdock restart`", is, was)
+		slog.Warn(text)
+		ha.events.Emit("host-settings", control.EventNote, "", text)
+	}
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/vmdock/vmdock/vm/control"
 	"github.com/vmdock/vmdock/vm/store"
 	"github.com/vmdock/vmdock/vm/store/storetest"
+
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
 // serveHostAgent plays a live host agent in phase/step on inst's control
@@ -38,11 +40,7 @@ func serveHostAgent(t *testing.T, inst *store.Instance, phase, step string) {
 
 func shortInstance(t *testing.T) *store.Instance {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "vmlc") // unix socket paths are short
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := shortdir.New(t) // unix socket paths are short
 	return &store.Instance{Name: "x", Dir: dir}
 }
 
@@ -78,11 +76,7 @@ func TestLockWhileStartingSaysSo(t *testing.T) {
 func TestStatus(t *testing.T) {
 	// Unix socket paths are short-limited; t.TempDir under /tmp is fine.
 	newInst := func(t *testing.T) *store.Instance {
-		dir, err := os.MkdirTemp("", "vmst")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.RemoveAll(dir) })
+		dir := shortdir.New(t) // unix socket paths are short
 		return &store.Instance{Name: "x", Dir: dir}
 	}
 	serve := func(t *testing.T, inst *store.Instance, h http.Handler) {

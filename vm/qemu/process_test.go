@@ -14,6 +14,8 @@ import (
 	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/sockpath"
+
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
 // These tests run the real qemu-system-x86_64, paused (-S) on SeaBIOS with
@@ -35,11 +37,7 @@ func needQEMU(t *testing.T) string {
 // shortDir is a temp folder with a path short enough for unix sockets.
 func shortDir(t *testing.T) string {
 	t.Helper()
-	d, err := os.MkdirTemp("", "vmdq")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(d) })
+	d := shortdir.New(t) // unix socket paths are short
 	return d
 }
 

@@ -10,12 +10,14 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
 // serve is a fake docker engine on a unix socket answering with h.
 func serve(t *testing.T, h http.HandlerFunc) string {
 	t.Helper()
-	sock := filepath.Join(t.TempDir(), "docker.sock")
+	sock := filepath.Join(shortdir.New(t), "docker.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)

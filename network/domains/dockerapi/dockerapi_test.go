@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
 // engine is a fake docker engine on a unix socket: a fixed container list
@@ -23,7 +25,7 @@ func engine(t *testing.T, list string, events chan string) string {
 // GET /images/{id}/json); other images are not found.
 func engineWithImages(t *testing.T, list string, images map[string]string, events chan string) string {
 	t.Helper()
-	sock := filepath.Join(t.TempDir(), "docker.sock")
+	sock := filepath.Join(shortdir.New(t), "docker.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +125,7 @@ func TestWatchCallsOnOpenAndOnEachEvent(t *testing.T) {
 }
 
 func TestErrorsNameWhatFailed(t *testing.T) {
-	c := Unix(filepath.Join(t.TempDir(), "none.sock"))
+	c := Unix(filepath.Join(shortdir.New(t), "none.sock"))
 	if _, err := c.Containers(context.Background()); err == nil || !strings.Contains(err.Error(), "list containers") {
 		t.Errorf("Containers: %v", err)
 	}

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/vmdock/vmdock/network/domains"
+
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
 // guest stands in for a profile's guest: a dial function that maps the
@@ -307,7 +309,7 @@ func TestRouterBehindRouterKeepsForwarded(t *testing.T) {
 	back.Register("dev", g.dial)
 	web := []domains.Container{{ID: "1", Name: "web", IP: "172.17.0.2"}}
 	back.SetTable("dev", domains.Build("dev", web)) //nolint:errcheck
-	sock := filepath.Join(t.TempDir(), "domains.sock")
+	sock := filepath.Join(shortdir.New(t), "domains.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
 const bindAsUserEnv = "VMDOCK_TEST_DOMAINS_BIND_HOME"
@@ -24,7 +26,12 @@ func TestDomainsRefusedPortAsAUser(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to run a copy of itself as nobody")
 	}
-	dir := t.TempDir()
+	// Short (the socket under home must fit sun_path), and one level down
+	// so the chmods below never touch /tmp itself.
+	dir := filepath.Join(shortdir.New(t), "d")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	bin := filepath.Join(dir, "share.test")
 	self, err := os.ReadFile(os.Args[0])
 	if err != nil {

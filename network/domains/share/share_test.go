@@ -21,6 +21,8 @@ import (
 
 	"github.com/vmdock/vmdock/network/domains"
 	"github.com/vmdock/vmdock/network/domains/localca"
+
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
 // fakeDocker is the guest's docker API as the router's watch sees it: a
@@ -40,7 +42,7 @@ func (f *fakeDocker) set(list string) {
 
 func (f *fakeDocker) serve(t *testing.T) string {
 	t.Helper()
-	sock := filepath.Join(t.TempDir(), "docker.sock")
+	sock := filepath.Join(shortdir.New(t), "docker.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
@@ -217,7 +219,7 @@ func validProfile(p string) error {
 // testHome is a $VMDOCK_HOME with the profiles' instance folders.
 func testHome(t *testing.T, profiles ...string) string {
 	t.Helper()
-	home := t.TempDir()
+	home := shortdir.New(t)
 	for _, p := range profiles {
 		if err := os.Mkdir(filepath.Join(home, p), 0o755); err != nil {
 			t.Fatal(err)

@@ -1,0 +1,2 @@
+// Package guestostest fakes the guest system for the guest features' tests.
+package guestostest

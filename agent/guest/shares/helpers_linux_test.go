@@ -1,0 +1,20 @@
+package shares
+
+import (
+	"testing"
+
+	"github.com/vmdock/vmdock/agent/guest/guestos/guestostest"
+)
+
+func newTestServer(t *testing.T) (*Shares, *guestostest.FakeOS) {
+	t.Helper()
+	sys, fos := guestostest.NewSys(t)
+	return &Shares{Sys: sys}, fos
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
