@@ -66,6 +66,7 @@ var checks = []check{
 	{"accel", checkAccel},
 	{"virtiofsd", checkVirtiofsd},
 	{"config", checkConfig},
+	{"remote", checkRemote},
 	{"image", checkImage},
 	{"sockets", checkSockets},
 	{"disk", checkDisk},
@@ -75,6 +76,13 @@ var checks = []check{
 	{"instance", checkInstance},
 	{"guest-dns", checkGuestDNS},
 	{"network-paths", checkNetworkPaths},
+}
+
+// vmOnly are the checks of what only a VM needs; a remote instance
+// passes them.
+var vmOnly = map[string]bool{
+	"signature": true, "rosetta": true, "qemu": true, "accel": true, "virtiofsd": true,
+	"image": true, "disk": true, "guest-dns": true,
 }
 
 // Names lists every check in report order.
@@ -93,7 +101,12 @@ func Run(ctx context.Context, f Facts) Report {
 	f = f.memo()
 	r := Report{Checks: make([]Result, 0, len(checks))}
 	for _, c := range checks {
-		res := c.run(ctx, f)
+		var res Result
+		if f.Config.IsRemote() && vmOnly[c.name] {
+			res = ok("not needed: a remote instance runs no VM")
+		} else {
+			res = c.run(ctx, f)
+		}
 		res.Name = c.name
 		r.Checks = append(r.Checks, res)
 		switch res.Status {

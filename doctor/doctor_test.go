@@ -18,6 +18,7 @@ import (
 	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/instance"
 	"github.com/vmdock/vmdock/vm/macos"
+	"github.com/vmdock/vmdock/vm/remote"
 	"github.com/vmdock/vmdock/vm/store"
 )
 
@@ -555,6 +556,34 @@ func TestDetectDescribesThisHost(t *testing.T) {
 	if created, _ := f.InstanceStatus(context.Background()); created {
 		t.Error("a fresh home has a created instance")
 	}
+}
+
+func TestRemote(t *testing.T) {
+	fh := newFake(t, linux())
+	expect(t, fh.result(t, "remote"), OK, "not a remote instance", "")
+	fh.Config.Remote = &config.Remote{URL: "ssh://me@build", Socket: "/var/run/docker.sock"}
+	var asked remote.Server
+	fh.ProbeRemote = func(s remote.Server, _ context.Context) (remote.Facts, error) {
+		asked = s
+		return remote.Facts{Arch: "amd64"}, nil
+	}
+	expect(t, fh.result(t, "remote"), OK, "ssh://me@build: ssh answers, /var/run/docker.sock is usable, a linux/amd64 server", "")
+	if asked.Target.User != "me" || asked.Target.Host != "build" {
+		t.Errorf("probed %+v; want me@build", asked.Target)
+	}
+	fh.qemuErr, fh.qemuRuns = errors.New("no qemu-system-x86_64"), 0
+	fh.free = 0
+	expect(t, fh.result(t, "qemu"), OK, "a remote instance runs no VM", "")
+	expect(t, fh.result(t, "disk"), OK, "a remote instance runs no VM", "")
+	if fh.qemuRuns != 0 {
+		t.Errorf("doctor asked for QEMU %d times for a remote instance", fh.qemuRuns)
+	}
+	fh.ProbeRemote = func(remote.Server, context.Context) (remote.Facts, error) {
+		return remote.Facts{}, errors.New("ssh://me@build: the SSH user may not use /var/run/docker.sock; add it to the docker group")
+	}
+	expect(t, fh.result(t, "remote"), Fail, "add it to the docker group", "docs/remote.md")
+	fh.Config.Remote.URL = "http://build"
+	expect(t, fh.result(t, "remote"), Fail, `scheme "http" is not supported`, "remote.url")
 }
 
 // The watchdog's view of a running instance: a path it could not mend

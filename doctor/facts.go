@@ -17,6 +17,7 @@ import (
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/driver"
 	"github.com/vmdock/vmdock/vm/instance"
+	"github.com/vmdock/vmdock/vm/remote"
 	"github.com/vmdock/vmdock/vm/store"
 )
 
@@ -61,6 +62,9 @@ type Facts struct {
 	DockerContext func() string
 	// DefaultImage is the image a start without --image would use.
 	DefaultImage func(ctx context.Context, arch, baseURL string) (images.DefaultImage, error)
+	// ProbeRemote asks a remote instance's server over ssh for its arch
+	// and its engine's socket (remote.Server.Probe).
+	ProbeRemote func(remote.Server, context.Context) (remote.Facts, error)
 	// FreeBytes is the space an unprivileged user may fill on the file
 	// system that holds (or would hold) path.
 	FreeBytes func(path string) (uint64, error)
@@ -93,7 +97,8 @@ func Detect(h config.Host, inst *store.Instance) Facts {
 		DefaultImage: func(ctx context.Context, arch, baseURL string) (images.DefaultImage, error) {
 			return images.ResolveDefault(ctx, arch, images.Options{BaseURL: baseURL})
 		},
-		FreeBytes: diskfree.Bytes,
+		FreeBytes:   diskfree.Bytes,
+		ProbeRemote: remote.Server.Probe,
 		InstanceStatus: func(ctx context.Context) (bool, instance.LiveStatus) {
 			if !inst.Exists() {
 				return false, instance.LiveStatus{}

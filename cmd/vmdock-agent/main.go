@@ -14,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/agent/remotehelper"
 	"github.com/vmdock/vmdock/internal/memtrim"
 )
 
@@ -25,6 +26,12 @@ func main() {
 }
 
 func run() error {
+	if len(os.Args) > 1 && os.Args[1] == "remote" {
+		// Started over ssh on a remote instance's server (vm/remote).
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		defer stop()
+		return remotehelper.Main(ctx, os.Args[2:])
+	}
 	config := flag.String("config", "", "path to agent.json")
 	version := flag.Bool("version", false, "print the version and exit")
 	flag.Parse()

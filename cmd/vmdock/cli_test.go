@@ -19,6 +19,7 @@ import (
 
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/instance"
+	"github.com/vmdock/vmdock/vm/remote"
 	"github.com/vmdock/vmdock/vm/store"
 
 	"github.com/vmdock/vmdock/internal/shortdir"
@@ -552,5 +553,51 @@ func TestRuntimeStaysWithTheDataDisk(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(home, "default", "data.runtime"))
 	if err != nil || strings.TrimSpace(string(b)) != "containerd" {
 		t.Errorf("data.runtime = %q, %v", b, err)
+	}
+}
+
+// A bad --remote is one line naming the value and what is accepted, and
+// nothing is written; a good one saves the remote config and asks for no
+// VM image.
+func TestStartRemoteFlag(t *testing.T) {
+	home, _ := env(t)
+	f := installFake(t)
+	prepareImage = func(context.Context, *store.Instance, config.Config, bool, io.Writer) error {
+		return errors.New("a remote instance asked for a VM image")
+	}
+	for value, want := range map[string]string{
+		"tcp://build:2375": `remote.url: "tcp://build:2375": scheme "tcp" is not supported; accepted: ssh://[user@]host[:port]`,
+		"build":            `remote.url: "build" has no scheme; accepted: ssh://[user@]host[:port]`,
+		"ssh://b:70000":    `port "70000" is not 1-65535`,
+	} {
+		_, err := run("start", "--remote", value)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("start --remote %s: %v; want one line with %q", value, err, want)
+		}
+		if _, err := os.Stat(filepath.Join(home, "default")); err == nil {
+			t.Fatalf("start --remote %s made the instance folder", value)
+		}
+	}
+	if _, err := run("start", "--remote", "ssh://me@build:2222"); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.starts) != 1 || f.starts[0].Remote == nil || f.starts[0].Remote.URL != "ssh://me@build:2222" || len(f.starts[0].Mounts) != 0 {
+		t.Fatalf("started %+v; want one remote start with no mount", f.starts)
+	}
+	b, err := os.ReadFile(filepath.Join(home, "default", "vmdock.yaml"))
+	if err != nil || !strings.Contains(string(b), "url: ssh://me@build:2222") || !strings.Contains(string(b), "- 9003") {
+		t.Errorf("saved config %q (%v); want the URL and host port 9003", b, err)
+	}
+	out, err := run("status") // exit 1: stopped
+	if !strings.Contains(out, "ssh://me@build:2222, engine /var/run/docker.sock, laptop ports for containers [9003] (no VM)") || strings.Contains(out, "vm:") {
+		t.Errorf("status of a remote instance: %v\n%s", err, out)
+	}
+	if _, err := run("start", "--upgrade-image"); err == nil || !strings.Contains(err.Error(), "remote instance") {
+		t.Errorf("start --upgrade-image on a remote instance: %v", err)
+	}
+	t.Setenv(remote.CommandEnv, "false") // a server that cannot be reached
+	out, err = run("delete")
+	if err != nil || !strings.Contains(out, "vmdock's helper stays on the server") || !strings.Contains(out, `profile "default" deleted`) {
+		t.Errorf("delete of a remote instance whose server is away: %v\n%s", err, out)
 	}
 }

@@ -1,12 +1,17 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/vmdock/vmdock/internal/fsutil"
+	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/instance"
+	"github.com/vmdock/vmdock/vm/remote"
 )
 
 func newStopCmd(g *globals) *cobra.Command {
@@ -93,10 +98,14 @@ func newDeleteCmd(g *globals) *cobra.Command {
 			}
 			defer lock.Unlock()
 			opts.Progress = cmd.OutOrStdout()
+			cfg, cfgErr := inst.LoadConfig(g.host) // read before the folder goes
 			if err := deleteVM(cmd.Context(), inst, opts); err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
+			if cfgErr == nil && cfg.IsRemote() {
+				removeRemoteHelpers(cmd.Context(), cfg, out)
+			}
 			fmt.Fprintf(out, "profile %q deleted\n", inst.Name)
 			if !opts.Data && fsutil.Exists(inst.DataDiskPath()) {
 				fmt.Fprintf(out, "its data disk stays at %s for the next start; `vmdock delete --data -p %s` removes it\n", inst.DataDiskPath(), inst.Name)
@@ -107,6 +116,23 @@ func newDeleteCmd(g *globals) *cobra.Command {
 	cmd.Flags().BoolVar(&opts.Data, "data", false, "also delete the data disk (docker images, containers, volumes)")
 	cmd.Flags().BoolVarP(&opts.Force, "force", "f", false, "stop a running instance first")
 	return cmd
+}
+
+// removeRemoteHelpers takes vmdock's helper off a deleted remote
+// instance's server, never its images or volumes; an unreachable server
+// is a note, not a failed delete.
+func removeRemoteHelpers(ctx context.Context, cfg config.Config, out io.Writer) {
+	target, err := remote.ParseURL(cfg.Remote.URL)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		err = remote.Server{Target: target, Socket: cfg.Remote.Socket}.RemoveHelpers(ctx)
+	}
+	if err != nil {
+		fmt.Fprintf(out, "vmdock's helper stays on the server (%v); remove ~/.cache/vmdock there by hand\n", err)
+		return
+	}
+	fmt.Fprintf(out, "vmdock's helper was removed from %s; its images, containers and volumes stay\n", target)
 }
 
 func newHostAgentCmd(g *globals) *cobra.Command {

@@ -67,7 +67,10 @@ func runStart(ctx context.Context, g *globals, fs *pflag.FlagSet, f *startFlags,
 	if (st.State == instance.StateRunning || st.State == instance.StateStarting) && old != nil && !reflect.DeepEqual(*old, cfg) {
 		return fmt.Errorf("profile %q is running; its settings change only when stopped: run `vmdock stop -p %s` first", inst.Name, inst.Name)
 	}
-	if st.State != instance.StateRunning && st.State != instance.StateStarting {
+	if f.upgradeImage && cfg.IsRemote() {
+		return fmt.Errorf("--upgrade-image: profile %q is a remote instance (%s); it has no VM image", inst.Name, cfg.Remote.URL)
+	}
+	if st.State != instance.StateRunning && st.State != instance.StateStarting && !cfg.IsRemote() {
 		if err := offerRosetta(ctx, cfg, in, errOut); err != nil {
 			return err
 		}

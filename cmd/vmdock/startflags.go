@@ -58,6 +58,7 @@ var configFlags = []configFlag{
 	boolFlag("activate", func(c *config.Config) *bool { return &c.Activate }, "switch the docker context to this instance"),
 	boolFlag("resume", func(c *config.Config) *bool { return &c.Resume }, "stop saves the running VM and start resumes it where it was (qemu without 9p/virtiofs shares)"),
 	{name: "idle", define: defineIdle},
+	{name: "remote", define: defineRemote},
 }
 
 // fieldFlag is a flag whose value is copied as is onto the config field
@@ -202,4 +203,23 @@ func applyConfigFlags(cfg *config.Config, fs *pflag.FlagSet, flags []definedConf
 		}
 	}
 	return errs
+}
+
+// defineRemote makes a new instance a remote one. A new remote instance
+// shares no folder unless -V names one: never the whole home unasked.
+func defineRemote(fs *pflag.FlagSet, _ config.Config) applyFlag {
+	v := fs.String("remote", "", "use a Linux server's own Docker engine over ssh, no VM: ssh://[user@]host[:port] (a new instance; see docs/remote.md)")
+	return func(cfg *config.Config, a applyContext) error {
+		if !a.fresh && cfg.Remote == nil {
+			return fmt.Errorf("--remote %q: this instance runs a VM; make a remote one under another profile: vmdock -p NAME start --remote URL", *v)
+		}
+		if cfg.Remote == nil {
+			cfg.Remote = &config.Remote{}
+		}
+		cfg.Remote.URL = *v
+		if a.fresh && !a.changed("mount") {
+			cfg.Mounts = nil
+		}
+		return nil
+	}
 }

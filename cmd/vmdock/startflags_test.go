@@ -86,6 +86,7 @@ func TestConfigFlagsLandInConfig(t *testing.T) {
 		"activate":                 {"false", func(c config.Config) any { return c.Activate }, false},
 		"resume":                   {"false", func(c config.Config) any { return c.Resume }, false},
 		"idle":                     {"90s", func(c config.Config) any { return time.Duration(c.Idle) }, 90 * time.Second},
+		"remote":                   {"ssh://me@build", func(c config.Config) any { return c.Remote.URL }, "ssh://me@build"},
 	}
 	for _, f := range configFlags {
 		tc, ok := cases[f.name]
@@ -93,7 +94,11 @@ func TestConfigFlagsLandInConfig(t *testing.T) {
 			t.Errorf("config flag --%s has no case here: add one", f.name)
 			continue
 		}
-		cfg, errs := applyArgs(t, savedConfig(), false, "--"+f.name+"="+tc.value)
+		saved := savedConfig()
+		if f.name == "remote" { // only a remote instance takes it when not new
+			saved.Remote = &config.Remote{URL: "ssh://old"}
+		}
+		cfg, errs := applyArgs(t, saved, false, "--"+f.name+"="+tc.value)
 		if len(errs) > 0 {
 			t.Errorf("--%s=%s: %v", f.name, tc.value, errs)
 			continue
@@ -168,5 +173,22 @@ func TestImageFlagSavesRelativePathsAbsolute(t *testing.T) {
 	}
 	if cfg, _ := applyArgs(t, savedConfig(), true, "--image", "vmdock"); cfg.Image != "vmdock" {
 		t.Errorf("--image vmdock: image %q, want the catalog name", cfg.Image)
+	}
+}
+
+// A new remote instance shares no folder unless -V names one; a VM's
+// instance does not become a remote one.
+func TestRemoteFlag(t *testing.T) {
+	cfg, errs := applyArgs(t, config.Default(testHost), true, "--remote", "ssh://build")
+	if len(errs) > 0 || cfg.Remote == nil || cfg.Remote.URL != "ssh://build" || len(cfg.Mounts) != 0 {
+		t.Errorf("fresh --remote: remote %+v, mounts %v, errors %v; want the URL and no mount", cfg.Remote, cfg.Mounts, errs)
+	}
+	cfg, errs = applyArgs(t, config.Default(testHost), true, "--remote", "ssh://build", "-V", "/srv/app")
+	if len(errs) > 0 || len(cfg.Mounts) != 1 || cfg.Mounts[0].Location != "/srv/app" {
+		t.Errorf("fresh --remote -V /srv/app: mounts %v, errors %v; want the one named", cfg.Mounts, errs)
+	}
+	_, errs = applyArgs(t, savedConfig(), false, "--remote", "ssh://build")
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), "this instance runs a VM") || !strings.Contains(errs[0].Error(), "-p NAME") {
+		t.Errorf("--remote on a VM's instance: %v; want one error naming another profile", errs)
 	}
 }

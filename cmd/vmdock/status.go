@@ -173,6 +173,10 @@ func writeStatusText(w io.Writer, s statusJSON, st instance.LiveStatus) error {
 
 // writeConfigLines writes the instance's VM, runtime, image and mounts.
 func writeConfigLines(tw io.Writer, c *config.Config, image *imageStatusJSON) {
+	if r := c.Remote; r != nil {
+		fmt.Fprintf(tw, "remote:\t%s, engine %s, laptop ports for containers %v (no VM)\n", r.URL, r.Socket, r.HostPorts)
+		return
+	}
 	fmt.Fprintf(tw, "vm:\t%s %s, %d CPUs, %g GiB memory, %d GiB disk\n", c.VMType, c.Arch, c.CPUs, c.MemoryGiB, c.DiskGiB)
 	fmt.Fprintf(tw, "runtime:\t%s\n", c.Runtime)
 	fmt.Fprintf(tw, "network:\t%s\n", networkLine(c.Network.Stack, c.Network.Mode))

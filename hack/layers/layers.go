@@ -34,10 +34,10 @@ var Table = []Layer{
 	{"host agent (daemon)", []string{"vm/hostagent"}},
 	{"hypervisor drivers", []string{"vm/qemu", "vm/vz"}},
 	{"instance config, files and control API", []string{"vm/config", "vm/store", "vm/store/storetest", "vm/layout", "vm/control", "vm/resume", "vm/cidata", "vm/filesync"}},
-	{"VM description and host facts", []string{"vm/driver", "vm/logfile", "vm/macos", "vm/sockpath", "vm/hostcerts", "vm/idle"}},
+	{"VM description and host facts", []string{"vm/driver", "vm/logfile", "vm/macos", "vm/sockpath", "vm/hostcerts", "vm/idle", "vm/remote"}},
 	{"network", []string{"network/..."}},
 	{"docker on the host", []string{"dockerhost/..."}},
-	{"guest agent server", []string{"agent/guest"}},
+	{"guest agent server", []string{"agent/guest", "agent/remotehelper"}},
 	{"guest agent features", []string{
 		"agent/guest/binfmt", "agent/guest/corpnet", "agent/guest/disks", "agent/guest/dnsforward",
 		"agent/guest/exec", "agent/guest/hostaccess", "agent/guest/idle", "agent/guest/ports",

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 )
@@ -50,6 +51,19 @@ func DockerdPath() (string, error) {
 // daemon dies with the process that started it, so a killed run leaves
 // none behind.
 func Start(parent, namespace string, names ...string) (*Engines, error) {
+	return StartWith(parent, namespace, Options{}, names...)
+}
+
+// Options change where Start's engines run.
+type Options struct {
+	// NetNS is a network namespace (/proc/PID/ns/net) the engines run in,
+	// with the default bridge network (published ports, host-gateway);
+	// empty: each runs in a namespace of its own, with no bridge.
+	NetNS string
+}
+
+// StartWith is Start with options.
+func StartWith(parent, namespace string, o Options, names ...string) (*Engines, error) {
 	dockerd, err := DockerdPath()
 	if err != nil {
 		return nil, err
@@ -66,7 +80,7 @@ func Start(parent, namespace string, names ...string) (*Engines, error) {
 	}
 	es := &Engines{Root: root}
 	for _, name := range names {
-		e, err := startOne(dockerd, filepath.Join(root, name), namespace)
+		e, err := startOne(dockerd, filepath.Join(root, name), namespace, o)
 		if e != nil {
 			es.List = append(es.List, e)
 		}
@@ -82,7 +96,7 @@ func Start(parent, namespace string, names ...string) (*Engines, error) {
 // networks a test creates never touch this host's, and waits for it. The
 // engine is returned with an error once its process runs, so it can be
 // stopped.
-func startOne(dockerd, dir, namespace string) (*Engine, error) {
+func startOne(dockerd, dir, namespace string, o Options) (*Engine, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("test engine folder: %w", err)
 	}
@@ -99,11 +113,18 @@ func startOne(dockerd, dir, namespace string) (*Engine, error) {
 	if err := os.WriteFile(config, key, 0o600); err != nil {
 		return nil, fmt.Errorf("test engine config: %w", err)
 	}
-	cmd := exec.Command(dockerd, "--data-root", filepath.Join(dir, "data"), "--exec-root", filepath.Join(dir, "exec"),
-		"--pidfile", filepath.Join(dir, "pid"), "-H", "unix://"+sock, "--bridge=none", "--iptables=false",
-		"--ip6tables=false", "--storage-driver=vfs", "--containerd-namespace="+namespace, "--config-file", config)
+	args := []string{dockerd, "--data-root", filepath.Join(dir, "data"), "--exec-root", filepath.Join(dir, "exec"),
+		"--pidfile", filepath.Join(dir, "pid"), "-H", "unix://" + sock, "--bridge=none", "--iptables=false",
+		"--ip6tables=false", "--storage-driver=vfs", "--containerd-namespace=" + namespace, "--config-file", config}
+	attr := &syscall.SysProcAttr{Setpgid: true, Cloneflags: syscall.CLONE_NEWNET, Pdeathsig: syscall.SIGKILL}
+	if o.NetNS != "" {
+		// nsenter execs dockerd itself, so the process is still dockerd.
+		args = append([]string{"nsenter", "--net=" + o.NetNS}, slices.DeleteFunc(args, func(a string) bool { return a == "--bridge=none" })...)
+		attr.Cloneflags = 0
+	}
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(dockerd)+":"+BinDir+":"+os.Getenv("PATH"))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Cloneflags: syscall.CLONE_NEWNET, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = attr
 	logf, err := os.Create(filepath.Join(dir, "dockerd.log"))
 	if err != nil {
 		return nil, fmt.Errorf("dockerd log: %w", err)

@@ -56,6 +56,9 @@ type Config struct {
 	// macOS 15+ with an M3 or newer chip; off by default.
 	VZNested bool `yaml:"vzNestedVirtualization" json:"vzNestedVirtualization"`
 
+	// Remote, when set, runs no VM: the engine is a Linux server's own,
+	// reached over ssh (see Remote).
+	Remote *Remote `yaml:"remote,omitempty" json:"remote,omitempty"`
 	// Sandbox, when set, makes the instance a sandbox (see SandboxConfig).
 	Sandbox *SandboxConfig `yaml:"sandbox,omitempty" json:"sandbox,omitempty"`
 }

@@ -75,6 +75,9 @@ func (c *Config) FillDefaults(h Host) {
 	if c.Network.Stack == "" {
 		c.Network.Stack = NetHistory{}.Stack(c.VMType)
 	}
+	if c.Remote != nil {
+		c.Remote.fillDefaults()
+	}
 	c.applySandbox()
 }
 
@@ -178,8 +181,21 @@ func parse(b []byte, h Host, ran NetHistory) (Config, error) {
 	if c.Network.Stack == "" {
 		c.Network.Stack = ran.Stack(c.VMType)
 	}
+	if c.Remote != nil && !namesKey(b, "mounts") {
+		c.Mounts = nil // a server gets no folder unasked, never the whole home
+	}
 	c.FillDefaults(h)
 	return c, nil
+}
+
+// namesKey says whether the YAML document b sets key at its top level.
+func namesKey(b []byte, key string) bool {
+	var top map[string]yaml.Node
+	if err := yaml.Unmarshal(b, &top); err != nil {
+		return false
+	}
+	_, ok := top[key]
+	return ok
 }
 
 // noSecondDocument refuses settings after a "---" that starts another

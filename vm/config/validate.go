@@ -47,6 +47,7 @@ func (c Config) ValidateOn(h Host) error {
 		c.validateCorpNet(),
 		c.PortForward.validate(),
 		c.Domains.validate(),
+		c.validateRemote(),
 		c.validateSandbox(),
 	)
 	if err := CheckIdle(c.Idle); err != nil {

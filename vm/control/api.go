@@ -352,4 +352,5 @@ const (
 	StopDuringBoot = "boot"    // the stop came during the boot, which was undone
 	StopBySave     = "saved"   // the VM was saved for the next start to resume
 	StopBySettle   = "settled" // the guest stopped its runtimes and synced, then the VM was ended
+	StopRemote     = "remote"  // a remote instance's ssh session closed; the server's containers run on
 )

@@ -121,6 +121,8 @@ type hostAgent struct {
 	domains atomic.Pointer[share.Server]
 	// clocks tells the host's sleeps (wake.go); nil: not watched.
 	clocks hostClocks
+	// remote is a remote instance's server (remote.go); nil for a VM.
+	remote *remoteRun
 	// watch checks the network paths and mends them (watchdog.go).
 	watch watchState
 }
@@ -216,7 +218,13 @@ func Run(ctx context.Context, inst *store.Instance, opts Options) error {
 
 	ctx, cancel := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
 	defer cancel()
-	if err := ha.bootVM(ctx); err != nil {
+	if cfg.IsRemote() {
+		if err := ha.bootVM(ctx, ha.remoteSteps()); err != nil {
+			return err
+		}
+		return ha.serveRemote(ctx)
+	}
+	if err := ha.bootVM(ctx, ha.bootSteps()); err != nil {
 		return err
 	}
 	vmExited := ha.goLive(ctx)
@@ -278,7 +286,7 @@ func (ha *hostAgent) openControl() (func(), error) {
 
 // bootVM runs the boot steps; a stop request meanwhile aborts them. A
 // failed boot is undone and reported before its error comes back.
-func (ha *hostAgent) bootVM(ctx context.Context) error {
+func (ha *hostAgent) bootVM(ctx context.Context, steps []step) error {
 	bootCtx, bootCancel := context.WithCancel(ctx)
 	go func() {
 		// A stop request during boot aborts the boot.
@@ -289,7 +297,7 @@ func (ha *hostAgent) bootVM(ctx context.Context) error {
 		case <-bootCtx.Done():
 		}
 	}()
-	runErr := ha.seq.run(bootCtx, ha.bootSteps())
+	runErr := ha.seq.run(bootCtx, steps)
 	bootCancel()
 	if runErr == nil {
 		return nil
@@ -404,7 +412,7 @@ func (ha *hostAgent) status() control.Status {
 	syncs := ha.files.syncs.Status()
 	idleStatus := ha.idleStatus()
 	var guestDNS *control.GuestDNSStatus
-	if !idleStatus.Paused {
+	if !idleStatus.Paused && ha.remote == nil { // a server resolves for itself
 		guestDNS = ha.guestDNS() // asks the guest: not under mu
 	}
 	shares, shareProblems := ha.files.shares.Status()

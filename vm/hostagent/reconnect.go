@@ -127,7 +127,9 @@ func (ha *hostAgent) adoptClient(c *agent.Client) {
 	ha.session.count++
 	ha.mu.Unlock()
 	ha.session.link.set(c)
-	go ha.followGuestLog(c)
+	if ha.remote == nil { // the helper keeps no journal
+		go ha.followGuestLog(c)
+	}
 }
 
 // startReconnect keeps the agent session alive for the rest of the run.
@@ -184,6 +186,9 @@ func (ha *hostAgent) keepAgentConnected(ctx context.Context) {
 		ha.swapPhase(control.PhaseReconnecting, control.PhaseRunning)
 		slog.Info("guest agent reconnected", "after", time.Since(start).Round(time.Millisecond))
 		ha.events.Emit("agent", control.EventNote, "", "guest agent reconnected")
+		if ha.remote != nil {
+			continue // a new helper serves everything afresh
+		}
 		go ha.restoreGuestServices(ctx, nc)
 		go ha.files.syncs.Reconnect(ctx)
 	}
@@ -191,6 +196,9 @@ func (ha *hostAgent) keepAgentConnected(ctx context.Context) {
 
 // redial dials the guest agent until it answers or ctx ends.
 func (ha *hostAgent) redial(ctx context.Context) (*agent.Client, error) {
+	if ha.remote != nil {
+		return ha.redialRemote(ctx)
+	}
 	c, info, err := agent.DialUntilUp(ctx, ha.run.machine.DialAgent, agent.RetryOptions{
 		Delay: redialMin, MaxDelay: redialMax, Prepare: ha.prepareClient,
 		Failed: func(attempt int, err error) {

@@ -295,6 +295,7 @@ var stopPaths = map[string]string{
 	control.StopBySelf:     "the guest had powered itself off",
 	control.StopDuringBoot: "the boot was stopped and undone",
 	control.StopBySave:     "the VM was saved; the next start resumes it (`start --cold` boots afresh)",
+	control.StopRemote:     "the ssh session to the server was closed; the server's containers keep running",
 	control.StopBySettle:   "the guest stopped its container runtimes and flushed its disks; the VM was ended (a share it could not unmount)",
 }
 

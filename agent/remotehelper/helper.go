@@ -1,0 +1,164 @@
+// Package remotehelper is the guest agent binary's remote mode: started
+// over ssh on a server whose own Docker engine a remote instance uses, it
+// speaks the agent protocol on its stdin and stdout (one yamux session)
+// and serves what the host agent needs of the server: streams to the
+// engine's socket and to published ports, the published ports as port
+// events, and the laptop's ports offered to containers at the docker
+// bridge gateway.
+package remotehelper
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/yamux"
+
+	"github.com/vmdock/vmdock/agent"
+	"github.com/vmdock/vmdock/internal/connpipe"
+)
+
+// Options are the helper's arguments.
+type Options struct {
+	Socket    string // the engine's socket on the server
+	HostPorts []int  // laptop ports offered at the bridge gateway
+}
+
+// Main runs the remote mode with args (those after "remote"), on the
+// process's stdin and stdout.
+func Main(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("remote", flag.ContinueOnError)
+	socket := fs.String("socket", "/var/run/docker.sock", "the Docker engine's socket")
+	level := fs.String("log-level", "info", "debug, info, warn or error")
+	var ports portList
+	fs.Var(&ports, "host-port", "a laptop port offered to containers at the bridge gateway (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
+		return fmt.Errorf("--log-level %q: accepted: debug, info, warn or error", *level)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
+	return Serve(ctx, log, stdio{}, Options{Socket: *socket, HostPorts: ports})
+}
+
+// Serve answers the host agent's handshake on rwc and serves its session
+// until it ends.
+func Serve(ctx context.Context, log *slog.Logger, rwc io.ReadWriteCloser, o Options) error {
+	if err := agent.GuestHello(rwc); err != nil {
+		return err
+	}
+	sess, err := yamux.Server(rwc, agent.YamuxConfig(log))
+	if err != nil {
+		return fmt.Errorf("start session: %w", err)
+	}
+	defer sess.Close()
+	agent.StartKeepalive(sess, agent.KeepaliveInterval, log)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	context.AfterFunc(ctx, func() { sess.Close() })
+	h := &helper{log: log, opts: o, sess: sess, engine: newEngine(o.Socket)}
+	go h.offerHostPorts(ctx)
+	for {
+		st, err := sess.AcceptStream()
+		if err != nil {
+			if errors.Is(err, io.EOF) || sess.IsClosed() {
+				return nil
+			}
+			return err
+		}
+		go h.serveStream(ctx, st)
+	}
+}
+
+type helper struct {
+	log    *slog.Logger
+	opts   Options
+	sess   *yamux.Session
+	engine *engine
+}
+
+func (h *helper) serveStream(ctx context.Context, st net.Conn) {
+	defer st.Close()
+	_ = st.SetReadDeadline(time.Now().Add(30 * time.Second))
+	var req agent.Request
+	if err := agent.ReadJSONLine(st, &req); err != nil {
+		h.log.Debug("stream without a request", "err", err)
+		return
+	}
+	_ = st.SetReadDeadline(time.Time{})
+	switch req.Op {
+	case agent.OpInfo:
+		info := h.info()
+		_ = agent.WriteJSONLine(st, agent.Response{OK: true, Info: &info})
+	case agent.OpDial:
+		h.dial(ctx, st, req)
+	case agent.OpWatchPorts:
+		if agent.Reply(st, nil) == nil {
+			h.watchPorts(ctx, st)
+		}
+	default:
+		_ = agent.Reply(st, fmt.Errorf("op %q is not served on a remote server", req.Op))
+	}
+}
+
+func (h *helper) info() agent.Info {
+	host, _ := os.Hostname()
+	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	return agent.Info{Version: agent.Version, Arch: runtime.GOARCH, Kernel: strings.TrimSpace(string(kernel)), Hostname: host, DNSUpstreams: []string{}}
+}
+
+// dial connects to a socket or a TCP port on the server: the engine's
+// socket and published ports.
+func (h *helper) dial(ctx context.Context, st net.Conn, req agent.Request) {
+	switch req.Network {
+	case "tcp", "tcp4", "tcp6", "unix":
+	default:
+		_ = agent.Reply(st, fmt.Errorf("network %q is not served on a remote server; accepted: tcp or unix", req.Network))
+		return
+	}
+	var d net.Dialer
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	c, err := d.DialContext(dctx, req.Network, req.Address)
+	cancel()
+	if err != nil {
+		_ = agent.Reply(st, err)
+		return
+	}
+	defer c.Close()
+	if agent.Reply(st, nil) != nil {
+		return
+	}
+	connpipe.Pipe(connpipe.CloseIsCloseWrite(st), c)
+}
+
+// stdio is the process's stdin and stdout as one stream.
+type stdio struct{}
+
+func (stdio) Read(b []byte) (int, error)  { return os.Stdin.Read(b) }
+func (stdio) Write(b []byte) (int, error) { return os.Stdout.Write(b) }
+func (stdio) Close() error {
+	os.Stdin.Close()
+	return os.Stdout.Close()
+}
+
+type portList []int
+
+func (p *portList) String() string { return fmt.Sprint([]int(*p)) }
+func (p *portList) Set(s string) error {
+	var n int
+	if _, err := fmt.Sscanf(s, "%d", &n); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("%q is not a port 1-65535", s)
+	}
+	*p = append(*p, n)
+	return nil
+}
