@@ -23,6 +23,8 @@ set -euo pipefail
 #   docker-registry         real TLS registries on loopback (CA certs e2e)
 #   tinyproxy               a real HTTP proxy on loopback (proxy e2e)
 #   openssh-client          ssh-agent, ssh-keygen (SSH agent forwarding e2e)
+#   openssh-server          sshd, started by the remote engine's test with its
+#                           own config (never as a service: see below)
 #   chromium, libnss3-tools a real browser and certutil (container domains
 #                           e2e: pages over http and https, the CA trusted in
 #                           a throwaway NSS database)
@@ -33,7 +35,7 @@ set -euo pipefail
 #                           DNS test; the binary only, no service)
 pkgs=(make git qemu-system-x86 qemu-utils ovmf e2fsprogs busybox-static zstd tar
   socat iproute2 procps xorriso mmdebstrap docker-registry tinyproxy openssh-client
-  chromium libnss3-tools curl docker-compose ruby dnsmasq-base)
+  openssh-server chromium libnss3-tools curl docker-compose ruby dnsmasq-base)
 if [ "${1:-}" = arm64 ]; then pkgs+=(qemu-system-arm); fi
 
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
@@ -61,7 +63,17 @@ fi
 if ((${#missing[@]})); then
   echo "installing: ${missing[*]}"
   apt_update
+  # openssh-server's maintainer scripts start sshd as a service; a
+  # policy-rc.d that refuses every start keeps it a binary the tests run
+  # themselves. One the machine already has is left as it is.
+  own_policy=0
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
+    $SUDO chmod 0755 /usr/sbin/policy-rc.d
+    own_policy=1
+  fi
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  if [ $own_policy = 1 ]; then $SUDO rm -f /usr/sbin/policy-rc.d; fi
 fi
 
 # The docker CLI talks to dockerd inside the VM; no dockerd may run on this
