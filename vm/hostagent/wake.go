@@ -13,7 +13,8 @@ import (
 
 // hostClocks reads two of the host's clocks: boot, which runs on while
 // the host sleeps, and mono, which stops then (Linux: CLOCK_BOOTTIME and
-// CLOCK_MONOTONIC). nil where the host offers no such pair.
+// CLOCK_MONOTONIC; macOS: CLOCK_MONOTONIC and CLOCK_UPTIME_RAW). nil where
+// the host offers no such pair.
 type hostClocks func() (boot, mono time.Duration, err error)
 
 // Wake watch bounds: it looks every wakeLook; a host asleep for
