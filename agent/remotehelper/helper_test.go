@@ -1,6 +1,8 @@
 package remotehelper
 
 import (
+	"github.com/vmdock/vmdock/internal/shortdir"
+
 	"context"
 	"fmt"
 	"io"
@@ -32,7 +34,7 @@ func (e *fakeEngine) set(ports string) {
 }
 
 func startFakeEngine(t *testing.T) (*fakeEngine, string) {
-	sock := filepath.Join(t.TempDir(), "d.sock")
+	sock := filepath.Join(shortdir.New(t), "d.sock")
 	l, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,8 @@
 package remotetest
 
 import (
+	"github.com/vmdock/vmdock/internal/shortdir"
+
 	"context"
 	"fmt"
 	"io"
@@ -258,7 +260,9 @@ func tail(s string) string {
 }
 
 func startRemoteServer(t *testing.T) *remoteServer {
-	s := &remoteServer{dir: t.TempDir()}
+	// Short: the instance's sockets live under it, and a macOS-length
+	// TMPDIR would push them past the socket path limit.
+	s := &remoteServer{dir: shortdir.New(t)}
 	holder := exec.Command("unshare", "-n", "sleep", "3600")
 	holder.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := holder.Start(); err != nil {
