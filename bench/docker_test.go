@@ -11,8 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/vmdock/vmdock/bench/probe"
-
+	"github.com/vmdock/vmdock/dockerhost/engineapi"
 	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
@@ -46,6 +45,9 @@ func fakeDocker(t *testing.T) (dockerAPI, *[]string, *map[string]any) {
 			w.WriteHeader(http.StatusNoContent)
 		case r.Method == http.MethodDelete && r.URL.Path == "/containers/c0ffee":
 			w.WriteHeader(http.StatusNoContent)
+		case r.Method == http.MethodDelete && r.URL.Path == "/containers/stuck":
+			w.WriteHeader(http.StatusInternalServerError)
+			w.Write([]byte(`{"message":"could not kill: runc answered 404 times"}`))
 		default:
 			w.WriteHeader(http.StatusNotFound)
 			w.Write([]byte(`{"message":"No such container"}`))
@@ -54,7 +56,7 @@ func fakeDocker(t *testing.T) (dockerAPI, *[]string, *map[string]any) {
 	srv.Listener = ln
 	srv.Start()
 	t.Cleanup(srv.Close)
-	return dockerAPI{client: probe.UnixHTTPClient(sock)}, &calls, &created
+	return dockerAPI{api: engineapi.Unix(sock)}, &calls, &created
 }
 
 func TestDockerRunContainer(t *testing.T) {
@@ -90,5 +92,15 @@ func TestDockerRunContainerNoImage(t *testing.T) {
 	}
 	if len(*calls) != 1 {
 		t.Errorf("calls after a refused create: %v", *calls)
+	}
+}
+
+// Only the engine's status says "not there": an error whose message
+// happens to hold " 404 " is still an error.
+func TestDockerRemoveFailsOnAnEngineError(t *testing.T) {
+	d, _, _ := fakeDocker(t)
+	err := d.remove(context.Background(), "stuck")
+	if err == nil || !strings.Contains(err.Error(), "500") {
+		t.Fatalf("remove of a container the engine cannot remove = %v, want its 500", err)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/vmdock/vmdock/bench/probe"
+	"github.com/vmdock/vmdock/dockerhost/engineapi"
 	"github.com/vmdock/vmdock/network/domains"
 )
 
@@ -77,8 +77,8 @@ func (r *runner) domains(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("pick a port: %w", err)
 	}
-	docker := dockerAPI{client: probe.UnixHTTPClient(r.env.DockerSocket)}
-	defer docker.client.CloseIdleConnections()
+	docker := dockerAPI{api: engineapi.Unix(r.env.DockerSocket)}
+	defer docker.api.CloseIdleConnections()
 	// A leftover of an interrupted run would hold the name.
 	if err := docker.remove(ctx, domainsContainer); err != nil {
 		return err

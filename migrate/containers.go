@@ -27,7 +27,7 @@ type endpoint struct {
 
 func inspectContainer(ctx context.Context, e *Engine, name string) (containerInspect, error) {
 	var c containerInspect
-	err := e.call(ctx, http.MethodGet, "/containers/"+url.PathEscape(name)+"/json", nil, nil, &c)
+	err := e.Call(ctx, http.MethodGet, "/containers/"+url.PathEscape(name)+"/json", nil, nil, &c)
 	return c, err
 }
 
@@ -254,7 +254,7 @@ func (r *run) createContainer(ctx context.Context, src containerInspect, spec Co
 	var created struct {
 		ID string `json:"Id"`
 	}
-	if err := r.opts.Target.call(ctx, http.MethodPost, "/containers/create", url.Values{"name": {spec.Name}}, body, &created); err != nil {
+	if err := r.opts.Target.Call(ctx, http.MethodPost, "/containers/create", url.Values{"name": {spec.Name}}, body, &created); err != nil {
 		return "", fmt.Errorf("create on the target: %w", err)
 	}
 	for _, n := range spec.Networks {
@@ -262,7 +262,7 @@ func (r *run) createContainer(ctx context.Context, src containerInspect, spec Co
 			continue
 		}
 		conn := map[string]any{"Container": created.ID, "EndpointConfig": endpointConfig(src, n)}
-		if err := r.opts.Target.call(ctx, http.MethodPost, "/networks/"+url.PathEscape(n)+"/connect", nil, conn, nil); err != nil {
+		if err := r.opts.Target.Call(ctx, http.MethodPost, "/networks/"+url.PathEscape(n)+"/connect", nil, conn, nil); err != nil {
 			return "", fmt.Errorf("connect to network %s on the target: %w", n, err)
 		}
 	}

@@ -62,7 +62,7 @@ func importImage(t *testing.T, e *Engine, repo, tag string, files map[string][]b
 		t.Fatal(err)
 	}
 	q := url.Values{"fromSrc": {"-"}, "repo": {repo}, "tag": {tag}}
-	resp, err := e.do(context.Background(), http.MethodPost, "/images/create", q, bytes.NewReader(archive), "application/x-tar")
+	resp, err := e.Do(context.Background(), http.MethodPost, "/images/create", q, bytes.NewReader(archive), "application/x-tar")
 	if err != nil {
 		t.Fatalf("import %s:%s: %v", repo, tag, err)
 	}
@@ -74,7 +74,7 @@ func importImage(t *testing.T, e *Engine, repo, tag string, files map[string][]b
 
 func mustCall(t *testing.T, e *Engine, method, path string, query url.Values, in, out any) {
 	t.Helper()
-	if err := e.call(context.Background(), method, path, query, in, out); err != nil {
+	if err := e.Call(context.Background(), method, path, query, in, out); err != nil {
 		t.Fatal(err)
 	}
 }

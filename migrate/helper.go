@@ -42,7 +42,7 @@ func (h *helpers) helperImage(ctx context.Context) (string, error) {
 		return h.image, nil
 	}
 	var list []imageSummary
-	if err := h.engine.call(ctx, http.MethodGet, "/images/json", nil, nil, &list); err != nil {
+	if err := h.engine.Call(ctx, http.MethodGet, "/images/json", nil, nil, &list); err != nil {
 		return "", fmt.Errorf("list images for a helper: %w", err)
 	}
 	if len(list) > 0 {
@@ -53,7 +53,7 @@ func (h *helpers) helperImage(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	resp, err := h.engine.do(ctx, http.MethodPost, "/images/load", url.Values{"quiet": {"1"}}, bytes.NewReader(archive), "application/x-tar")
+	resp, err := h.engine.Do(ctx, http.MethodPost, "/images/load", url.Values{"quiet": {"1"}}, bytes.NewReader(archive), "application/x-tar")
 	if err != nil {
 		return "", fmt.Errorf("load the empty helper image: %w", err)
 	}
@@ -124,7 +124,7 @@ func (h *helpers) create(ctx context.Context, volume string, readOnly bool) (str
 	var created struct {
 		ID string `json:"Id"`
 	}
-	if err := h.engine.call(ctx, http.MethodPost, "/containers/create", url.Values{"name": {name}}, body, &created); err != nil {
+	if err := h.engine.Call(ctx, http.MethodPost, "/containers/create", url.Values{"name": {name}}, body, &created); err != nil {
 		return "", fmt.Errorf("create helper container for volume %s: %w", volume, err)
 	}
 	h.created = append(h.created, created.ID)
@@ -151,7 +151,7 @@ func (h *helpers) removeAll(ctx context.Context) {
 	h.removeContainers(ctx)
 	var labelled []containerSummary
 	q := url.Values{"all": {"1"}, "filters": {`{"label":["` + helperLabel + `=1"]}`}}
-	if err := h.engine.call(ctx, http.MethodGet, "/containers/json", q, nil, &labelled); err != nil {
+	if err := h.engine.Call(ctx, http.MethodGet, "/containers/json", q, nil, &labelled); err != nil {
 		slog.Warn("list migrate helper containers", "err", err)
 	}
 	for _, c := range labelled {
@@ -159,7 +159,7 @@ func (h *helpers) removeAll(ctx context.Context) {
 	}
 	// The image may be one a killed run loaded; a container of the
 	// user's that runs it keeps it (the engine refuses, 409).
-	if err := h.engine.call(ctx, http.MethodDelete, "/images/"+url.PathEscape(helperImageTag), nil, nil, nil); err != nil && !isNotFound(err) && !isConflict(err) {
+	if err := h.engine.Call(ctx, http.MethodDelete, "/images/"+url.PathEscape(helperImageTag), nil, nil, nil); err != nil && !isNotFound(err) && !isConflict(err) {
 		slog.Warn("remove the migrate helper image", "err", err)
 	}
 	h.image, h.loadedImage = "", false
@@ -177,7 +177,7 @@ func (h *helpers) removeContainers(ctx context.Context) {
 }
 
 func (h *helpers) remove(ctx context.Context, id string) {
-	if err := h.engine.call(ctx, http.MethodDelete, "/containers/"+url.PathEscape(id), url.Values{"force": {"1"}, "v": {"0"}}, nil, nil); err != nil && !isNotFound(err) {
+	if err := h.engine.Call(ctx, http.MethodDelete, "/containers/"+url.PathEscape(id), url.Values{"force": {"1"}, "v": {"0"}}, nil, nil); err != nil && !isNotFound(err) {
 		slog.Warn("remove a migrate helper container", "id", id, "err", err)
 	}
 }

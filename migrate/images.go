@@ -71,7 +71,7 @@ type taggedImage struct {
 // images in the order of their first tag.
 func taggedImages(ctx context.Context, e *Engine) ([]taggedImage, error) {
 	var list []imageSummary
-	if err := e.call(ctx, http.MethodGet, "/images/json", nil, nil, &list); err != nil {
+	if err := e.Call(ctx, http.MethodGet, "/images/json", nil, nil, &list); err != nil {
 		return nil, fmt.Errorf("list images: %w", err)
 	}
 	var out []taggedImage
@@ -94,7 +94,7 @@ func taggedImages(ctx context.Context, e *Engine) ([]taggedImage, error) {
 
 func inspectImage(ctx context.Context, e *Engine, name string) (imageInspect, error) {
 	var in imageInspect
-	err := e.call(ctx, http.MethodGet, "/images/"+url.PathEscape(name)+"/json", nil, nil, &in)
+	err := e.Call(ctx, http.MethodGet, "/images/"+url.PathEscape(name)+"/json", nil, nil, &in)
 	return in, err
 }
 
@@ -112,7 +112,7 @@ func infoOf(ctx context.Context, e *Engine) (engineInfo, error) {
 		ID           string
 		DriverStatus [][]string
 	}
-	if err := e.call(ctx, http.MethodGet, "/info", nil, nil, &info); err != nil {
+	if err := e.Call(ctx, http.MethodGet, "/info", nil, nil, &info); err != nil {
 		return engineInfo{}, fmt.Errorf("engine info: %w", err)
 	}
 	out := engineInfo{ID: info.ID}
@@ -153,7 +153,7 @@ func missingTags(ctx context.Context, target *Engine, img taggedImage, src image
 // bytes moved.
 func streamImage(ctx context.Context, source, target *Engine, tags []string, report func(int64)) (string, int64, error) {
 	q := url.Values{"names": tags}
-	resp, err := source.do(ctx, http.MethodGet, "/images/get", q, nil, "")
+	resp, err := source.Do(ctx, http.MethodGet, "/images/get", q, nil, "")
 	if err != nil {
 		return "", 0, fmt.Errorf("export %s: %w", tags[0], err)
 	}
@@ -166,7 +166,7 @@ func streamImage(ctx context.Context, source, target *Engine, tags []string, rep
 		pw.CloseWithError(m.err)
 		manifest <- m
 	}()
-	load, err := target.do(ctx, http.MethodPost, "/images/load", url.Values{"quiet": {"1"}}, pr, "application/x-tar")
+	load, err := target.Do(ctx, http.MethodPost, "/images/load", url.Values{"quiet": {"1"}}, pr, "application/x-tar")
 	if err != nil {
 		pr.CloseWithError(err)
 		<-manifest

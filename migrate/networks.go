@@ -33,7 +33,7 @@ func (r *run) ensureNetwork(ctx context.Context, n string) error {
 		return nil
 	}
 	var existing network
-	err := r.opts.Target.call(ctx, http.MethodGet, "/networks/"+url.PathEscape(n), nil, nil, &existing)
+	err := r.opts.Target.Call(ctx, http.MethodGet, "/networks/"+url.PathEscape(n), nil, nil, &existing)
 	if err == nil {
 		r.nets[n] = Present
 		return nil
@@ -42,7 +42,7 @@ func (r *run) ensureNetwork(ctx context.Context, n string) error {
 		return fmt.Errorf("look up network %s on the target: %w", n, err)
 	}
 	var src network
-	if err := r.opts.Source.call(ctx, http.MethodGet, "/networks/"+url.PathEscape(n), nil, nil, &src); err != nil {
+	if err := r.opts.Source.Call(ctx, http.MethodGet, "/networks/"+url.PathEscape(n), nil, nil, &src); err != nil {
 		return fmt.Errorf("inspect network %s on the source: %w", n, err)
 	}
 	taken, err := targetSubnets(ctx, r.opts.Target)
@@ -60,7 +60,7 @@ func (r *run) ensureNetwork(ctx context.Context, n string) error {
 		"EnableIPv6": src.EnableIPv6, "Options": src.Options, "Labels": src.Labels, "CheckDuplicate": true,
 		"IPAM": map[string]any{"Driver": src.IPAM.Driver, "Options": src.IPAM.Options, "Config": ipamConfig},
 	}
-	if err := r.opts.Target.call(ctx, http.MethodPost, "/networks/create", nil, body, nil); err != nil {
+	if err := r.opts.Target.Call(ctx, http.MethodPost, "/networks/create", nil, body, nil); err != nil {
 		return fmt.Errorf("create network %s on the target: %w", n, err)
 	}
 	r.nets[n] = Copied
@@ -71,7 +71,7 @@ func (r *run) ensureNetwork(ctx context.Context, n string) error {
 // targetSubnets are the subnets of every network on e.
 func targetSubnets(ctx context.Context, e *Engine) ([]netip.Prefix, error) {
 	var list []network
-	if err := e.call(ctx, http.MethodGet, "/networks", nil, nil, &list); err != nil {
+	if err := e.Call(ctx, http.MethodGet, "/networks", nil, nil, &list); err != nil {
 		return nil, fmt.Errorf("list networks on the target: %w", err)
 	}
 	var out []netip.Prefix

@@ -70,7 +70,7 @@ func fillVolume(t *testing.T, e *Engine, name string) {
 	go func() {
 		pw.CloseWithError(migratetest.WriteVolumeTree(pw, strings.TrimPrefix(volumeMountPath, "/"), 10, 5<<20))
 	}()
-	resp, err := e.do(context.Background(), http.MethodPut, "/containers/"+id+"/archive", url.Values{"path": {"/"}, "copyUIDGID": {"1"}}, pr, "application/x-tar")
+	resp, err := e.Do(context.Background(), http.MethodPut, "/containers/"+id+"/archive", url.Values{"path": {"/"}, "copyUIDGID": {"1"}}, pr, "application/x-tar")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func volumeFiles(t *testing.T, e *Engine, name string) map[string]migratetest.Fi
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := e.do(context.Background(), http.MethodGet, "/containers/"+id+"/archive", url.Values{"path": {volumeMountPath}}, nil, "")
+	resp, err := e.Do(context.Background(), http.MethodGet, "/containers/"+id+"/archive", url.Values{"path": {volumeMountPath}}, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func putFile(t *testing.T, e *Engine, vol, name, data string) {
 		_, _ = tw.Write([]byte(data))
 		pw.CloseWithError(tw.Close())
 	}()
-	resp, err := e.do(context.Background(), http.MethodPut, "/containers/"+id+"/archive", url.Values{"path": {volumeMountPath}}, pr, "application/x-tar")
+	resp, err := e.Do(context.Background(), http.MethodPut, "/containers/"+id+"/archive", url.Values{"path": {volumeMountPath}}, pr, "application/x-tar")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +332,7 @@ func checkVolumeInUse(t *testing.T, src, dst *Engine, opts Options) {
 		"Image": "mig/busybox:1", "Cmd": []string{"/bin/busybox", "sleep", "600"}, "StopTimeout": 1,
 		"HostConfig": map[string]any{"Binds": []string{"busy:/busy"}, "NetworkMode": "none"},
 	}, nil)
-	if err := src.call(context.Background(), http.MethodPost, "/containers/runner/start", nil, nil, nil); err != nil {
+	if err := src.Call(context.Background(), http.MethodPost, "/containers/runner/start", nil, nil, nil); err != nil {
 		t.Skipf("containers cannot run on this host's test engine: %v", err)
 	}
 	defer mustCall(t, src, http.MethodDelete, "/containers/runner", url.Values{"force": {"1"}}, nil, nil)
@@ -493,7 +493,7 @@ func checkBindVolume(t *testing.T, src, dst *Engine, opts Options) {
 	if v.Options["device"] != share || v.Options["o"] != "bind" {
 		t.Errorf("the target's volume shared: %+v", v)
 	}
-	if err := dst.call(context.Background(), http.MethodGet, "/volumes/elsewhere", nil, nil, nil); !isNotFound(err) {
+	if err := dst.Call(context.Background(), http.MethodGet, "/volumes/elsewhere", nil, nil, nil); !isNotFound(err) {
 		t.Errorf("the volume outside the shares reached the target: %v", err)
 	}
 }

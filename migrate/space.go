@@ -41,7 +41,7 @@ func (r *run) sourceVolumeSizes(ctx context.Context) map[string]int64 {
 			UsageData struct{ Size int64 }
 		}
 	}
-	if err := r.opts.Source.call(ctx, http.MethodGet, "/system/df", url.Values{"type": {"volume"}}, nil, &df); err != nil {
+	if err := r.opts.Source.Call(ctx, http.MethodGet, "/system/df", url.Values{"type": {"volume"}}, nil, &df); err != nil {
 		slog.Warn("volume sizes on the source", "err", err)
 		return sizes
 	}

@@ -43,7 +43,7 @@ func (r *run) externalVolume(ctx context.Context, v volume, device string, bind 
 		return Skipped, fmt.Sprintf("it binds %s on the source, outside vmdock's shares: not copied; add the folder to mounts in the profile's config and run again", device), nil
 	}
 	var existing volume
-	err = r.opts.Target.call(ctx, http.MethodGet, "/volumes/"+url.PathEscape(v.Name), nil, nil, &existing)
+	err = r.opts.Target.Call(ctx, http.MethodGet, "/volumes/"+url.PathEscape(v.Name), nil, nil, &existing)
 	switch {
 	case err == nil && existing.Driver == v.Driver && maps.Equal(existing.Options, v.Options):
 		return Present, "", nil

@@ -30,7 +30,7 @@ var anonymousVolume = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 func namedVolumes(ctx context.Context, e *Engine) ([]volume, error) {
 	var list struct{ Volumes []volume }
-	if err := e.call(ctx, http.MethodGet, "/volumes", nil, nil, &list); err != nil {
+	if err := e.Call(ctx, http.MethodGet, "/volumes", nil, nil, &list); err != nil {
 		return nil, fmt.Errorf("list volumes: %w", err)
 	}
 	var out []volume
@@ -56,7 +56,7 @@ type containerSummary struct {
 
 func listContainers(ctx context.Context, e *Engine) ([]containerSummary, error) {
 	var list []containerSummary
-	if err := e.call(ctx, http.MethodGet, "/containers/json", url.Values{"all": {"1"}}, nil, &list); err != nil {
+	if err := e.Call(ctx, http.MethodGet, "/containers/json", url.Values{"all": {"1"}}, nil, &list); err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)
 	}
 	return withoutHelpers(list), nil
@@ -155,7 +155,7 @@ func (r *run) volume(ctx context.Context, v volume, running []containerSummary, 
 		}
 	}
 	if plan == volumeReplace {
-		if err := r.opts.Target.call(ctx, http.MethodDelete, "/volumes/"+url.PathEscape(v.Name), nil, nil, nil); err != nil && !isNotFound(err) {
+		if err := r.opts.Target.Call(ctx, http.MethodDelete, "/volumes/"+url.PathEscape(v.Name), nil, nil, nil); err != nil && !isNotFound(err) {
 			return "", 0, fmt.Errorf("remove the target's volume to copy it again: %w", err)
 		}
 	}
@@ -186,7 +186,7 @@ func (r *run) volume(ctx context.Context, v volume, running []containerSummary, 
 func (r *run) removeHalfCopy(ctx context.Context, name string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if err := r.opts.Target.call(ctx, http.MethodDelete, "/volumes/"+url.PathEscape(name), nil, nil, nil); err != nil && !isNotFound(err) {
+	if err := r.opts.Target.Call(ctx, http.MethodDelete, "/volumes/"+url.PathEscape(name), nil, nil, nil); err != nil && !isNotFound(err) {
 		slog.Warn("remove a half-copied volume", "volume", name, "err", err)
 		return
 	}
@@ -209,7 +209,7 @@ const (
 // has none.
 func (r *run) targetMark(ctx context.Context, name string) (string, error) {
 	var existing volume
-	if err := r.opts.Target.call(ctx, http.MethodGet, "/volumes/"+url.PathEscape(name), nil, nil, &existing); err != nil {
+	if err := r.opts.Target.Call(ctx, http.MethodGet, "/volumes/"+url.PathEscape(name), nil, nil, &existing); err != nil {
 		return "", fmt.Errorf("look up the volume on the target: %w", err)
 	}
 	return existing.Labels[copyLabel], nil
@@ -259,7 +259,7 @@ func (r *run) createTargetVolume(ctx context.Context, v volume, mark string) err
 		labels[copyLabel] = mark
 	}
 	body := map[string]any{"Name": v.Name, "Driver": v.Driver, "DriverOpts": v.Options, "Labels": labels}
-	if err := r.opts.Target.call(ctx, http.MethodPost, "/volumes/create", nil, body, nil); err != nil {
+	if err := r.opts.Target.Call(ctx, http.MethodPost, "/volumes/create", nil, body, nil); err != nil {
 		return fmt.Errorf("create on the target: %w", err)
 	}
 	return nil
@@ -273,7 +273,7 @@ func (r *run) targetVolumeEmpty(ctx context.Context, name string) (bool, error) 
 		return false, err
 	}
 	defer r.target.removeContainers(ctx)
-	resp, err := r.opts.Target.do(ctx, http.MethodGet, "/containers/"+id+"/archive", url.Values{"path": {volumeMountPath}}, nil, "")
+	resp, err := r.opts.Target.Do(ctx, http.MethodGet, "/containers/"+id+"/archive", url.Values{"path": {volumeMountPath}}, nil, "")
 	if err != nil {
 		return false, fmt.Errorf("read the target's volume: %w", err)
 	}
@@ -306,7 +306,7 @@ func (r *run) copyVolume(ctx context.Context, name string, index, total int) (in
 	if err != nil {
 		return 0, fmt.Errorf("target: %w", err)
 	}
-	resp, err := r.opts.Source.do(ctx, http.MethodGet, "/containers/"+src+"/archive", url.Values{"path": {volumeMountPath}}, nil, "")
+	resp, err := r.opts.Source.Do(ctx, http.MethodGet, "/containers/"+src+"/archive", url.Values{"path": {volumeMountPath}}, nil, "")
 	if err != nil {
 		return 0, fmt.Errorf("read from the source: %w", err)
 	}
@@ -317,7 +317,7 @@ func (r *run) copyVolume(ctx context.Context, name string, index, total int) (in
 	// The archive's root is the mount point's own folder, so it lands on
 	// the target's mount point, with the volume root's owner and mode.
 	q := url.Values{"path": {"/"}, "copyUIDGID": {"1"}}
-	put, err := r.opts.Target.do(ctx, http.MethodPut, "/containers/"+dst+"/archive", q, body, "application/x-tar")
+	put, err := r.opts.Target.Do(ctx, http.MethodPut, "/containers/"+dst+"/archive", q, body, "application/x-tar")
 	if err != nil {
 		return body.n, fmt.Errorf("write to the target: %w", err)
 	}
@@ -368,7 +368,7 @@ func (s *stoppedSet) stop(ctx context.Context, cs []containerSummary) error {
 			s.names = map[string]string{}
 		}
 		s.names[c.ID] = name
-		resp, err := s.engine.do(ctx, http.MethodPost, "/containers/"+url.PathEscape(c.ID)+"/stop", nil, nil, "")
+		resp, err := s.engine.Do(ctx, http.MethodPost, "/containers/"+url.PathEscape(c.ID)+"/stop", nil, nil, "")
 		if err != nil {
 			var ae *apiError
 			if !errors.As(err, &ae) {
@@ -396,7 +396,7 @@ func (s *stoppedSet) startAll(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	for _, id := range s.ids {
-		if err := s.engine.call(ctx, http.MethodPost, "/containers/"+url.PathEscape(id)+"/start", nil, nil, nil); err != nil {
+		if err := s.engine.Call(ctx, http.MethodPost, "/containers/"+url.PathEscape(id)+"/start", nil, nil, nil); err != nil {
 			slog.Error("start a source container again", "container", s.names[id], "err", err)
 		}
 	}

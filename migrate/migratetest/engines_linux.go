@@ -5,14 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"syscall"
 	"time"
+
+	"github.com/vmdock/vmdock/dockerhost/engineapi"
 )
 
 // BinDir is where hack/deps.sh puts Debian's dockerd, containerd and runc
@@ -147,21 +147,11 @@ func startOne(dockerd, dir, namespace string, o Options) (*Engine, error) {
 
 // ping asks the engine on sock for GET /_ping.
 func ping(sock string) error {
-	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-		},
-	}}
+	c := engineapi.Unix(sock)
 	defer c.CloseIdleConnections()
-	resp, err := c.Get("http://docker/_ping")
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET /_ping on %s: %s", sock, resp.Status)
-	}
-	return nil
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return c.Ping(ctx)
 }
 
 // Stop ends every engine (SIGTERM to its process group, SIGKILL after

@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"sync"
 	"time"
+
+	"github.com/vmdock/vmdock/dockerhost/engineapi"
 
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/network/forward"
@@ -159,23 +159,13 @@ func (t *tunnels) close() {
 func waitDockerPing(ctx context.Context, sock string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	client := &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", sock)
-		},
-	}, Timeout: 10 * time.Second}
+	client := engineapi.Unix(sock)
 	defer client.CloseIdleConnections()
 	var lastErr error
 	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://docker/_ping", nil)
-		resp, err := client.Do(req)
+		err := client.Ping(ctx)
 		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("status %s", resp.Status)
+			return nil
 		}
 		lastErr = err
 		select {

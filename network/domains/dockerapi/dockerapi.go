@@ -6,9 +6,7 @@ package dockerapi
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -16,12 +14,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vmdock/vmdock/dockerhost/engineapi"
 	"github.com/vmdock/vmdock/network/domains"
 )
 
 // Client talks to one docker engine.
 type Client struct {
-	hc *http.Client
+	api *engineapi.Client
 
 	mu sync.Mutex
 	// imageLabels caches the labels of images by ID (an image's config
@@ -35,11 +34,7 @@ const maxCachedImages = 256
 // New is a Client whose connections come from dial (the docker socket's
 // host-side forward, or the agent channel).
 func New(dial func(ctx context.Context) (net.Conn, error)) *Client {
-	return &Client{hc: &http.Client{Transport: &http.Transport{
-		DialContext:     func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
-		MaxIdleConns:    2,
-		IdleConnTimeout: 30 * time.Second,
-	}}, imageLabels: map[string]map[string]string{}}
+	return &Client{api: engineapi.New("docker", dial), imageLabels: map[string]map[string]string{}}
 }
 
 // Unix is a Client for the docker socket at path.
@@ -72,21 +67,8 @@ type container struct {
 
 // Containers are the running containers.
 func (c *Client) Containers(ctx context.Context) ([]domains.Container, error) {
-	req, err := http.NewRequestWithContext(ctx, "GET", "http://docker/containers/json", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("docker: list containers: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, fmt.Errorf("docker: list containers: %s: %s", resp.Status, b)
-	}
 	var raw []container
-	if err := json.NewDecoder(resp.Body).Decode(&raw); err != nil {
+	if err := c.api.Get(ctx, "/containers/json", nil, &raw); err != nil {
 		return nil, fmt.Errorf("docker: list containers: %w", err)
 	}
 	out := make([]domains.Container, 0, len(raw))
@@ -121,29 +103,14 @@ func (c *Client) imageLabelsOf(ctx context.Context, id string) (map[string]strin
 	if ok {
 		return l, nil
 	}
-	req, err := http.NewRequestWithContext(ctx, "GET", "http://docker/images/"+url.PathEscape(id)+"/json", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("docker: inspect image %s: %w", id, err)
-	}
-	defer resp.Body.Close()
 	var img struct {
 		Config struct {
 			Labels map[string]string `json:"Labels"`
 		} `json:"Config"`
 	}
-	switch resp.StatusCode {
-	case http.StatusOK:
-		if err := json.NewDecoder(resp.Body).Decode(&img); err != nil {
-			return nil, fmt.Errorf("docker: inspect image %s: %w", id, err)
-		}
-	case http.StatusNotFound:
-	default:
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, fmt.Errorf("docker: inspect image %s: %s: %s", id, resp.Status, b)
+	err := c.api.Get(ctx, "/images/"+url.PathEscape(id)+"/json", nil, &img)
+	if err != nil && !engineapi.IsNotFound(err) {
+		return nil, fmt.Errorf("docker: inspect image %s: %w", id, err)
 	}
 	c.mu.Lock()
 	if len(c.imageLabels) >= maxCachedImages {
@@ -194,19 +161,11 @@ var eventFilter = `{"type":["container","network"],"event":["start","die","destr
 // happens after the first list is missed) and again after each event,
 // until ctx ends or the stream breaks (the error says which).
 func (c *Client) Watch(ctx context.Context, changed func()) error {
-	req, err := http.NewRequestWithContext(ctx, "GET", "http://docker/events?filters="+url.QueryEscape(eventFilter), nil)
-	if err != nil {
-		return err
-	}
-	resp, err := c.hc.Do(req)
+	resp, err := c.api.Do(ctx, http.MethodGet, "/events", url.Values{"filters": {eventFilter}}, nil, "")
 	if err != nil {
 		return fmt.Errorf("docker: events: %w", err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("docker: events: %s: %s", resp.Status, b)
-	}
 	changed()
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
