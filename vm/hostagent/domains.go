@@ -8,21 +8,21 @@ import (
 
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/network/domains/nerdctlapi"
-	"github.com/vmdock/vmdock/network/domains/share"
+	"github.com/vmdock/vmdock/network/domains/sharedrouter"
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/control"
 	"github.com/vmdock/vmdock/vm/store"
 )
 
 // stepDomains serves http(s)://<name>.vmdock.localhost for this profile's
-// containers (network/domains/share). Nothing here fails the start: what
+// containers (network/domains/sharedrouter). Nothing here fails the start: what
 // cannot run is a note.
 func (ha *hostAgent) stepDomains(context.Context) error {
 	if !ha.cfg.Domains.Enabled {
 		return nil
 	}
 	note := func(s string) { ha.events.Emit("domains", control.EventNote, "", s) }
-	var names share.NameSource
+	var names sharedrouter.NameSource
 	switch ha.cfg.Runtime {
 	case config.RuntimeDocker:
 	case config.RuntimeContainerd:
@@ -33,10 +33,10 @@ func (ha *hostAgent) stepDomains(context.Context) error {
 		note("container domains: names for the " + ha.cfg.Runtime + " runtime are not built yet")
 		return nil
 	}
-	d, err := share.Start(share.Settings{
+	d, err := sharedrouter.Start(sharedrouter.Settings{
 		Profile: ha.inst.Name,
 		Home:    filepath.Dir(ha.inst.Dir),
-		Ports:   share.Ports{HTTPPort: ha.cfg.Domains.HTTPPort, HTTPSPort: ha.cfg.Domains.HTTPSPort, DNSPort: ha.cfg.Domains.DNSPort},
+		Ports:   sharedrouter.Ports{HTTPPort: ha.cfg.Domains.HTTPPort, HTTPSPort: ha.cfg.Domains.HTTPSPort, DNSPort: ha.cfg.Domains.DNSPort},
 		Binds:   []string{"127.0.0.1", "::1"},
 		Dial:    ha.session.link.Dial,
 		Names:   names,

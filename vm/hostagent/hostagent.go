@@ -25,7 +25,7 @@ import (
 	"github.com/vmdock/vmdock/internal/atomicfile"
 	"github.com/vmdock/vmdock/internal/memtrim"
 	"github.com/vmdock/vmdock/mounts"
-	"github.com/vmdock/vmdock/network/domains/share"
+	"github.com/vmdock/vmdock/network/domains/sharedrouter"
 	"github.com/vmdock/vmdock/vm/config"
 	"github.com/vmdock/vmdock/vm/control"
 	"github.com/vmdock/vmdock/vm/driver"
@@ -118,7 +118,7 @@ type hostAgent struct {
 	// domains serves http(s)://<name>.vmdock.localhost (domains.go); not
 	// under mu, as the port forwarder's Yield reads it while status holds
 	// mu to read the forwarder.
-	domains atomic.Pointer[share.Server]
+	domains atomic.Pointer[sharedrouter.Server]
 	// clocks tells the host's sleeps (wake.go); nil: not watched.
 	clocks hostClocks
 	// remote is a remote instance's server (remote.go); nil for a VM.

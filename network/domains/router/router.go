@@ -8,7 +8,7 @@
 // Router (the front) serves every running profile: the first host agent
 // to bind the ports runs it, and the others register their profiles with
 // it and are reached through their own Router on a unix socket
-// (KeepForwarded); see network/domains/share.
+// (KeepForwarded); see network/domains/sharedrouter.
 package router
 
 import (

@@ -1,4 +1,4 @@
-// Package share serves container domains for every profile from the one
+// Package sharedrouter serves container domains for every profile from the one
 // host agent that holds the router's ports.
 //
 // Only one process can hold the router's ports, so the host agents share
@@ -9,7 +9,7 @@
 // holds its VM for each request and dials its guest). When the owner
 // stops, the registration connections end and the others bind the ports
 // again: one of them wins, the rest register with it.
-package share
+package sharedrouter
 
 import (
 	"context"
