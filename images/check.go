@@ -70,10 +70,7 @@ func (c *Cache) placeUnpacked(staged, dir string) error {
 	if _, err := checkUnpacked(dir); err == nil {
 		return nil
 	}
-	if err := os.RemoveAll(dir); err != nil {
-		return err
-	}
-	return os.Rename(staged, dir)
+	return atomicfile.SwapDir(staged, dir)
 }
 
 func unpackVMDockFile(path, dir string) (*Manifest, error) {

@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/vmdock/vmdock/internal/atomicfile"
+
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -53,10 +55,7 @@ func (c *Cache) unpacked(blob, dir string) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.RemoveAll(dir); err != nil {
-		return nil, fmt.Errorf("unpack image: %w", err)
-	}
-	if err := os.Rename(tmp, dir); err != nil {
+	if err := atomicfile.SwapDir(tmp, dir); err != nil {
 		return nil, fmt.Errorf("unpack image: %w", err)
 	}
 	return m, nil

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/vmdock/vmdock/internal/atomicfile"
+
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/agent/guest/guestos"
 	"github.com/vmdock/vmdock/internal/fsutil"
@@ -173,13 +175,10 @@ func swapCADir(dir string, now map[string][]byte) error {
 			}
 		}
 	}
-	if err := os.RemoveAll(dir); err != nil {
-		return err
-	}
 	if len(now) > 0 {
-		return os.Rename(tmp, dir)
+		return atomicfile.SwapDir(tmp, dir)
 	}
-	return nil
+	return os.RemoveAll(dir)
 }
 
 // applyProxy writes the daemons' drop-ins, apt's setting and the login

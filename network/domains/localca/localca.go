@@ -25,6 +25,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vmdock/vmdock/internal/atomicfile"
+
 	"github.com/vmdock/vmdock/network/domains"
 )
 
@@ -101,7 +103,7 @@ func Open(home string) (*CA, error) {
 	if err := create(tmp); err != nil {
 		return nil, err
 	}
-	if err := os.Rename(tmp, dir); err != nil {
+	if err := atomicfile.PlaceDir(tmp, dir); err != nil {
 		if _, statErr := os.Stat(filepath.Join(dir, certFile)); statErr != nil {
 			return nil, fmt.Errorf("local CA: put it in place at %s: %w", dir, err)
 		}
