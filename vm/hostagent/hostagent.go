@@ -153,7 +153,7 @@ type runState struct {
 	machine driver.Machine
 	console *consoleWatch
 	tunnels *tunnels
-	net     *netStackRun // network.stack gvisor only
+	net     *usernetRun // network.stack gvisor only
 }
 
 // agentSession is the guest agent's session and its reconnects

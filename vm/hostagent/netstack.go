@@ -14,11 +14,11 @@ import (
 	"github.com/vmdock/vmdock/vm/driver"
 )
 
-// netStackRun is the host agent's own network for the VM (network.stack:
+// usernetRun is the host agent's own network for the VM (network.stack:
 // gvisor): the stack, and the VM's end of the socket pair it serves,
 // which stays open while the VM may use it (vz keeps using the handle it
 // was given).
-type netStackRun struct {
+type usernetRun struct {
 	stack  *usernet.Stack
 	vmEnd  *os.File
 	cancel context.CancelFunc
@@ -67,7 +67,7 @@ func (ha *hostAgent) withNetStack(plan driver.Plan) (driver.Plan, error) {
 		}
 	}()
 	ha.mu.Lock()
-	ha.run.net = &netStackRun{stack: s, vmEnd: vmEnd, cancel: cancel}
+	ha.run.net = &usernetRun{stack: s, vmEnd: vmEnd, cancel: cancel}
 	ha.mu.Unlock()
 	return plan.WithNetFile(vmEnd), nil
 }
