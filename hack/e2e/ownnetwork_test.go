@@ -207,20 +207,28 @@ func (n *ownNetwork) startCorpRegistry(t *testing.T) string {
 // where the guest's DNS goes.
 func checkOutsideNames(t *testing.T, e *env, n *ownNetwork) {
 	e.timed("outside names resolve through the host's resolver: guest, container, docker push and pull", func(t *testing.T) {
-		var st struct {
-			HostAgent struct {
-				GuestDNS *struct{ Upstreams []string } `json:"guestDns"`
-			} `json:"hostAgent"`
+		// Status reports the host agent's last answer from the guest,
+		// asked again in the background every few seconds.
+		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(time.Second) {
+			var st struct {
+				HostAgent struct {
+					GuestDNS *struct{ Upstreams []string } `json:"guestDns"`
+				} `json:"hostAgent"`
+			}
+			out := e.run(time.Minute, e.vmdock, "status", "--json")
+			if err := json.Unmarshal([]byte(out), &st); err != nil {
+				t.Fatalf("status --json: %v", err)
+			}
+			if d := st.HostAgent.GuestDNS; d != nil && len(d.Upstreams) > 0 {
+				t.Logf("the guest's DNS upstreams: %v", d.Upstreams)
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("hostAgent.guestDns = %+v: want the guest's upstreams", st.HostAgent.GuestDNS)
+				break
+			}
 		}
-		out := e.run(time.Minute, e.vmdock, "status", "--json")
-		if err := json.Unmarshal([]byte(out), &st); err != nil {
-			t.Fatalf("status --json: %v", err)
-		}
-		if d := st.HostAgent.GuestDNS; d == nil || len(d.Upstreams) == 0 {
-			t.Errorf("hostAgent.guestDns = %+v: want the guest's upstreams", d)
-		} else {
-			t.Logf("the guest's DNS upstreams: %v", d.Upstreams)
-		}
+		var out string
 		if out := e.run(time.Minute, e.vmdock, "ssh", "--", "getent", "hosts", corpName); !strings.HasPrefix(out, corpIP) {
 			t.Errorf("the guest's getent hosts %s: %q, want %s", corpName, out, corpIP)
 		}

@@ -104,15 +104,17 @@ type hostAgent struct {
 	events *control.EventLog
 	seq    *sequence // the boot steps and their undo
 
-	boot     bootResults
-	mu       sync.Mutex
-	run      runState
-	session  agentSession
-	files    fileWork
-	idle     idleState
-	stop     stopSignal
-	cpu      cpuRing         // the running VM's CPU time samples (cost.go)
-	sshAgent sshAgentForward // the host's SSH agent the guest is offered (sshagent.go)
+	boot    bootResults
+	mu      sync.Mutex
+	run     runState
+	session agentSession
+	// guestDNSAsk is the guest's DNS upstreams as status reports them.
+	guestDNSAsk guestDNSCache
+	files       fileWork
+	idle        idleState
+	stop        stopSignal
+	cpu         cpuRing         // the running VM's CPU time samples (cost.go)
+	sshAgent    sshAgentForward // the host's SSH agent the guest is offered (sshagent.go)
 	// sshAgentOpen counts the SSH agent streams being relayed.
 	sshAgentOpen atomic.Int32
 	// domains serves http(s)://<name>.vmdock.localhost (domains.go); not
@@ -322,6 +324,7 @@ func (ha *hostAgent) goLive(ctx context.Context) <-chan error {
 	ha.startReconnect(ctx)
 	ha.events.Emit("ready", control.EventReady, "", "")
 	slog.Info("instance ready", "timing", ha.events.StepTimes())
+	go ha.askGuestDNS() // status has the guest's resolvers from the start
 
 	vmExited := make(chan error, 1)
 	go func() { vmExited <- ha.run.machine.Wait() }()
@@ -413,7 +416,7 @@ func (ha *hostAgent) status() control.Status {
 	idleStatus := ha.idleStatus()
 	var guestDNS *control.GuestDNSStatus
 	if !idleStatus.Paused && ha.remote == nil { // a server resolves for itself
-		guestDNS = ha.guestDNS() // asks the guest: not under mu
+		guestDNS = ha.guestDNS()
 	}
 	shares, shareProblems := ha.files.shares.Status()
 	var cost *control.HostCost
