@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -19,18 +18,13 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 )
 
-// inNamespaceEnv marks the re-executed test binary running inside its own
-// mount namespace, where it may bind files over /etc.
-const inNamespaceEnv = "USERNET_TEST_MOUNT_NS"
-
 // The guest's DNS goes through the host's resolver as configured when the
 // query arrives: the test owns /etc/resolv.conf and /etc/hosts (bound over
 // the real ones in a private mount namespace), whose first nameserver is
 // dead and second a dnsmasq; switching the file to another dnsmasq shows
 // in the guest's answers, hosts entries resolve, and isolated refuses.
 func TestDNSFollowsHostResolver(t *testing.T) {
-	if os.Getenv(inNamespaceEnv) == "" {
-		reexecInMountNamespace(t)
+	if !inNamespaces(t, mountNS, "dnsmasq") {
 		return
 	}
 	dir := t.TempDir()
@@ -69,30 +63,6 @@ func TestIsolatedRefusesDNS(t *testing.T) {
 			t.Fatalf("query to %s answered %s with %d records; want REFUSED and none", server, dns.RcodeToString[r.Rcode], len(r.Answer))
 		}
 	}
-}
-
-func reexecInMountNamespace(t *testing.T) {
-	if os.Geteuid() != 0 || !haveCommand("dnsmasq") || !haveCommand("unshare") {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI needs root, unshare and dnsmasq (hack/deps.sh installs dnsmasq-base)")
-		}
-		t.Skip("needs root, unshare and dnsmasq")
-	}
-	cmd := exec.Command("unshare", "--mount", "--propagation", "private", os.Args[0], "-test.run", "^"+t.Name()+"$", "-test.v")
-	cmd.Env = append(os.Environ(), inNamespaceEnv+"=1")
-	out, err := cmd.CombinedOutput()
-	t.Logf("in a mount namespace:\n%s", out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(string(out), "--- SKIP") {
-		t.Fatal("the test skipped inside the namespace")
-	}
-}
-
-func haveCommand(name string) bool {
-	_, err := exec.LookPath(name)
-	return err == nil
 }
 
 func bindOver(t *testing.T, dir, target, content string) string {

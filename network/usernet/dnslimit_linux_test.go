@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -19,8 +18,7 @@ import (
 // lookups at once take 4 slots, the resolver sees only those 4 names, and
 // the slots come back when the lookups time out.
 func TestDNSInFlightCap(t *testing.T) {
-	if os.Getenv(inNamespaceEnv) == "" {
-		reexecInMountNamespace(t)
+	if !inNamespaces(t, mountNS, "dnsmasq") {
 		return
 	}
 	dir := t.TempDir()

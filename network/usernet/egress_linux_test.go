@@ -23,10 +23,6 @@ import (
 	"github.com/vmdock/vmdock/network/egress"
 )
 
-// inSandboxNamespaceEnv marks the re-executed test binary running in a
-// network and mount namespace of its own.
-const inSandboxNamespaceEnv = "USERNET_TEST_SANDBOX_NS"
-
 // A sandbox's guest reaches the one allowed name, through the stack's DNS
 // and the address it answered, and nothing else: a name not allowed is
 // REFUSED by the DNS, a connection to another server (whose address the
@@ -36,8 +32,7 @@ const inSandboxNamespaceEnv = "USERNET_TEST_SANDBOX_NS"
 // destination. A real dnsmasq answers both names and two HTTP servers
 // listen, all on test addresses in the test's own namespaces.
 func TestSandboxEgressAllowlist(t *testing.T) {
-	if os.Getenv(inSandboxNamespaceEnv) == "" {
-		reexecInSandboxNamespace(t)
+	if !inNamespaces(t, netMountNS, "ip", "dnsmasq") {
 		return
 	}
 	testAddresses(t, "198.18.0.1", "198.18.0.2", "198.18.0.53")
@@ -86,25 +81,6 @@ func TestSandboxEgressAllowlist(t *testing.T) {
 		if !strings.Contains(string(logged), want) {
 			t.Errorf("the refusal log lacks %q:\n%s", want, logged)
 		}
-	}
-}
-
-func reexecInSandboxNamespace(t *testing.T) {
-	if os.Geteuid() != 0 || !haveCommand("dnsmasq") || !haveCommand("unshare") || !haveCommand("ip") {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI needs root, unshare, ip and dnsmasq")
-		}
-		t.Skip("needs root, unshare, ip and dnsmasq")
-	}
-	cmd := exec.Command("unshare", "--net", "--mount", "--propagation", "private", os.Args[0], "-test.run", "^"+t.Name()+"$", "-test.v")
-	cmd.Env = append(os.Environ(), inSandboxNamespaceEnv+"=1")
-	out, err := cmd.CombinedOutput()
-	t.Logf("in a network and mount namespace:\n%s", out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(string(out), "--- SKIP") {
-		t.Fatal("the test skipped inside the namespace")
 	}
 }
 

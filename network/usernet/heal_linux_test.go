@@ -19,10 +19,6 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 )
 
-// inHealNamespacesEnv marks the re-executed test binary running in a
-// network and mount namespace of its own.
-const inHealNamespacesEnv = "USERNET_TEST_HEAL_NS"
-
 // Ports of the far end's echo servers, in the peer namespace.
 const (
 	healTCPPort = 7000
@@ -38,8 +34,7 @@ const (
 // behind a veth pair, with a real dnsmasq and echo servers on test
 // addresses.
 func TestNetworkHealsAfterLossAndMove(t *testing.T) {
-	if os.Getenv(inHealNamespacesEnv) == "" {
-		reexecInHealNamespaces(t)
+	if !inNamespaces(t, netMountNS, "nsenter", "ip", "dnsmasq") {
 		return
 	}
 	resolvConf := bindOver(t, t.TempDir(), "/etc/resolv.conf", "nameserver 198.18.1.1\noptions timeout:1 attempts:1\n")
@@ -311,24 +306,5 @@ func run(t *testing.T, name string, args ...string) {
 	t.Helper()
 	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
 		t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
-	}
-}
-
-func reexecInHealNamespaces(t *testing.T) {
-	if os.Geteuid() != 0 || !haveCommand("dnsmasq") || !haveCommand("unshare") || !haveCommand("nsenter") || !haveCommand("ip") {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("CI needs root, unshare, nsenter, ip and dnsmasq")
-		}
-		t.Skip("needs root, unshare, nsenter, ip and dnsmasq")
-	}
-	cmd := exec.Command("unshare", "--net", "--mount", "--propagation", "private", os.Args[0], "-test.run", "^"+t.Name()+"$", "-test.v")
-	cmd.Env = append(os.Environ(), inHealNamespacesEnv+"=1")
-	out, err := cmd.CombinedOutput()
-	t.Logf("in network and mount namespaces:\n%s", out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(string(out), "--- SKIP") {
-		t.Fatal("the test skipped inside the namespaces")
 	}
 }

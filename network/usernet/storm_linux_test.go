@@ -24,8 +24,7 @@ import (
 // It owns the host's resolver as TestDNSFollowsHostResolver does, so the
 // stack's lookups go to a dnsmasq on loopback and nowhere else.
 func TestLookupStormLeavesNoSocketsBehind(t *testing.T) {
-	if os.Getenv(inNamespaceEnv) == "" {
-		reexecInMountNamespace(t)
+	if !inNamespaces(t, mountNS, "dnsmasq") {
 		return
 	}
 	dir := t.TempDir()
