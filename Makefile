@@ -137,22 +137,22 @@ E2E_PREREQS ?= build image
 # The main e2e boots a fresh install: it serves bin/release on loopback.
 e2e: $(E2E_PREREQS)
 	$(MAKE) release ARCH=amd64
-	VMDOCK_E2E=1 $(GO) test -tags e2e -v -timeout 60m -run 'TestE2E$$' ./hack/e2e/
+	VMDOCK_E2E=1 $(GO) test -count=1 -tags e2e -v -timeout 60m -run 'TestE2E$$' ./hack/e2e/
 
 # One containerd instance (--runtime containerd) driven through vmdock
 # nerdctl: its own boot, since the runtime is fixed per instance.
 e2e-containerd: $(E2E_PREREQS)
-	VMDOCK_E2E_CONTAINERD=1 $(GO) test -tags e2e -v -timeout 45m -run 'TestE2EContainerd$$' ./hack/e2e/
+	VMDOCK_E2E_CONTAINERD=1 $(GO) test -count=1 -tags e2e -v -timeout 45m -run 'TestE2EContainerd$$' ./hack/e2e/
 
 # Fast start: save on stop, resume on start, and the cold fall backs.
 e2e-resume: $(E2E_PREREQS)
-	VMDOCK_E2E_RESUME=1 $(GO) test -tags e2e -v -timeout 45m -run 'TestE2EResume$$' ./hack/e2e/
+	VMDOCK_E2E_RESUME=1 $(GO) test -count=1 -tags e2e -v -timeout 45m -run 'TestE2EResume$$' ./hack/e2e/
 
 # Upgrades: an instance folder made by an earlier vmdock (a fixed commit,
 # built into bin/ in a git worktree; VMDOCK_UPGRADE_FROM=<commit> picks
 # another) started under this one.
 e2e-upgrade: $(E2E_PREREQS)
-	VMDOCK_E2E_UPGRADE=1 $(GO) test -tags e2e -v -timeout 45m -run 'TestE2EUpgrade$$' ./hack/e2e/
+	VMDOCK_E2E_UPGRADE=1 $(GO) test -count=1 -tags e2e -v -timeout 45m -run 'TestE2EUpgrade$$' ./hack/e2e/
 
 # What e2e-arm64 makes first: qemu-system-aarch64 (deps-arm64), the binary
 # and the arm64 image. E2E_PREREQS= empties it too (.ci/run installed,
@@ -166,7 +166,7 @@ deps-arm64:
 # qemu-system-aarch64: about 3 minutes to docker-ready under TCG on an x86
 # machine, so it has its own test with one boot.
 e2e-arm64: $(E2E_ARM64_PREREQS)
-	VMDOCK_E2E_ARM64=1 $(GO) test -tags e2e -v -timeout 90m -run 'TestE2EArm64$$' ./hack/e2e/
+	VMDOCK_E2E_ARM64=1 $(GO) test -count=1 -tags e2e -v -timeout 90m -run 'TestE2EArm64$$' ./hack/e2e/
 
 # Boots a throwaway isolated instance, runs `vmdock bench`, stops it.
 # BENCH_FULL=1 for full-size workloads.
