@@ -255,6 +255,13 @@ func (c *Client) Settle(ctx context.Context) error {
 	return err
 }
 
+// FlushDisks asks the guest to put what it wrote on its disks, for a VM
+// the host ends at once (a forced stop).
+func (c *Client) FlushDisks(ctx context.Context) error {
+	_, err := c.call(ctx, Request{Op: OpFlushDisks})
+	return err
+}
+
 func (c *Client) PowerOff(ctx context.Context) error {
 	_, err := c.call(ctx, Request{Op: OpPowerOff})
 	return err

@@ -227,6 +227,7 @@ func TestCallsSendTheirRequest(t *testing.T) {
 		{OpSetTime, func() error { return c.SetTime(ctx, at) }, true, func(r Request) bool { return r.Time == at.UnixNano() }},
 		{OpQuiesce, func() error { return c.Quiesce(ctx) }, true, func(Request) bool { return true }},
 		{OpPowerOff, func() error { return c.PowerOff(ctx) }, true, func(Request) bool { return true }},
+		{OpFlushDisks, func() error { return c.FlushDisks(ctx) }, true, func(Request) bool { return true }},
 		{OpDocker, func() error { return c.StartDocker(ctx) }, false, func(Request) bool { return true }},
 		{OpContainerd, func() error { return c.StartContainerd(ctx) }, false, func(Request) bool { return true }},
 		{OpIdleCheck, func() error { _, err := c.IdleCheck(ctx); return err }, true, func(Request) bool { return true }},

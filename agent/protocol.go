@@ -41,14 +41,15 @@ const (
 	OpWatchPorts = "watch-ports" // NDJSON PortEvent stream
 	OpSetTime    = "set-time"    // UnixNano
 	OpPowerOff   = "poweroff"
-	OpHostDial   = "host-dial"  // guest-to-host: dial 127.0.0.1:Port on the host
-	OpSSHAgent   = "ssh-agent"  // guest-to-host: then raw bytes to the host's SSH agent
-	OpSync       = "sync"       // then the sync engine's endpoint protocol (mounts/syncmount)
-	OpSyncWatch  = "sync-watch" // SyncWatch -> NDJSON SyncChange stream
-	OpTouch      = "touch"      // Touch: guest paths whose host side changed
-	OpIdleCheck  = "idle-check" // -> IdleReport: what keeps the guest busy
-	OpQuiesce    = "quiesce"    // give memory and disk back, stop pinging: the VM pauses next
-	OpSettle     = "settle"     // stop the container runtimes, flush the disks: the host ends the VM next
+	OpHostDial   = "host-dial"   // guest-to-host: dial 127.0.0.1:Port on the host
+	OpSSHAgent   = "ssh-agent"   // guest-to-host: then raw bytes to the host's SSH agent
+	OpSync       = "sync"        // then the sync engine's endpoint protocol (mounts/syncmount)
+	OpSyncWatch  = "sync-watch"  // SyncWatch -> NDJSON SyncChange stream
+	OpTouch      = "touch"       // Touch: guest paths whose host side changed
+	OpIdleCheck  = "idle-check"  // -> IdleReport: what keeps the guest busy
+	OpQuiesce    = "quiesce"     // give memory and disk back, stop pinging: the VM pauses next
+	OpSettle     = "settle"      // stop the container runtimes, flush the disks: the host ends the VM next
+	OpFlushDisks = "flush-disks" // put every written block on the disks: a forced stop ends the VM next
 )
 
 // Request is the first line of every stream.

@@ -282,6 +282,10 @@ func (s *Server) answer(ctx context.Context, req agent.Request) (agent.Response,
 		return resp, s.quiesce(ctx)
 	case agent.OpSettle:
 		return resp, s.settle(ctx)
+	case agent.OpFlushDisks:
+		fctx, cancel := context.WithTimeout(ctx, settleFlushBudget)
+		defer cancel()
+		return resp, s.rooms().disks.Flush(fctx)
 	case agent.OpSetTime:
 		if req.Time <= 0 {
 			return resp, fmt.Errorf("set-time: time %d is not a positive unix nanosecond count", req.Time)

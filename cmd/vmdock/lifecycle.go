@@ -37,7 +37,7 @@ func newStopCmd(g *globals) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().BoolVarP(&force, "force", "f", false, "kill the VM without a graceful power-off (never saves)")
+	cmd.Flags().BoolVarP(&force, "force", "f", false, "kill the VM without a graceful power-off (never saves; a guest agent that answers within 3 s flushes the guest's disks first)")
 	cmd.Flags().BoolVar(&noSave, "no-save", false, "power the guest off instead of saving it for a fast start (resume: true)")
 	return cmd
 }

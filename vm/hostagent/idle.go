@@ -224,6 +224,13 @@ func (c *heldConn) Close() error {
 	return err
 }
 
+// CloseWrite ends the sending side only (a yamux stream's Close does just
+// that; reads go on until the guest's end), for the control socket's
+// stream relay: a CLI that goes away (an interrupted `vmdock ssh`, an MCP
+// run past its timeout) must reach the guest agent as an end of input,
+// which ends the command there, even while the command writes nothing.
+func (c *heldConn) CloseWrite() error { return c.Conn.Close() }
+
 // heldAction is a control action that reaches the guest: it holds (and
 // wakes) the VM while it runs. nil stays nil (the route answers 404).
 func (ha *hostAgent) heldAction(act func(context.Context, string) error) func(context.Context, string) error {

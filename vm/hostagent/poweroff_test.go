@@ -52,6 +52,12 @@ func (m *stubMachine) Stop(ctx context.Context, force bool) error {
 // never reads again, like a killed agent behind an open channel.
 func guestAgent(t *testing.T, m *stubMachine, answers bool) *agent.Client {
 	t.Helper()
+	return guestAgentSeeing(t, m, answers, nil)
+}
+
+// guestAgentSeeing is guestAgent that also sends each op it reads to ops.
+func guestAgentSeeing(t *testing.T, m *stubMachine, answers bool, ops chan<- string) *agent.Client {
+	t.Helper()
 	host, guest := net.Pipe()
 	t.Cleanup(func() { host.Close(); guest.Close() })
 	go func() {
@@ -71,13 +77,16 @@ func guestAgent(t *testing.T, m *stubMachine, answers bool) *agent.Client {
 			if agent.ReadJSONLine(st, &req) != nil {
 				return
 			}
+			if ops != nil {
+				ops <- req.Op
+			}
 			switch req.Op {
 			case agent.OpPowerOff:
 				agent.Reply(st, nil)
 				m.exit()
 				return
-			case agent.OpSettle:
-				agent.Reply(st, nil) // settled: the VM runs on until it is ended
+			case agent.OpSettle, agent.OpFlushDisks:
+				agent.Reply(st, nil) // the VM runs on until it is ended
 			}
 		}
 	}()
@@ -153,5 +162,45 @@ func TestPowerOffPaths(t *testing.T) {
 				t.Fatalf("stop notes %q, want one with %q", all, tt.note)
 			}
 		})
+	}
+}
+
+// TestForcedStopFlushesTheGuestFirst: a forced stop asks a connected
+// guest to flush its disks before the VM is ended (a file written just
+// before would die in its page cache), and a guest that does not answer
+// delays it by no more than AgentAnswer.
+func TestForcedStopFlushesTheGuestFirst(t *testing.T) {
+	const answer = 300 * time.Millisecond
+	for _, answers := range []bool{true, false} {
+		m := newStubMachine(false)
+		ops := make(chan string, 8)
+		c := guestAgentSeeing(t, m, answers, ops)
+		ha := &hostAgent{events: control.NewEventLog(), opts: Options{AgentAnswer: answer}}
+		ha.opts.setDefaults()
+		start := time.Now()
+		ha.flushBeforeKill(context.Background(), c)
+		if took := time.Since(start); took > answer+time.Second {
+			t.Errorf("answers=%v: the flush took %s, want at most %s", answers, took, answer+time.Second)
+		}
+		past, _, cancel := ha.events.Follow()
+		cancel()
+		noted := len(past) > 0 && strings.Contains(past[len(past)-1].Detail, "did not flush its disks")
+		if !answers {
+			if !noted {
+				t.Errorf("a silent guest's forced stop: notes %+v, want one that the flush did not happen", past)
+			}
+			continue
+		}
+		if noted {
+			t.Errorf("an answering guest's forced stop noted a failed flush: %+v", past)
+		}
+		select {
+		case op := <-ops:
+			if op != agent.OpFlushDisks {
+				t.Errorf("the guest was asked %q, want %q", op, agent.OpFlushDisks)
+			}
+		default:
+			t.Error("the guest was never asked to flush its disks")
+		}
 	}
 }
