@@ -29,7 +29,7 @@ linux_only = if [ "$$(uname -s)" = Darwin ]; then \
 	echo "guest images are built on Linux; on a Mac, vmdock start downloads a published one (from the build's IMAGE_BASE_URL or VMDOCK_IMAGE_BASE_URL), or vmdock image import FILE takes a vmdock-<arch>.tar.zst built on a Linux machine" >&2; \
 	exit 1; fi
 
-.PHONY: all build agents test lint darwin-check print-image-base-url install image image-arm64 release e2e e2e-containerd e2e-resume e2e-upgrade deps-arm64 e2e-arm64 bench demo clean
+.PHONY: all build agents test lint darwin-check print-image-base-url install image image-arm64 release e2e e2e-containerd e2e-resume e2e-sandbox e2e-upgrade deps-arm64 e2e-arm64 bench demo clean
 
 all: build
 
@@ -147,6 +147,11 @@ e2e-containerd: $(E2E_PREREQS)
 # Fast start: save on stop, resume on start, and the cold fall backs.
 e2e-resume: $(E2E_PREREQS)
 	VMDOCK_E2E_RESUME=1 $(GO) test -count=1 -tags e2e -v -timeout 45m -run 'TestE2EResume$$' ./hack/e2e/
+
+# A sandbox for coding agents (vmdock sandbox create), in network and
+# mount namespaces of its own: egress, an injected key, review, MCP.
+e2e-sandbox: $(E2E_PREREQS)
+	VMDOCK_E2E_SANDBOX=1 $(GO) test -count=1 -tags e2e -v -timeout 45m -run 'TestE2ESandbox$$' ./hack/e2e/
 
 # Upgrades: an instance folder made by an earlier vmdock (a fixed commit,
 # built into bin/ in a git worktree; VMDOCK_UPGRADE_FROM=<commit> picks

@@ -141,7 +141,7 @@ func (n *ownNetwork) startResolver(t *testing.T, ip, logf string) {
 	startDaemon(t, logf+".out", "ip", "netns", "exec", corpNS, "dnsmasq", "--no-resolv", "--no-hosts", "--no-daemon",
 		"--conf-file=/dev/null", "--port=53", "--bind-interfaces", "--listen-address="+ip, "--user=root",
 		"--log-queries", "--log-facility="+logf,
-		"--address=/"+corpName+"/"+ip, "--address=/"+corpRegistryName+"/"+ip)
+		"--address=/"+corpName+"/"+ip, "--address=/"+corpRegistryName+"/"+ip, "--address=/"+sandboxAPIName+"/"+ip)
 }
 
 // join gives the lane addr on the link and its default route via gw.

@@ -4,9 +4,9 @@ package e2e
 
 // The fixed host ports the e2e tests publish, a hundred per test and no
 // port in two tests: .ci/run runs TestE2EResume beside TestE2E and then
-// TestE2EContainerd, and TestE2EArm64 beside TestE2EContainerd,
-// and a port one instance's forwarder still holds must never be the one
-// another test waits on. Ports a check can take from the OS (the domains
+// TestE2EContainerd, TestE2EArm64 beside TestE2EContainerd and
+// TestE2ESandbox, and a port one instance's forwarder still holds must
+// never be the one another test waits on. Ports a check can take from the OS (the domains
 // router's, the corporate network's) are not here.
 //
 //	TestE2E            18080-18099  web 18080, UDP 18081 (checkPorts, the IPv6 checks), echo 18082
@@ -17,6 +17,7 @@ package e2e
 //	TestE2EContainerd  18200-18299  nerdctlWebPort
 //	TestE2EArm64       18300-18399  arm64WebPort
 //	TestE2EMac         18400-18499  macWebPort
+//	TestE2ESandbox     18500-18599  sandboxWebPort (sandbox_test.go)
 const (
 	// reconnectPort is the published port checkAgentReconnect watches.
 	reconnectPort = 18090

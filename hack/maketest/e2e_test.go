@@ -11,7 +11,7 @@ import (
 // builds at once would truncate a binary a running test uses).
 func TestE2ETargetsSkipTheirPrerequisitesWhenTold(t *testing.T) {
 	dir := checkout(t)
-	for _, target := range []string{"e2e-containerd", "e2e-resume", "e2e-arm64"} {
+	for _, target := range []string{"e2e-containerd", "e2e-resume", "e2e-sandbox", "e2e-arm64"} {
 		plan, err := runMake(t, dir, "-n", target, "E2E_PREREQS=")
 		if err != nil {
 			t.Fatalf("make -n %s E2E_PREREQS=: %v\n%s", target, err, plan)
