@@ -93,7 +93,7 @@ func runSandboxCreate(ctx context.Context, g *globals, name string, f sandboxCre
 		return err
 	}
 	cfg.Sandbox = &config.SandboxConfig{Workspace: ws, Allow: f.allow, Secrets: secrets}
-	if errs := cfg.CheckSecretsSet(os.Getenv); len(errs) > 0 {
+	if errs := cfg.CheckSecrets(config.HostSecrets); len(errs) > 0 {
 		return errors.Join(errs...)
 	}
 	cfg.Activate = false // the user's docker context stays theirs
