@@ -40,7 +40,7 @@ type sandboxCreateFlags struct {
 func newSandboxCreateCmd(g *globals) *cobra.Command {
 	var f sandboxCreateFlags
 	cmd := &cobra.Command{
-		Use:   "create NAME --workspace DIR [--allow HOST[:PORT]]... [--secret NAME=ENV@HOST]...",
+		Use:   "create NAME --workspace DIR [--allow HOST[:PORT]]... [--secret NAME=ENV@HOST|NAME=keychain:SERVICE@HOST]...",
 		Short: "Create (and start) a sandbox instance for the workspace",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -49,7 +49,7 @@ func newSandboxCreateCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&f.workspace, "workspace", "", "the host folder the agent works on (required)")
 	cmd.Flags().StringArrayVar(&f.allow, "allow", nil, "a host the sandbox may reach: "+egress.RuleGrammar+" (repeatable)")
-	cmd.Flags().StringArrayVar(&f.secrets, "secret", nil, "a credential added to HTTPS requests to HOST on the way out, from the host's variable ENV: "+config.SecretFlagGrammar+" (repeatable)")
+	cmd.Flags().StringArrayVar(&f.secrets, "secret", nil, "a credential added to HTTPS requests to HOST on the way out, read on the host at start: "+config.SecretFlagGrammar+" (repeatable)")
 	cmd.Flags().BoolVar(&f.noStart, "no-start", false, "write the sandbox's config only; `vmdock start -p NAME` boots it")
 	return cmd
 }
