@@ -33,9 +33,13 @@ set -euo pipefail
 #   ruby                    the Homebrew formula's test (hack/ci)
 #   dnsmasq-base            real DNS servers on loopback (network/usernet's
 #                           DNS test; the binary only, no service)
+#   libsecret-tools,        secret-tool, and a Secret Service of the test's
+#   gnome-keyring,          own on a session bus of its own (the sandbox's
+#   dbus-daemon             keychain secrets; internal/keychain/keychaintest)
 pkgs=(make git qemu-system-x86 qemu-utils ovmf e2fsprogs busybox-static zstd tar
   socat iproute2 procps xorriso mmdebstrap docker-registry tinyproxy openssh-client
-  openssh-server chromium libnss3-tools curl docker-compose ruby dnsmasq-base)
+  openssh-server chromium libnss3-tools curl docker-compose ruby dnsmasq-base
+  libsecret-tools gnome-keyring dbus-daemon)
 if [ "${1:-}" = arm64 ]; then pkgs+=(qemu-system-arm); fi
 
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo

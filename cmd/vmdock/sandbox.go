@@ -40,7 +40,7 @@ type sandboxCreateFlags struct {
 func newSandboxCreateCmd(g *globals) *cobra.Command {
 	var f sandboxCreateFlags
 	cmd := &cobra.Command{
-		Use:   "create NAME --workspace DIR [--allow HOST[:PORT]]... [--secret NAME=ENV@HOST]...",
+		Use:   "create NAME --workspace DIR [--allow HOST[:PORT]]... [--secret NAME=ENV@HOST|NAME=keychain:SERVICE@HOST]...",
 		Short: "Create (and start) a sandbox instance for the workspace",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -49,7 +49,7 @@ func newSandboxCreateCmd(g *globals) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&f.workspace, "workspace", "", "the host folder the agent works on (required)")
 	cmd.Flags().StringArrayVar(&f.allow, "allow", nil, "a host the sandbox may reach: "+egress.RuleGrammar+" (repeatable)")
-	cmd.Flags().StringArrayVar(&f.secrets, "secret", nil, "a credential added to HTTPS requests to HOST on the way out, from the host's variable ENV: "+config.SecretFlagGrammar+" (repeatable)")
+	cmd.Flags().StringArrayVar(&f.secrets, "secret", nil, "a credential added to HTTPS requests to HOST on the way out, read on the host at start: "+config.SecretFlagGrammar+" (repeatable)")
 	cmd.Flags().BoolVar(&f.noStart, "no-start", false, "write the sandbox's config only; `vmdock start -p NAME` boots it")
 	return cmd
 }
@@ -93,7 +93,7 @@ func runSandboxCreate(ctx context.Context, g *globals, name string, f sandboxCre
 		return err
 	}
 	cfg.Sandbox = &config.SandboxConfig{Workspace: ws, Allow: f.allow, Secrets: secrets}
-	if errs := cfg.CheckSecretsSet(os.Getenv); len(errs) > 0 {
+	if errs := cfg.CheckSecrets(config.HostSecrets); len(errs) > 0 {
 		return errors.Join(errs...)
 	}
 	cfg.Activate = false // the user's docker context stays theirs

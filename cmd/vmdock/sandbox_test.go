@@ -47,6 +47,8 @@ func TestSandboxCreateRejectsBadInput(t *testing.T) {
 		{[]string{"agent", "--workspace", ws, "--secret", "gh=VMDOCK_TEST_UNSET@api.github.com"}, "the variable VMDOCK_TEST_UNSET is not set"},
 		{[]string{"agent", "--workspace", ws, "--secret", "gh"}, `--secret "gh"`},
 		{[]string{"agent", "--workspace", ws, "--secret", "gh=VMDOCK_TEST_TOKEN@*.github.com"}, `host "*.github.com"`},
+		{[]string{"agent", "--workspace", ws, "--secret", "gh=vault:gh@api.github.com"}, `unknown source "vault:"`},
+		{[]string{"agent", "--workspace", ws, "--secret", "gh=keychain:@api.github.com"}, "an empty keychain service"},
 		{[]string{"bad/name", "--workspace", ws}, "bad/name"},
 	} {
 		before := treeHash(t, home)

@@ -140,7 +140,7 @@ func plannedConfig(inst *store.Instance, h config.Host, fs *pflag.FlagSet, f *st
 	cfg.FillDefaults(h)
 	cfg.Normalize()
 	errs = append(errs, cfg.ValidateOn(h))
-	errs = append(errs, cfg.CheckSecretsSet(os.Getenv)...)
+	errs = append(errs, cfg.CheckSecrets(config.HostSecrets)...)
 	if old != nil {
 		errs = append(errs, config.CheckChange(*old, cfg))
 	}

@@ -103,7 +103,8 @@ func TestSandboxSecrets(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "named twice") || !strings.Contains(err.Error(), `header "bad header"`) {
 		t.Fatalf("bad secrets: %v", err)
 	}
-	if errs := c.CheckSecretsSet(func(k string) string { return map[string]string{"A": "x"}[k] }); len(errs) != 1 || !strings.Contains(errs[0].Error(), "variable B is not set") {
-		t.Fatalf("CheckSecretsSet: %v", errs)
+	env := SecretSource{Getenv: func(k string) string { return map[string]string{"A": "x"}[k] }}
+	if errs := c.CheckSecrets(env); len(errs) != 1 || !strings.Contains(errs[0].Error(), "variable B is not set") {
+		t.Fatalf("CheckSecrets: %v", errs)
 	}
 }

@@ -1,7 +1,6 @@
 package hostagent
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -10,6 +9,7 @@ import (
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/network/egress"
 	"github.com/vmdock/vmdock/network/inject"
+	"github.com/vmdock/vmdock/vm/config"
 )
 
 // egressPolicy is a sandbox's allowlist for the network stack, its
@@ -52,26 +52,37 @@ func (l appendLog) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// secretProxy injects a sandbox's secrets, read from the environment the
-// host agent started in; nil when it has none.
+// secretProxy injects a sandbox's secrets; nil when it has none.
 func (ha *hostAgent) secretProxy() (*inject.Proxy, error) {
 	if !ha.cfg.IsSandbox() || len(ha.cfg.Sandbox.Secrets) == 0 {
 		return nil, nil
 	}
-	if errs := ha.cfg.CheckSecretsSet(os.Getenv); len(errs) > 0 {
-		return nil, errors.Join(errs...)
+	secrets, err := ha.injectedSecrets()
+	if err != nil {
+		return nil, err
 	}
 	ca, err := ha.sandboxCA()
 	if err != nil {
 		return nil, err
 	}
-	var secrets []inject.Secret
-	for _, s := range ha.cfg.Sandbox.Secrets {
-		secrets = append(secrets, inject.Secret{Host: s.Host, Header: s.HeaderName(), Value: s.HeaderValue(os.Getenv(s.Env))})
-	}
 	p := inject.New(ca, secrets)
 	p.Log = slog.Default().With("component", "sandbox-secrets")
 	return p, nil
+}
+
+// injectedSecrets are the sandbox's secrets as the proxy sets them, their
+// credentials read from the host now: the environment the host agent
+// started in, or the keychain.
+func (ha *hostAgent) injectedSecrets() ([]inject.Secret, error) {
+	values, err := ha.cfg.ReadSecrets(config.HostSecrets)
+	if err != nil {
+		return nil, err
+	}
+	var secrets []inject.Secret
+	for _, s := range ha.cfg.Sandbox.Secrets {
+		secrets = append(secrets, inject.Secret{Host: s.Host, Header: s.HeaderName(), Value: s.HeaderValue(values[s.Name])})
+	}
+	return secrets, nil
 }
 
 // sandboxCA is the sandbox's CA, constrained to its secrets' hosts; nil
