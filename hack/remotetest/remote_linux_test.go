@@ -149,6 +149,7 @@ func TestRemoteInstanceWithRealServer(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(out)) != "web" {
 		t.Fatalf("after the stop the server's engine runs %q (%v); want the container web still running", out, err)
 	}
+	proj.refusedByNewInstance(t, vmdock)
 	helpers, _ := filepath.Glob(filepath.Join(s.dir, "roothome", ".cache", "vmdock", "vmdock-agent-*"))
 	if len(helpers) != 1 {
 		t.Fatalf("the server's ~/.cache/vmdock holds %v; want the one helper", helpers)
@@ -171,6 +172,33 @@ func TestRemoteInstanceWithRealServer(t *testing.T) {
 	out, err = exec.Command("docker", "-H", "unix://"+s.engineSocket, "ps", "--format", "{{.Names}}").CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "web" {
 		t.Errorf("after delete the server's engine runs %q (%v); want its container untouched", out, err)
+	}
+}
+
+// refusedByNewInstance starts a new instance on the same folder (as
+// after a delete, which keeps the server's copy): the copy holds files
+// this instance never synced, so the start fails with one line naming
+// it, and neither side changes.
+func (p project) refusedByNewInstance(t *testing.T, vmdock string) {
+	t.Helper()
+	out, err := p.laptopCommand(vmdock, "-p", "again", "start", "--remote", "ssh://root@"+remoteServerAddr+":22", "-V", p.path).CombinedOutput()
+	if err == nil {
+		p.laptopCommand(vmdock, "-p", "again", "stop").Run()
+		t.Fatalf("a new instance started on a server folder it never synced:\n%s", out)
+	}
+	var line string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, "start failed") {
+			line = l
+		}
+	}
+	if !strings.Contains(line, "the server's folder "+p.path+" already holds files vmdock did not sync") || !strings.Contains(line, "mv "+p.path) {
+		t.Errorf("the refused start says %q; want one line naming the folder and what to do\n%s", line, out)
+	}
+	for _, f := range []string{filepath.Join(p.path, "hello.txt"), filepath.Join(p.laptop, "hello.txt")} {
+		if b, err := os.ReadFile(f); err != nil || string(b) != "edited after the cut" {
+			t.Errorf("after the refused start %s holds %q (%v); want it untouched", f, b, err)
+		}
 	}
 }
 
