@@ -171,8 +171,9 @@ type SyncWatch struct {
 	Mounts []SyncWatchMount `json:"mounts"`
 }
 
-// SyncWatchMount is one sync mount's copy (GuestSyncDir/ID) and the
-// subfolders the engine does not sync (left unwatched).
+// SyncWatchMount is one sync mount's copy (GuestSyncDir/ID; on a remote
+// server, the folder its mount request claimed) and the subfolders the
+// engine does not sync (left unwatched).
 type SyncWatchMount struct {
 	ID      string   `json:"id"`
 	Exclude []string `json:"exclude,omitempty"`
@@ -185,7 +186,8 @@ type SyncChange struct {
 }
 
 // MountTypeSync is the MountRequest type of a sync mount: the guest binds
-// its copy on the data disk at Target.
+// its copy on the data disk at Target; a remote server's helper makes or
+// claims the folder at Target itself as the copy.
 const MountTypeSync = "sync"
 
 // GuestSyncDir holds the guest copies of sync mounts (GuestSyncDir/<id>)

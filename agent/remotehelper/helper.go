@@ -3,8 +3,8 @@
 // speaks the agent protocol on its stdin and stdout (one yamux session)
 // and serves what the host agent needs of the server: streams to the
 // engine's socket and to published ports, the published ports as port
-// events, and the laptop's ports offered to containers at the docker
-// bridge gateway.
+// events, the laptop's ports offered to containers at the docker bridge
+// gateway, and the server's end of the sync mounts (sync.go).
 package remotehelper
 
 import (
@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -30,6 +31,12 @@ import (
 type Options struct {
 	Socket    string // the engine's socket on the server
 	HostPorts []int  // laptop ports offered at the bridge gateway
+	// Cache is vmdock's folder on the server (~/.cache/vmdock): the
+	// helper's binary and the sync state, never a sync mount's copy.
+	Cache string
+	// SyncKey names the instance's sync state under Cache (SyncDir);
+	// empty: the helper serves no sync mount.
+	SyncKey string
 }
 
 // Main runs the remote mode with args (those after "remote"), on the
@@ -38,6 +45,7 @@ func Main(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("remote", flag.ContinueOnError)
 	socket := fs.String("socket", "/var/run/docker.sock", "the Docker engine's socket")
 	level := fs.String("log-level", "info", "debug, info, warn or error")
+	syncKey := fs.String("sync-key", "", "the instance's sync state under ~/.cache/vmdock/sync (empty: no sync mounts)")
 	var ports portList
 	fs.Var(&ports, "host-port", "a laptop port offered to containers at the bridge gateway (repeatable)")
 	if err := fs.Parse(args); err != nil {
@@ -47,8 +55,16 @@ func Main(ctx context.Context, args []string) error {
 	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
 		return fmt.Errorf("--log-level %q: accepted: debug, info, warn or error", *level)
 	}
+	if *syncKey != "" && !SyncKeyPattern.MatchString(*syncKey) {
+		return fmt.Errorf("--sync-key %q: accepted: %s", *syncKey, SyncKeyPattern)
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return fmt.Errorf("the SSH user's home folder: %w", err)
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl}))
-	return Serve(ctx, log, stdio{}, Options{Socket: *socket, HostPorts: ports})
+	o := Options{Socket: *socket, HostPorts: ports, Cache: filepath.Join(home, ".cache", "vmdock"), SyncKey: *syncKey}
+	return Serve(ctx, log, stdio{}, o)
 }
 
 // Serve answers the host agent's handshake on rwc and serves its session
@@ -67,6 +83,9 @@ func Serve(ctx context.Context, log *slog.Logger, rwc io.ReadWriteCloser, o Opti
 	defer cancel()
 	context.AfterFunc(ctx, func() { sess.Close() })
 	h := &helper{log: log, opts: o, sess: sess, engine: newEngine(o.Socket)}
+	if o.SyncKey != "" {
+		h.sync = &syncState{dir: SyncDir(o.Cache, o.SyncKey), cache: o.Cache}
+	}
 	go h.offerHostPorts(ctx)
 	for {
 		st, err := sess.AcceptStream()
@@ -85,6 +104,7 @@ type helper struct {
 	opts   Options
 	sess   *yamux.Session
 	engine *engine
+	sync   *syncState // nil: no sync mounts
 }
 
 func (h *helper) serveStream(ctx context.Context, st net.Conn) {
@@ -106,6 +126,12 @@ func (h *helper) serveStream(ctx context.Context, st net.Conn) {
 		if agent.Reply(st, nil) == nil {
 			h.watchPorts(ctx, st)
 		}
+	case agent.OpMount:
+		h.prepareSync(st, req)
+	case agent.OpSync:
+		h.serveSync(ctx, st)
+	case agent.OpSyncWatch:
+		h.watchSync(ctx, st, req)
 	default:
 		_ = agent.Reply(st, fmt.Errorf("op %q is not served on a remote server", req.Op))
 	}

@@ -99,12 +99,13 @@ func newDeleteCmd(g *globals) *cobra.Command {
 			defer lock.Unlock()
 			opts.Progress = cmd.OutOrStdout()
 			cfg, cfgErr := inst.LoadConfig(g.host) // read before the folder goes
+			syncKey, _ := inst.RecordedRemoteKey()
 			if err := deleteVM(cmd.Context(), inst, opts); err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
 			if cfgErr == nil && cfg.IsRemote() {
-				removeRemoteHelpers(cmd.Context(), cfg, out)
+				removeRemoteHelpers(cmd.Context(), cfg, syncKey, out)
 			}
 			fmt.Fprintf(out, "profile %q deleted\n", inst.Name)
 			if !opts.Data && fsutil.Exists(inst.DataDiskPath()) {
@@ -118,21 +119,22 @@ func newDeleteCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
-// removeRemoteHelpers takes vmdock's helper off a deleted remote
-// instance's server, never its images or volumes; an unreachable server
-// is a note, not a failed delete.
-func removeRemoteHelpers(ctx context.Context, cfg config.Config, out io.Writer) {
+// removeRemoteHelpers takes vmdock's helper and the instance's sync state
+// (syncKey names it) off a deleted remote instance's server, never its
+// images, volumes or the folders synced there; an unreachable server is
+// a note, not a failed delete.
+func removeRemoteHelpers(ctx context.Context, cfg config.Config, syncKey string, out io.Writer) {
 	target, err := remote.ParseURL(cfg.Remote.URL)
 	if err == nil {
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		err = remote.Server{Target: target, Socket: cfg.Remote.Socket}.RemoveHelpers(ctx)
+		err = remote.Server{Target: target, Socket: cfg.Remote.Socket}.RemoveHelpers(ctx, syncKey)
 	}
 	if err != nil {
 		fmt.Fprintf(out, "vmdock's helper stays on the server (%v); remove ~/.cache/vmdock there by hand\n", err)
 		return
 	}
-	fmt.Fprintf(out, "vmdock's helper was removed from %s; its images, containers and volumes stay\n", target)
+	fmt.Fprintf(out, "vmdock's helper was removed from %s; its images, containers, volumes and synced folders stay\n", target)
 }
 
 func newHostAgentCmd(g *globals) *cobra.Command {

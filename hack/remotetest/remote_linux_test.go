@@ -72,16 +72,17 @@ func TestRemoteInstanceWithRealServer(t *testing.T) {
 	// hostPorts and socket are YAML settings; the URL comes with --remote.
 	writeFile(t, filepath.Join(home, "template.yaml"), fmt.Sprintf("remote:\n  url: ssh://placeholder\n  socket: %s\n  hostPorts: [%d]\n", s.engineSocket, laptop))
 	ctx := context.Background()
+	proj := newProject(t, s.dir)
 	cli := func(args ...string) string {
 		t.Helper()
-		out, err := exec.Command(vmdock, append([]string{"-p", "remote"}, args...)...).CombinedOutput()
+		out, err := proj.laptopCommand(vmdock, append([]string{"-p", "remote"}, args...)...).CombinedOutput()
 		if err != nil {
 			b, _ := os.ReadFile(filepath.Join(home, "remote", "hostagent.log"))
 			t.Fatalf("vmdock %s: %v\n%s\nhost agent log:\n%s\n%s", strings.Join(args, " "), err, out, tail(string(b)), s.logs())
 		}
 		return string(out)
 	}
-	cli("start", "--remote", "ssh://root@"+remoteServerAddr+":22")
+	cli("start", "--remote", "ssh://root@"+remoteServerAddr+":22", "-V", proj.path)
 	stopped := false
 	defer func() {
 		if !stopped {
@@ -112,6 +113,13 @@ func TestRemoteInstanceWithRealServer(t *testing.T) {
 		}
 	}
 	hostAccess("after start")
+	proj.seenByContainer(t, docker, "hello.txt", "from the laptop", "after start")
+	proj.editOnLaptop(t, "hello.txt", "edited on the laptop")
+	proj.seenByContainer(t, docker, "hello.txt", "edited on the laptop", "after an edit")
+	proj.writtenByContainer(t, docker, "from-container.txt", "written-in-a-container", "after start")
+	if out := cli("sync", "status"); !strings.Contains(out, proj.path+" -> "+proj.path+": ") {
+		t.Errorf("vmdock sync status says %q; want the project synced to the same path", out)
+	}
 
 	cutLink(t, 20*time.Second)
 	if err := waitDockerPing(ctx, sock, 2*time.Minute); err != nil {
@@ -119,9 +127,18 @@ func TestRemoteInstanceWithRealServer(t *testing.T) {
 	}
 	checkRemotePort(t, "after the link came back")
 	hostAccess("after the link came back")
+	proj.editOnLaptop(t, "hello.txt", "edited after the cut")
+	proj.seenByContainer(t, docker, "hello.txt", "edited after the cut", "after the link came back")
+	proj.writtenByContainer(t, docker, "after-cut.txt", "written-after-the-cut", "after the link came back")
 
+	// What the server's side wrote just before the stop is on the laptop
+	// once stop returns.
+	writeFile(t, filepath.Join(proj.path, "last.txt"), "written before the stop\n")
 	cli("stop")
 	stopped = true
+	if b, err := os.ReadFile(filepath.Join(proj.laptop, "last.txt")); err != nil || string(b) != "written before the stop\n" {
+		t.Errorf("after the stop the laptop's last.txt holds %q (%v); want what the server wrote before it", b, err)
+	}
 	if cur := contextShow(t); cur != "default" {
 		t.Errorf("the docker context after stop is %q; want default back", cur)
 	}
@@ -132,9 +149,13 @@ func TestRemoteInstanceWithRealServer(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(out)) != "web" {
 		t.Fatalf("after the stop the server's engine runs %q (%v); want the container web still running", out, err)
 	}
+	proj.refusedByNewInstance(t, vmdock)
 	helpers, _ := filepath.Glob(filepath.Join(s.dir, "roothome", ".cache", "vmdock", "vmdock-agent-*"))
 	if len(helpers) != 1 {
 		t.Fatalf("the server's ~/.cache/vmdock holds %v; want the one helper", helpers)
+	}
+	if states, _ := filepath.Glob(filepath.Join(s.dir, "roothome", ".cache", "vmdock", "sync", "remote-*")); len(states) != 1 {
+		t.Fatalf("the server's ~/.cache/vmdock/sync holds %v; want the instance's sync state", states)
 	}
 	if out := cli("delete"); !strings.Contains(out, "helper was removed") {
 		t.Errorf("delete said %q", out)
@@ -142,9 +163,113 @@ func TestRemoteInstanceWithRealServer(t *testing.T) {
 	if _, err := os.Stat(helpers[0]); err == nil {
 		t.Error("the helper is still on the server after delete")
 	}
+	if states, _ := filepath.Glob(filepath.Join(s.dir, "roothome", ".cache", "vmdock", "sync", "*")); len(states) != 0 {
+		t.Errorf("the instance's sync state is still on the server after delete: %v", states)
+	}
+	if b, err := os.ReadFile(filepath.Join(proj.path, "hello.txt")); err != nil || string(b) != "edited after the cut" {
+		t.Errorf("after delete the server's synced copy holds %q (%v); want it kept, as the user's files", b, err)
+	}
 	out, err = exec.Command("docker", "-H", "unix://"+s.engineSocket, "ps", "--format", "{{.Names}}").CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "web" {
 		t.Errorf("after delete the server's engine runs %q (%v); want its container untouched", out, err)
+	}
+}
+
+// refusedByNewInstance starts a new instance on the same folder (as
+// after a delete, which keeps the server's copy): the copy holds files
+// this instance never synced, so the start fails with one line naming
+// it, and neither side changes.
+func (p project) refusedByNewInstance(t *testing.T, vmdock string) {
+	t.Helper()
+	out, err := p.laptopCommand(vmdock, "-p", "again", "start", "--remote", "ssh://root@"+remoteServerAddr+":22", "-V", p.path).CombinedOutput()
+	if err == nil {
+		p.laptopCommand(vmdock, "-p", "again", "stop").Run()
+		t.Fatalf("a new instance started on a server folder it never synced:\n%s", out)
+	}
+	var line string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, "start failed") {
+			line = l
+		}
+	}
+	if !strings.Contains(line, "the server's folder "+p.path+" already holds files vmdock did not sync") || !strings.Contains(line, "mv "+p.path) {
+		t.Errorf("the refused start says %q; want one line naming the folder and what to do\n%s", line, out)
+	}
+	for _, f := range []string{filepath.Join(p.path, "hello.txt"), filepath.Join(p.laptop, "hello.txt")} {
+		if b, err := os.ReadFile(f); err != nil || string(b) != "edited after the cut" {
+			t.Errorf("after the refused start %s holds %q (%v); want it untouched", f, b, err)
+		}
+	}
+}
+
+// project is the laptop's folder that the instance syncs to the same path
+// on the server. Both sides are on this machine, so they must see
+// different files at that path: vmdock's processes (the laptop) run in a
+// mount namespace of their own where the laptop's files are bound over
+// the path's parent; the server (sshd's helper, dockerd) sees the real
+// parent, where the path does not exist until the helper makes it. The
+// test reads the server's copy at path and the laptop's at laptop.
+type project struct {
+	path   string // the same path on both sides
+	laptop string // where the laptop's copy really is
+}
+
+func newProject(t *testing.T, dir string) project {
+	p := project{path: filepath.Join(dir, "src", "app"), laptop: filepath.Join(dir, "laptop", "app")}
+	if err := os.MkdirAll(filepath.Dir(p.path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(p.laptop, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(p.laptop, "hello.txt"), "from the laptop")
+	return p
+}
+
+// laptopCommand runs vmdock on the laptop's side: what it starts (the
+// host agent) stays in the laptop's mount namespace.
+func (p project) laptopCommand(vmdock string, args ...string) *exec.Cmd {
+	argv := append([]string{"-m", "sh", "-c", `mount --bind "$0" "$1" && shift && exec "$@"`,
+		filepath.Dir(p.laptop), filepath.Dir(p.path), vmdock}, args...)
+	return exec.Command("unshare", argv...)
+}
+
+func (p project) editOnLaptop(t *testing.T, name, content string) {
+	writeFile(t, filepath.Join(p.laptop, name), content)
+}
+
+// seenByContainer waits for the server's copy of name to hold want, then
+// has a container that binds the project's path read it there.
+func (p project) seenByContainer(t *testing.T, docker func(...string) string, name, want, when string) {
+	t.Helper()
+	waitFileHolds(t, filepath.Join(p.path, name), want, when+": the server's copy")
+	file := filepath.Join(p.path, name)
+	if got := docker("run", "--rm", "-v", p.path+":"+p.path, "remote-test", "busybox", "cat", file); got != want {
+		t.Fatalf("%s: a container binding %s reads %q from %s; want %q", when, p.path, got, name, want)
+	}
+}
+
+// writtenByContainer has a container write name in the project's path
+// and waits for it on the laptop.
+func (p project) writtenByContainer(t *testing.T, docker func(...string) string, name, content, when string) {
+	t.Helper()
+	docker("run", "--rm", "-v", p.path+":"+p.path, "remote-test", "sh", "-c", "echo "+content+" > "+filepath.Join(p.path, name))
+	waitFileHolds(t, filepath.Join(p.laptop, name), content+"\n", when+": the laptop's copy of what a container wrote")
+}
+
+// waitFileHolds waits up to 15 s for path to hold want.
+func waitFileHolds(t *testing.T, path, want, what string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		b, err := os.ReadFile(path)
+		if err == nil && string(b) == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %s holds %q (%v); want %q", what, path, b, err, want)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

@@ -7,7 +7,8 @@
 //
 //   - Guest: the guest agent calls Serve for every sync stream the host opens.
 //     Serve runs Mutagen's remote endpoint server, which owns the guest copy
-//     (beta).
+//     (beta). A remote instance's helper (agent/remotehelper) does the same
+//     on a server, where the copy is the folder at the mount's own path.
 //   - Host: the host agent creates one Manager per instance. The Manager runs
 //     Mutagen's session manager; the host folder is the local alpha endpoint,
 //     the guest copy is reached through Options.Dial, one new stream per

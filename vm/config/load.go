@@ -75,9 +75,7 @@ func (c *Config) FillDefaults(h Host) {
 	if c.Network.Stack == "" {
 		c.Network.Stack = NetHistory{}.Stack(c.VMType)
 	}
-	if c.Remote != nil {
-		c.Remote.fillDefaults()
-	}
+	c.applyRemote()
 	c.applySandbox()
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 
+	"github.com/vmdock/vmdock/mounts"
 	"github.com/vmdock/vmdock/vm/remote"
 )
 
@@ -28,6 +29,23 @@ var DefaultRemoteHostPorts = []int{9003}
 
 // IsRemote says the instance runs on a server, not in a VM.
 func (c Config) IsRemote() bool { return c.Remote != nil }
+
+// applyRemote makes every folder of a remote instance a sync mount, two
+// ways, whatever the file or the flags said (-V's default is read-only):
+// a server has no share device, its engine binds the synced folder at
+// the same path, and what containers write there comes back. The share
+// settings (type, cache, inotify) mean nothing on a server and go.
+func (c *Config) applyRemote() {
+	if c.Remote == nil {
+		return
+	}
+	c.Remote.fillDefaults()
+	for i := range c.Mounts {
+		m := &c.Mounts[i]
+		m.Mode, m.Writable = mounts.ModeSync, true
+		m.Type, m.Cache, m.Inotify = "", "", nil
+	}
+}
 
 func (r *Remote) fillDefaults() {
 	if r.Socket == "" {

@@ -52,3 +52,33 @@ func TestRemoteBadValues(t *testing.T) {
 	c.FillDefaults(linuxHost)
 	oneLineErr(t, c.ValidateOn(linuxHost), "runtime", "docker")
 }
+
+// Every folder of a remote instance is synced both ways to the server,
+// whatever -V's mode or the share settings said.
+func TestRemoteMountsAreSyncMounts(t *testing.T) {
+	dir := t.TempDir()
+	yes := true
+	c := Default(linuxHost)
+	c.Remote = &Remote{URL: "ssh://build"}
+	c.Mounts = []Mount{{Location: dir}, {Location: t.TempDir(), GuestPath: "/srv/app", Writable: false, Type: "9p", Cache: "loose", Inotify: &yes}}
+	c.FillDefaults(linuxHost)
+	c.Normalize()
+	if err := c.ValidateOn(linuxHost); err != nil {
+		t.Fatal(err)
+	}
+	syncs := c.SyncMounts()
+	if len(syncs) != 2 || syncs[0].GuestPath != dir || syncs[1].GuestPath != "/srv/app" || syncs[0].HostToGuest || syncs[1].HostToGuest {
+		t.Fatalf("sync mounts %+v; want both, two-way, at the same path or the mountPoint", syncs)
+	}
+	for _, m := range c.Mounts {
+		if !m.IsSync() || !m.Writable || m.Type != "" || m.Cache != "" || m.Inotify != nil {
+			t.Errorf("mount %+v; want a writable sync mount without share settings", m)
+		}
+	}
+	vm := Default(linuxHost)
+	vm.Mounts = []Mount{{Location: dir}}
+	vm.FillDefaults(linuxHost)
+	if vm.Mounts[0].IsSync() {
+		t.Error("a VM's share became a sync mount")
+	}
+}

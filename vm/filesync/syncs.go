@@ -37,6 +37,10 @@ type SyncConfig struct {
 	Live func(ctx context.Context) (*agent.Client, error)
 	// Events takes the first sync's progress notes (step "sync").
 	Events *control.EventLog
+	// Server says the other side is a remote instance's server: each
+	// mount's copy is the server's folder at its guest path (not a copy
+	// the guest binds there), owned by the SSH user.
+	Server bool
 }
 
 // SyncMounts runs the sync mounts of one instance: the engine's sessions,
@@ -97,7 +101,7 @@ func (s *SyncMounts) startSessions(ctx context.Context, m *syncmount.Manager) er
 	syncs := s.cfg.Syncs
 	keep := make([]string, 0, len(syncs))
 	for _, sy := range syncs {
-		if err := m.Ensure(ctx, syncMount(sy)); err != nil {
+		if err := m.Ensure(ctx, syncMount(sy, s.cfg.Server)); err != nil {
 			return fmt.Errorf("sync %s: %w", sy.HostPath, err)
 		}
 		keep = append(keep, sy.ID)
@@ -120,9 +124,11 @@ func (s *SyncMounts) startSessions(ctx context.Context, m *syncmount.Manager) er
 }
 
 // syncMount is the engine's view of a sync mount: the host folder against
-// the guest copy on the data disk, owned in the guest by the host user.
-func syncMount(sy mounts.Sync) syncmount.Mount {
-	return syncmount.Mount{
+// the guest copy on the data disk, owned in the guest by the host user;
+// on a server, against the folder at the guest path, owned by the SSH
+// user (whose ids are not the laptop's).
+func syncMount(sy mounts.Sync, server bool) syncmount.Mount {
+	m := syncmount.Mount{
 		ID:        sy.ID,
 		HostPath:  sy.HostPath,
 		GuestPath: path.Join(agent.GuestSyncDir, sy.ID),
@@ -132,6 +138,10 @@ func syncMount(sy mounts.Sync) syncmount.Mount {
 
 		HostToGuest: sy.HostToGuest,
 	}
+	if server {
+		m.GuestPath, m.UID, m.GID = sy.GuestPath, -1, -1
+	}
+	return m
 }
 
 // MountRequest asks the guest to bind sy's copy where the config put the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -42,9 +43,15 @@ func TestSyncMountRequestAndEngineView(t *testing.T) {
 	if req.Type != "sync" || req.Tag != sy.ID || req.Target != "/app" || req.HostPath != "/src/app" {
 		t.Fatalf("mount request %+v", req)
 	}
-	m := syncMount(sy)
-	if m.HostPath != "/src/app" || m.GuestPath != "/var/lib/vmdock-data/sync/"+sy.ID || len(m.Ignores) != 1 || m.Ignores[0] != "/vendor" {
+	m := syncMount(sy, false)
+	if m.HostPath != "/src/app" || m.GuestPath != "/var/lib/vmdock-data/sync/"+sy.ID || len(m.Ignores) != 1 || m.Ignores[0] != "/vendor" || m.UID != os.Getuid() {
 		t.Fatalf("engine mount %+v", m)
+	}
+	// On a server the copy is the folder at the guest path itself, owned
+	// by the SSH user: the laptop's ids mean nothing there.
+	m = syncMount(sy, true)
+	if m.HostPath != "/src/app" || m.GuestPath != "/app" || m.UID != -1 || m.GID != -1 || len(m.Ignores) != 1 {
+		t.Fatalf("engine mount on a server %+v", m)
 	}
 }
 

@@ -241,6 +241,7 @@ func newHostAgent(inst *store.Instance, cfg config.Config, opts Options) *hostAg
 	ha.idle.monitor = ha.newIdleMonitor()
 	ha.files.syncs = filesync.NewSyncMounts(filesync.SyncConfig{
 		DataDir: inst.SyncDataPath(), Syncs: cfg.SyncMounts(), Live: ha.session.link.live, Events: ha.events,
+		Server: cfg.IsRemote(),
 	})
 	ha.files.shares = filesync.NewShareRelay(filesync.ShareConfig{
 		Shares: mounts.Shares(cfg.Mounts, cfg.MountType), InstanceDir: inst.Dir,

@@ -187,7 +187,10 @@ func (ha *hostAgent) keepAgentConnected(ctx context.Context) {
 		slog.Info("guest agent reconnected", "after", time.Since(start).Round(time.Millisecond))
 		ha.events.Emit("agent", control.EventNote, "", "guest agent reconnected")
 		if ha.remote != nil {
-			continue // a new helper serves everything afresh
+			// A new helper serves the rest afresh; the sync sessions
+			// redial at once instead of after the engine's back-off.
+			go ha.files.syncs.Reconnect(ctx)
+			continue
 		}
 		go ha.restoreGuestServices(ctx, nc)
 		go ha.files.syncs.Reconnect(ctx)

@@ -12,13 +12,15 @@ import (
 	"github.com/vmdock/vmdock/agent/agentbin"
 	"github.com/vmdock/vmdock/network/forward"
 	"github.com/vmdock/vmdock/vm/control"
+	"github.com/vmdock/vmdock/vm/filesync"
 	"github.com/vmdock/vmdock/vm/remote"
 )
 
 // A remote instance runs no VM: its engine is a server's own Docker
 // engine, its agent session vmdock's helper on that server over ssh
-// (vm/remote). The tunnels, the port watch and host access are the VM's,
-// on that session.
+// (vm/remote). The tunnels, the port watch, host access and the sync
+// mounts are the VM's, on that session; a sync mount's copy is the
+// server's folder at the mount's own path.
 
 // Redial pacing of a lost ssh session: a server rebooting or a link down
 // takes seconds to minutes, and each try spawns ssh.
@@ -40,6 +42,7 @@ type remoteRun struct {
 func (ha *hostAgent) remoteSteps() []step {
 	return []step{
 		{name: "remote", run: ha.stepRemote, undo: ha.undoAgent},
+		{name: "sync", run: ha.stepRemoteSync, undo: ha.files.syncs.Stop},
 		{name: "tunnels", run: ha.stepRemoteTunnels, undo: ha.undoTunnels},
 		{name: "docker-ping", run: ha.stepRuntimePing},
 	}
@@ -62,11 +65,12 @@ func (ha *hostAgent) stepRemote(ctx context.Context) error {
 	if r.bin, err = agentbin.Binary(facts.Arch); err != nil {
 		return err
 	}
-	r.helper = remote.HelperOptions{SHA256: remote.SHA256(r.bin), HostPorts: ha.cfg.Remote.HostPorts}
-	ha.remote = r
-	if len(ha.cfg.Mounts) > 0 {
-		ha.events.Emit("remote", control.EventNote, "", "the instance's folders are not synced to a remote server: bind mounts use the server's own paths")
+	key, err := ha.inst.RemoteKey()
+	if err != nil {
+		return err
 	}
+	r.helper = remote.HelperOptions{SHA256: remote.SHA256(r.bin), HostPorts: ha.cfg.Remote.HostPorts, SyncKey: key}
+	ha.remote = r
 	c, info, err := ha.dialRemote(ctx)
 	if err != nil {
 		return err
@@ -122,6 +126,38 @@ func (ha *hostAgent) redialRemote(ctx context.Context) (*agent.Client, error) {
 	}
 }
 
+// stepRemoteSync readies each sync mount's folder on the server (made
+// there, or refused with what to do) and starts the sync engine, which
+// returns once every folder had its first full sync.
+func (ha *hostAgent) stepRemoteSync(ctx context.Context) error {
+	err := ha.onSession(ctx, "sync mounts", func(c *agent.Client) error {
+		for _, sy := range ha.cfg.SyncMounts() {
+			if err := c.Mount(ctx, filesync.MountRequest(sy)); err != nil {
+				return fmt.Errorf("sync %s: %w", sy.HostPath, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return ha.files.syncs.Start(ctx)
+}
+
+// flushRemoteSyncs carries what containers wrote last on the server to
+// the laptop before the session closes.
+func (ha *hostAgent) flushRemoteSyncs() {
+	ha.mu.Lock()
+	c := ha.session.client
+	ha.mu.Unlock()
+	if c == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ha.opts.StopTimeout)
+	defer cancel()
+	ha.files.syncs.FlushBeforeStop(ctx, c, ha.opts.AgentAnswer, ha.stopNote)
+}
+
 // stepRemoteTunnels forwards the instance's docker.sock to the server's
 // engine socket and follows its published ports.
 func (ha *hostAgent) stepRemoteTunnels(ctx context.Context) error {
@@ -153,6 +189,7 @@ func (ha *hostAgent) serveRemote(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	ha.setPhase(control.PhaseStopping)
+	ha.flushRemoteSyncs()
 	ha.shutdown(control.StopRequest{Force: true})
 	ha.events.Emit("stop", control.EventStopped, "", control.StopRemote)
 	return nil

@@ -19,6 +19,9 @@ type HelperOptions struct {
 	SHA256    string // the installed helper's hash
 	HostPorts []int  // laptop ports offered at the docker bridge gateway
 	LogLevel  string // debug, info, ...; empty: info
+	// SyncKey names the instance's sync state on the server
+	// (~/.cache/vmdock/sync/<key>); empty: no sync mounts.
+	SyncKey string
 }
 
 // Dial starts the helper over ssh and returns its stdin and stdout as one
@@ -31,6 +34,9 @@ func (s Server) Dial(ctx context.Context, o HelperOptions) (net.Conn, error) {
 	}
 	if o.LogLevel != "" {
 		args = append(args, "--log-level", o.LogLevel)
+	}
+	if o.SyncKey != "" {
+		args = append(args, "--sync-key", o.SyncKey)
 	}
 	cmd := s.command(context.Background(), helperScript, args...)
 	stdin, err := cmd.StdinPipe()

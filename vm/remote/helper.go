@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -100,16 +101,28 @@ const helperMissingExit = "97"
 // is installed, then the session dialled again.
 var ErrHelperMissing = errors.New("vmdock's helper is not installed on the server")
 
-// removeScript deletes every vmdock helper in the server's cache; another
-// instance's next session installs its own again.
+// removeScript deletes every vmdock helper in the server's cache (another
+// instance's next session installs its own again) and the sync state of
+// the instance $1 names, if any; the folders it synced stay, they are the
+// user's files on the server.
 const removeScript = `rm -f "$HOME"/.cache/vmdock/vmdock-agent-*
+if [ -n "$1" ]; then rm -rf "$HOME/.cache/vmdock/sync/$1"; fi
+rmdir "$HOME/.cache/vmdock/sync" 2>/dev/null
 rmdir "$HOME/.cache/vmdock" 2>/dev/null
 true`
 
-// RemoveHelpers takes vmdock's helpers off the server; its images,
-// containers and volumes stay.
-func (s Server) RemoveHelpers(ctx context.Context) error {
-	if _, err := s.run(ctx, nil, removeScript); err != nil {
+// syncKeyPattern is an instance's name on the server (the helper's
+// --sync-key): a plain folder name.
+var syncKeyPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,99}$`)
+
+// RemoveHelpers takes vmdock's helpers and the sync state of the instance
+// syncKey names ("": none) off the server; its images, containers,
+// volumes and the synced folders stay.
+func (s Server) RemoveHelpers(ctx context.Context, syncKey string) error {
+	if syncKey != "" && !syncKeyPattern.MatchString(syncKey) {
+		return fmt.Errorf("the instance's name on the server %q is not accepted; accepted: %s", syncKey, syncKeyPattern)
+	}
+	if _, err := s.run(ctx, nil, removeScript, syncKey); err != nil {
 		return fmt.Errorf("remove vmdock's helper from the server: %w", err)
 	}
 	return nil

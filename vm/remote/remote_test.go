@@ -122,3 +122,61 @@ func TestShellQuote(t *testing.T) {
 		t.Errorf("quoted word came back as %q (%v)", out, err)
 	}
 }
+
+// localSSH runs the remote command line here, in a home folder of the
+// test's: the server's shell scripts run for real.
+func localSSH(t *testing.T) (Server, string) {
+	dir := t.TempDir()
+	script := filepath.Join(dir, "ssh")
+	body := "#!/bin/sh\nfor a; do last=$a; done\nexec sh -c \"$last\"\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(dir, "home")
+	t.Setenv("HOME", home)
+	return Server{Target: Target{Host: "build"}, Socket: "/var/run/docker.sock", SSH: []string{script}}, home
+}
+
+// delete takes the helpers and this instance's sync state off the server;
+// another instance's sync state and the synced folders stay.
+func TestRemoveHelpersKeepsSyncedFolders(t *testing.T) {
+	s, home := localSSH(t)
+	cache := filepath.Join(home, ".cache", "vmdock")
+	for _, f := range []string{"vmdock-agent-0123456789abcdef", "sync/big-0a1b2c3d4e5f/mutagen/x", "sync/big-0a1b2c3d4e5f/claims/s1", "sync/other-ffffffffffff/claims/s1"} {
+		mustWrite(t, filepath.Join(cache, f))
+	}
+	synced := filepath.Join(home, "src", "app", "main.go")
+	mustWrite(t, synced)
+	if err := s.RemoveHelpers(context.Background(), "big-0a1b2c3d4e5f"); err != nil {
+		t.Fatal(err)
+	}
+	for _, gone := range []string{"vmdock-agent-0123456789abcdef", "sync/big-0a1b2c3d4e5f"} {
+		if _, err := os.Stat(filepath.Join(cache, gone)); err == nil {
+			t.Errorf("%s is still on the server", gone)
+		}
+	}
+	for _, kept := range []string{filepath.Join(cache, "sync/other-ffffffffffff/claims/s1"), synced} {
+		if _, err := os.Stat(kept); err != nil {
+			t.Errorf("%s is gone: %v", kept, err)
+		}
+	}
+	if err := s.RemoveHelpers(context.Background(), "../x"); err == nil || !strings.Contains(err.Error(), `"../x"`) {
+		t.Errorf("a key that is no folder name: %v", err)
+	}
+	if err := s.RemoveHelpers(context.Background(), "other-ffffffffffff"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(cache); err == nil {
+		t.Error("the empty ~/.cache/vmdock stays on the server")
+	}
+}
+
+func mustWrite(t *testing.T, path string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

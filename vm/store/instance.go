@@ -172,6 +172,7 @@ var instanceFiles = func() map[string]bool {
 		i.AgentSocketPath(), i.ControlSocketPath(), i.PIDPath(), i.DockerSocketPath(),
 		i.ContainerdSocketPath(), i.SerialLogPath(), i.HostAgentLogPath(), i.GuestAgentLogPath(), i.StatePath(),
 		i.SpecPath(), i.BrokenPath(), i.DataRuntimePath(), i.UpgradeImagePath(), i.NetStackPath(), i.FormatPath(),
+		i.RemoteKeyPath(),
 		driver.QMPSocketFile, driver.QEMUPIDFile, driver.QEMULogFile, driver.EFIVarsFile,
 		driver.VZMACFile, driver.VZMachineIDFile,
 	} {

@@ -3,6 +3,7 @@ package store
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 
 	"github.com/vmdock/vmdock/vm/config"
@@ -44,6 +45,7 @@ func TestPathsAreInstanceFiles(t *testing.T) {
 		inst.AgentSocketPath(), inst.ControlSocketPath(), inst.PIDPath(), inst.DockerSocketPath(),
 		inst.ContainerdSocketPath(), inst.SerialLogPath(), inst.HostAgentLogPath(), inst.GuestAgentLogPath(),
 		inst.StatePath(), inst.SpecPath(), inst.DataRuntimePath(), inst.UpgradeImagePath(), inst.BrokenPath(),
+		inst.RemoteKeyPath(),
 	} {
 		if !IsInstanceFile(filepath.Base(p)) {
 			t.Errorf("%s: a path method's file is not vmdock's", filepath.Base(p))
@@ -225,5 +227,29 @@ func TestDockerContext(t *testing.T) {
 	p := inst.DockerContext()
 	if p.Name != "dev" || p.Socket != "/h/dev/docker.sock" || p.StatePath != "/h/dev/state.json" {
 		t.Fatalf("DockerContext = %+v", p)
+	}
+}
+
+// A remote instance's name on its server is made once and kept: its sync
+// state there is found by it, and delete removes that folder by it.
+func TestRemoteKeyIsMadeOnceAndKept(t *testing.T) {
+	inst := &Instance{Name: "big", Dir: t.TempDir()}
+	if _, ok := inst.RecordedRemoteKey(); ok {
+		t.Fatal("a new instance has a name on a server")
+	}
+	key, err := inst.RemoteKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^big-[0-9a-f]{12}$`).MatchString(key) {
+		t.Errorf("key %q; want the profile and 12 hex digits", key)
+	}
+	again, err := inst.RemoteKey()
+	if recorded, ok := inst.RecordedRemoteKey(); err != nil || again != key || !ok || recorded != key {
+		t.Errorf("second call %q (%v), recorded %q %v; want %q kept", again, err, recorded, ok, key)
+	}
+	other := &Instance{Name: "big", Dir: t.TempDir()}
+	if k, _ := other.RemoteKey(); k == key {
+		t.Errorf("two instances of one profile name share the key %q", key)
 	}
 }
