@@ -54,6 +54,9 @@ type Machine struct {
 	GuestCPUs   int     `json:"guestCPUs"`
 	GuestMemGiB float64 `json:"guestMemoryGiB"`
 	DiskSync    string  `json:"diskSync"`
+	// Remote is a remote instance's ssh:// URL; the guest fields then
+	// describe that server.
+	Remote string `json:"remote,omitempty"`
 }
 
 // Report is one bench run.
@@ -124,6 +127,12 @@ func ratio(v, base float64, better Better) float64 {
 
 // WriteMachine prints the machine line every run starts with.
 func WriteMachine(w io.Writer, m Machine) error {
+	if m.Remote != "" {
+		_, err := fmt.Fprintf(w, "machine: %s/%s, %d cores, kernel %s; remote engine %s: server %d CPUs, %s GiB, kernel %s\n",
+			m.HostOS, m.HostArch, m.HostCores, m.HostKernel, m.Remote,
+			m.GuestCPUs, strconv.FormatFloat(m.GuestMemGiB, 'f', 1, 64), orDash(m.GuestKernel))
+		return err
+	}
 	qemu := ""
 	if m.QEMUVersion != "" {
 		qemu = " qemu " + m.QEMUVersion

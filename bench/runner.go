@@ -21,7 +21,8 @@ import (
 )
 
 // Sections, in run order.
-var Sections = []string{"disk", "tree", "propagate", "ports", "network", "api", "domains", "boot", "memory", "sync", "cost"}
+// The last, remote, is a remote instance's only one.
+var Sections = []string{"disk", "tree", "propagate", "ports", "network", "api", "domains", "boot", "memory", "sync", "cost", SectionRemote}
 
 // ExecFunc runs argv in the guest (instance.Exec without the instance).
 type ExecFunc func(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) (int, error)
@@ -86,6 +87,9 @@ type Env struct {
 	// DomainRoute finds the router's name for a container (by ID, full or
 	// a prefix); ok is false while the router has none. nil: no router.
 	DomainRoute func(ctx context.Context, containerID string) (rt DomainRoute, ok bool, err error)
+	// Remote is a remote instance's server (no VM: Exec and the VM's
+	// hooks are nil); nil for a VM instance.
+	Remote *RemoteEnv
 }
 
 // Options choose what to run.
@@ -141,16 +145,22 @@ func Run(ctx context.Context, env Env, opt Options, rep *Report) error {
 	if err := r.checkVariants(); err != nil {
 		return err
 	}
-	if err := r.installHelper(); err != nil {
-		rep.Skipped = append(rep.Skipped, "helper: "+err.Error())
+	secs, skip := splitSections(opt.Sections, env.Remote)
+	if skip != "" {
+		rep.Skipped = append(rep.Skipped, skip)
 	}
-	defer r.cleanup()
+	if env.Remote == nil {
+		if err := r.installHelper(); err != nil {
+			rep.Skipped = append(rep.Skipped, "helper: "+err.Error())
+		}
+		defer r.cleanup()
+	}
 	funcs := map[string]func(context.Context) error{
 		"disk": r.disk, "tree": r.tree, "ports": r.ports, "network": r.network, "api": r.api,
 		"boot": r.boot, "memory": r.memory, "sync": r.sync, "propagate": r.propagate,
-		"cost": r.cost, "domains": r.domains,
+		"cost": r.cost, "domains": r.domains, SectionRemote: r.remote,
 	}
-	for _, s := range opt.Sections {
+	for _, s := range secs {
 		fmt.Fprintf(r.opt.Progress, "bench: %s...\n", s)
 		start := time.Now()
 		if err := funcs[s](ctx); err != nil {

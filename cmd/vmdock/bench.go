@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -25,16 +26,16 @@ import (
 
 // benchFlags are bench's command-line flags.
 type benchFlags struct {
-	sections, jsonPath, svgPath, helper, appendPath, versus string
-	quick, rawBoot, resumeCycle                             bool
-	variants                                                []string
+	sections, jsonPath, svgPath, helper, appendPath, versus, busybox string
+	quick, rawBoot, resumeCycle                                      bool
+	variants                                                         []string
 }
 
 func newBenchCmd(g *globals) *cobra.Command {
 	var fl benchFlags
 	cmd := &cobra.Command{
 		Use:   "bench",
-		Short: "Measure the running instance: shares vs native disk, port forwarding, Docker API, container domains, boot, memory, disk sync, host cost",
+		Short: "Measure the running instance: shares vs native disk, port forwarding, Docker API, container domains, boot, memory, disk sync, host cost; a remote engine's session",
 		Long: "bench measures a running instance and prints each metric next to its baseline from the same run\n" +
 			"(native disk for shares, guest loopback for forwarded ports, in-guest socket for the Docker API,\n" +
 			"--disk-sync none for the other sync modes, on scratch disks hot-plugged into this VM, qemu only;\n" +
@@ -45,10 +46,14 @@ func newBenchCmd(g *globals) *cobra.Command {
 			"network compares the network paths (published port direct and tunnelled, a download from the host's loopback);\n" +
 			"with --versus PROFILE a second running instance (say slirp beside gvisor) is measured in the same rounds, interleaved.\n" +
 			"cost takes a few minutes (3 under TCG): it allocates 1 GiB in the guest, writes and deletes 1 GiB on the data disk,\n" +
-			"and sets the idle period to 10s until the VM pauses, then puts the period back.",
+			"and sets the idle period to 10s until the VM pauses, then puts the period back.\n" +
+			"remote is a remote instance's (vmdock start --remote), and its only one: the Docker API through the instance's\n" +
+			"docker.sock against OpenSSH's own forward of the engine's socket (ssh -L, the same ssh command), and a busybox\n" +
+			"httpd container's download and connect+first byte at the server's address, through ssh -L and on localhost.",
 		Example: `  vmdock bench --quick
   vmdock bench --sections disk,tree --json bench.json --svg bench.svg
-  vmdock bench -p gv --sections network --versus slirp`,
+  vmdock bench -p gv --sections network --versus slirp
+  vmdock bench -p big --sections remote`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runBench(cmd, g, &fl)
@@ -60,6 +65,7 @@ func newBenchCmd(g *globals) *cobra.Command {
 	f.StringVar(&fl.svgPath, "svg", "", "write a bar chart of the ratios to this SVG file")
 	f.StringVar(&fl.appendPath, "append", "", "add this run's results to the JSON report in this file (created if missing)")
 	f.StringVar(&fl.versus, "versus", "", "network section: another running profile measured beside this one, rounds interleaved (e.g. one on slirp, one on gvisor)")
+	f.StringVar(&fl.busybox, "busybox", "", "remote section: a static Linux busybox for the server's arch, run there as the published port's file server (imported, never pulled); default: "+defaultBusybox)
 	f.StringVar(&fl.helper, "helper", "", "guest helper binary (linux, static); default: vmdock-bench-helper-linux-<arch> next to vmdock")
 	f.StringSliceVar(&fl.variants, "variants", nil, `only these targets in the file sections, e.g. "sync mount,virtiofs share + exclude" (the native disk always runs)`)
 	f.BoolVar(&fl.quick, "quick", false, "smaller workloads (2000 files instead of 20000, 16 MB streams)")
@@ -79,6 +85,9 @@ func runBench(cmd *cobra.Command, g *globals, fl *benchFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := refuseOnRemote(inst, g.host, fl); err != nil {
+		return err
+	}
 	ctx := cmd.Context()
 	if fl.rawBoot {
 		return runRawBoot(cmd, inst, g.host, fl.appendPath, fl.jsonPath)
@@ -93,13 +102,12 @@ func runBench(cmd *cobra.Command, g *globals, fl *benchFlags) error {
 	if err != nil {
 		return err
 	}
-	env, m, err := benchEnv(cmd, inst, cfg)
+	if strings.TrimSpace(fl.sections) == "" {
+		secs = bench.DefaultSections(cfg.IsRemote())
+	}
+	env, m, err := instanceBenchEnv(cmd, inst, cfg, fl)
 	if err != nil {
 		return err
-	}
-	helper := fl.helper
-	if helper == "" {
-		helper = defaultHelper(cfg.Arch)
 	}
 	rep, err := benchReport(fl.appendPath, m)
 	if err != nil {
@@ -109,7 +117,10 @@ func runBench(cmd *cobra.Command, g *globals, fl *benchFlags) error {
 	if err := bench.WriteMachine(out, m); err != nil {
 		return err
 	}
-	opts := bench.Options{Sections: secs, Quick: fl.quick, Variants: fl.variants, Helper: helper, Progress: cmd.ErrOrStderr()}
+	opts := bench.Options{Sections: secs, Quick: fl.quick, Variants: fl.variants, Helper: fl.helper, Progress: cmd.ErrOrStderr()}
+	if opts.Helper == "" {
+		opts.Helper = defaultHelper(cfg.Arch)
+	}
 	if fl.versus != "" {
 		if opts.Versus, err = versusEnv(cmd, g, fl.versus, inst); err != nil {
 			return err
@@ -123,6 +134,33 @@ func runBench(cmd *cobra.Command, g *globals, fl *benchFlags) error {
 		return err
 	}
 	return writeBenchFiles(fl, rep, m)
+}
+
+// instanceBenchEnv is the bench Env of a VM instance or a remote one.
+func instanceBenchEnv(cmd *cobra.Command, inst *store.Instance, cfg config.Config, fl *benchFlags) (bench.Env, bench.Machine, error) {
+	if cfg.IsRemote() {
+		return remoteBenchEnv(cmd, inst, cfg, fl.busybox)
+	}
+	return benchEnv(cmd, inst, cfg)
+}
+
+// refuseOnRemote turns down the flags that need a VM when the instance is
+// a remote one: it boots none and has no second instance's network to
+// compare.
+func refuseOnRemote(inst *store.Instance, h config.Host, fl *benchFlags) error {
+	cfg, err := inst.LoadConfig(h)
+	if err != nil || !cfg.IsRemote() {
+		return nil // a config that does not load fails later, where it always did
+	}
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"--raw-boot", fl.rawBoot}, {"--resume-cycle", fl.resumeCycle}, {"--versus", fl.versus != ""}} {
+		if f.set {
+			return fmt.Errorf("%s: profile %q is a remote instance (%s) and boots no VM; accepted there: --sections %s", f.name, inst.Name, cfg.Remote.URL, bench.SectionRemote)
+		}
+	}
+	return nil
 }
 
 // versusEnv is the bench Env of the running profile name, the network
