@@ -42,3 +42,20 @@ func TestBenchShares(t *testing.T) {
 		t.Errorf("benchShares = %+v, want %+v", got, want)
 	}
 }
+
+// The bench's VM-only modes turn a remote instance down in one line
+// instead of booting, timing or comparing a VM it does not have.
+func TestBenchRefusesVMModesOnARemoteInstance(t *testing.T) {
+	env(t)
+	installFake(t)
+	if _, err := run("start", "--remote", "ssh://me@build:2222"); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--raw-boot"}, {"--resume-cycle"}, {"--versus", "other"}} {
+		_, err := run(append([]string{"bench"}, args...)...)
+		want := args[0] + `: profile "default" is a remote instance (ssh://me@build:2222) and boots no VM; accepted there: --sections remote`
+		if err == nil || err.Error() != want {
+			t.Errorf("bench %s: %v; want %q", strings.Join(args, " "), err, want)
+		}
+	}
+}
