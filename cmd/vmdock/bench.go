@@ -60,7 +60,7 @@ func newBenchCmd(g *globals) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&fl.sections, "sections", "", "comma-separated sections to run (default all)")
+	f.StringVar(&fl.sections, "sections", "", "comma-separated sections to run (default: every VM section, or remote on a remote instance)")
 	f.StringVar(&fl.jsonPath, "json", "", "write the report as JSON to this file")
 	f.StringVar(&fl.svgPath, "svg", "", "write a bar chart of the ratios to this SVG file")
 	f.StringVar(&fl.appendPath, "append", "", "add this run's results to the JSON report in this file (created if missing)")

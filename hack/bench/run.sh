@@ -7,7 +7,9 @@
 # the --disk-sync modes on scratch disks hot-plugged into this one VM),
 # stop, boot the same VM spec with the QEMU driver alone as the boot
 # baseline, start once more for the boot section, stop, and print the
-# merged table.
+# merged table. The remote section runs with no VM up, against a remote
+# instance on sshd and dockerd in network namespaces (make bench-remote;
+# root only).
 #
 # The container-domains router listens on two free loopback ports of 1024
 # or above (not 80/443, which may be taken, or refused to a normal user),
@@ -15,7 +17,8 @@
 #
 # Env: BENCH_FULL=1 for the full workloads (20000 files; slow under TCG),
 #      BENCH_SECTIONS=domains,ports (say) to run only these sections on the
-#      docker instance and skip the rest (containerd, resume, boot),
+#      docker instance and skip the rest (containerd, resume, remote, boot);
+#      BENCH_SECTIONS=remote runs the remote part alone, no VM,
 #      BENCH_OUT (default bin/bench), VMDOCK_HOME, DOCKER_CONFIG.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -35,6 +38,18 @@ share9ploose=$VMDOCK_HOME-9p-loose
 sharevfsalways=$VMDOCK_HOME-virtiofs-always
 
 stamp() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
+
+# bench_remote runs the remote section (make bench-remote) and adds its
+# rows to $out/bench.json; without root it says so and the rows are missing.
+bench_remote() {
+	if [[ $(id -u) != 0 ]]; then
+		stamp "remote: needs root (network namespaces, sshd, dockerd); its rows are missing"
+		return 0
+	fi
+	stamp "bench: remote (sshd and dockerd in a network namespace, no VM)"
+	VMDOCK_REMOTE_BENCH_OUT=$(realpath "$out") make --no-print-directory bench-remote >"$out/remote.log" 2>&1 ||
+		stamp "remote bench failed ($out/remote.log); its rows are missing"
+}
 
 # free_port prints a loopback TCP port from $1 up that nothing answers on.
 free_port() {
@@ -56,7 +71,13 @@ CGO_ENABLED=0 GOOS=linux GOARCH="$arch" go build -trimpath -ldflags "-s -w" \
 	-o "bin/vmdock-bench-helper-linux-$arch" ./hack/bench/helper
 
 mkdir -p "$VMDOCK_HOME" "$DOCKER_CONFIG" "$share9p" "$sharevfs" "$syncdir" "$share9ploose" "$sharevfsalways" "$out"
-rm -f "$out/bench.json"
+rm -f "$out/bench.json" "$out/remote.txt"
+if [[ ${BENCH_SECTIONS:-} == remote ]]; then
+	bench_remote
+	stamp "done: $out/bench.json, $out/remote.txt"
+	cat "$out/remote.txt" 2>/dev/null || true
+	exit 0
+fi
 httpport=$(free_port $((18080 + RANDOM % 1000)))
 httpsport=$(free_port $((httpport + 1)))
 # dnsPort 0: no DNS responder, which the bench does not use.
@@ -144,6 +165,8 @@ else
 	stamp "resume: start failed; its rows are missing"
 fi
 "$vmdock" stop -p res --force >/dev/null 2>&1 || true
+# No VM runs now: the remote section's ssh, sshd and dockerd have the cores.
+bench_remote
 # The boot baseline: the same VM spec booted by the QEMU driver alone, then
 # one more vmdock start whose steps up to the same agent hello compare.
 stamp "bench: boot baseline (qemu alone)"
