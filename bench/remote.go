@@ -51,8 +51,13 @@ const (
 	remoteSession = "vmdock session"
 )
 
-// remoteReady bounds the wait for a forward or a fresh container to answer.
-const remoteReady = 60 * time.Second
+// remoteReady bounds the wait for a forward or a fresh container to
+// answer; remoteOtherPath the wait for another path to a container that
+// answers already (ssh's connect timeout is 10 s).
+const (
+	remoteReady     = 60 * time.Second
+	remoteOtherPath = 15 * time.Second
+)
 
 // remote measures the Docker API and a published port's stream. Each
 // part's failure is a line of its own, so one does not hide the other.
@@ -285,16 +290,22 @@ func (r *runner) remotePorts(ctx context.Context, re *RemoteEnv) error {
 // portPaths are the ways to the file server's port that answer: the
 // server's address and OpenSSH's forward (each left out with a line of
 // why when it does not answer: a firewall, a ProxyJump), then the
-// instance's localhost port, which must.
+// instance's localhost port, which must. That one is waited for first:
+// once the host agent holds the port, the forward's free port cannot be
+// the same one.
 func (r *runner) portPaths(ctx context.Context, re *RemoteEnv, srv *fileServer) ([]portPath, error) {
-	var paths []portPath
 	port := fmt.Sprint(srv.port)
+	session := portPath{variant: remoteSession + " (localhost)", addr: net.JoinHostPort("127.0.0.1", port)}
+	if err := srv.wait(ctx, session.addr, remoteReady); err != nil {
+		return nil, fmt.Errorf("the published port %d is not forwarded to this machine's loopback: %w", srv.port, err)
+	}
+	var paths []portPath
 	skip := func(variant string, err error) {
 		r.rep.Skipped = append(r.rep.Skipped, fmt.Sprintf("remote ports %s: %v", variant, err))
 	}
 	if re.Host == "" {
 		skip(remoteDirect, errors.New("the server's address is not known"))
-	} else if addr := net.JoinHostPort(re.Host, port); srv.wait(ctx, addr, remoteReady) == nil {
+	} else if addr := net.JoinHostPort(re.Host, port); srv.wait(ctx, addr, remoteOtherPath) == nil {
 		paths = append(paths, portPath{variant: remoteDirect, addr: addr})
 	} else {
 		skip(remoteDirect, fmt.Errorf("%s does not answer from here (a firewall, or a server only reached through a jump host)", addr))
@@ -306,7 +317,7 @@ func (r *runner) portPaths(ctx context.Context, re *RemoteEnv, srv *fileServer) 
 	laddr := net.JoinHostPort("127.0.0.1", fmt.Sprint(local))
 	stop, err := re.Forward(laddr, net.JoinHostPort("127.0.0.1", port))
 	if err == nil {
-		if err = srv.wait(ctx, laddr, remoteReady); err == nil {
+		if err = srv.wait(ctx, laddr, remoteOtherPath); err == nil {
 			paths = append(paths, portPath{variant: remoteSSH, addr: laddr, stop: stop})
 		} else if serr := stop(); serr != nil {
 			err = serr
@@ -315,11 +326,7 @@ func (r *runner) portPaths(ctx context.Context, re *RemoteEnv, srv *fileServer) 
 	if err != nil {
 		skip(remoteSSH, err)
 	}
-	session := net.JoinHostPort("127.0.0.1", port)
-	if err := srv.wait(ctx, session, remoteReady); err != nil {
-		return paths, fmt.Errorf("the published port %d is not forwarded to this machine's loopback: %w", srv.port, err)
-	}
-	return append(paths, portPath{variant: remoteSession + " (localhost)", addr: session}), nil
+	return append(paths, session), nil
 }
 
 // fetch GETs path from the HTTP server at addr on a new connection and
