@@ -73,7 +73,15 @@ func TestRemoteBench(t *testing.T) {
 	if out != "" {
 		args = append(args, "--append", filepath.Join(out, "bench.json"))
 	}
-	table := cli(args...)
+	// The table alone (stdout), without the progress lines.
+	var stderr strings.Builder
+	bcmd := exec.Command(vmdock, append([]string{"-p", "remote"}, args...)...)
+	bcmd.Stderr = &stderr
+	b, err := bcmd.Output()
+	if err != nil {
+		t.Fatalf("vmdock %s: %v\n%s%s\n%s", strings.Join(args, " "), err, b, stderr.String(), s.logs())
+	}
+	table := string(b)
 	t.Logf("vmdock %s:\n%s", strings.Join(args, " "), table)
 	if out != "" {
 		writeFile(t, filepath.Join(out, "remote.txt"), table)
