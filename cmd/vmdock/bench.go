@@ -177,12 +177,15 @@ func versusEnv(cmd *cobra.Command, g *globals, name string, self *store.Instance
 	if inst.Dir == self.Dir {
 		return nil, fmt.Errorf("--versus %s: the profile measured already; accepted: another running profile", name)
 	}
-	if st := instance.Status(cmd.Context(), inst); st.State != instance.StateRunning {
-		return nil, fmt.Errorf("--versus %s: not running (%s); accepted: a running profile", name, st)
-	}
 	cfg, err := inst.LoadConfig(g.host)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.IsRemote() {
+		return nil, fmt.Errorf("--versus %s: a remote instance (%s) has no VM network to compare; accepted: a running VM profile", name, cfg.Remote.URL)
+	}
+	if st := instance.Status(cmd.Context(), inst); st.State != instance.StateRunning {
+		return nil, fmt.Errorf("--versus %s: not running (%s); accepted: a running profile", name, st)
 	}
 	env, _, err := benchEnv(cmd, inst, cfg)
 	if err != nil {

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 
 	"github.com/vmdock/vmdock/bench"
 	"github.com/vmdock/vmdock/mounts"
@@ -57,5 +60,21 @@ func TestBenchRefusesVMModesOnARemoteInstance(t *testing.T) {
 		if err == nil || err.Error() != want {
 			t.Errorf("bench %s: %v; want %q", strings.Join(args, " "), err, want)
 		}
+	}
+	// Nor is a remote instance a VM's --versus.
+	if _, err := run("-p", "vm", "start"); err != nil {
+		t.Fatal(err)
+	}
+	home, _ := store.Home()
+	self, err := store.Open(home, "vm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := &cobra.Command{}
+	cmd.SetContext(context.Background())
+	_, err = versusEnv(cmd, &globals{host: testHost}, "default", self)
+	want := `--versus default: a remote instance (ssh://me@build:2222) has no VM network to compare; accepted: a running VM profile`
+	if err == nil || err.Error() != want {
+		t.Errorf("--versus a remote instance: %v; want %q", err, want)
 	}
 }
