@@ -42,6 +42,9 @@ const (
 	// corpName and corpRegistryName only the host's resolver answers.
 	corpName         = "svc.corp.test"
 	corpRegistryName = "registry.corp.test"
+	// sandboxAPIName is a sandbox's secret's host (sandbox_linux_test.go
+	// serves HTTPS for it on corpIP).
+	sandboxAPIName = "api.corp.test"
 	// corpWebPort serves corpWebBody on both subnets.
 	corpWebPort = 8080
 	corpWebBody = "corp-web-ok"

@@ -17,7 +17,7 @@ package e2e
 //	TestE2EContainerd  18200-18299  nerdctlWebPort
 //	TestE2EArm64       18300-18399  arm64WebPort
 //	TestE2EMac         18400-18499  macWebPort
-//	TestE2ESandbox     18500-18599  sandboxWebPort (sandbox_test.go)
+//	TestE2ESandbox     18500-18599  sandboxWebPort (sandbox_linux_test.go)
 const (
 	// reconnectPort is the published port checkAgentReconnect watches.
 	reconnectPort = 18090

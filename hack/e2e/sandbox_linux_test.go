@@ -71,9 +71,6 @@ func TestE2ESandbox(t *testing.T) {
 
 const (
 	sandboxTokenEnv = "VMDOCK_E2E_API_TOKEN"
-	// sandboxAPIName is the secret's host: the outside's resolver answers
-	// it with corpIP, where startSecretAPI serves HTTPS.
-	sandboxAPIName = "api.corp.test"
 	// sandboxWebPort is the sandbox's published port (ports_test.go).
 	sandboxWebPort = 18580
 )
