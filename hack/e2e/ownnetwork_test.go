@@ -29,8 +29,13 @@ import (
 // ownNetworkEnv marks the test binary run again inside its namespaces.
 const ownNetworkEnv = "VMDOCK_E2E_OWN_NETWORK"
 
+// corpNS is the outside's namespace. Its name is the machine's, not the
+// lane's (ip netns adds a file under /run/netns), and two lanes in their
+// own networks may run at once (.ci/run's resume and sandbox lanes), so
+// each run names its own.
+var corpNS = fmt.Sprintf("vmdock-e2e-corp-%d", os.Getpid())
+
 const (
-	corpNS = "vmdock-e2e-corp"
 	// corpIP is the outside's address on the first subnet, where it also
 	// answers DNS; hostIP is the lane's own address there.
 	corpIP = "198.18.0.1"
