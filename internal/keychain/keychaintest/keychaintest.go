@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/vmdock/vmdock/internal/shortdir"
 )
 
 // busConfig is a session bus that starts nothing on demand: a service the
@@ -47,7 +49,10 @@ func Start(t *testing.T) {
 			t.Skip(msg)
 		}
 	}
-	dir := t.TempDir()
+	// Short: the bus's and the keyring's sockets live here, and under a
+	// long TMPDIR (a Mac's, or CI's 53 bytes) t.TempDir() would pass the
+	// 108 bytes a socket path may have, and the bus would print nothing.
+	dir := shortdir.New(t)
 	env := homeEnv(t, dir)
 	conf := filepath.Join(dir, "bus.conf")
 	if err := os.WriteFile(conf, fmt.Appendf(nil, busConfig, filepath.Join(dir, "bus")), 0o600); err != nil {
@@ -126,7 +131,7 @@ func startBus(t *testing.T, conf string, env []string) string {
 	select {
 	case addr := <-line:
 		if addr == "" {
-			t.Fatal("dbus-daemon printed no address")
+			t.Fatalf("dbus-daemon printed no address (it could not listen on %s?)", conf)
 		}
 		return addr
 	case <-time.After(10 * time.Second):
