@@ -2,7 +2,6 @@ package usernet
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -99,12 +98,7 @@ func (s *Stack) answerEgressQuery(w dns.ResponseWriter, q *dns.Msg) {
 	defer cancel()
 	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip4", question.Name)
 	if err != nil {
-		var dnsErr *net.DNSError
-		rcode := dns.RcodeServerFailure
-		if errors.As(err, &dnsErr) && dnsErr.IsNotFound {
-			rcode = dns.RcodeNameError
-		}
-		_ = w.WriteMsg(reply.SetRcode(q, rcode))
+		_ = w.WriteMsg(reply.SetRcode(q, lookupRcode(err)))
 		return
 	}
 	s.cfg.Egress.Pin(question.Name, addrs)

@@ -3,6 +3,7 @@ package usernet
 import (
 	"context"
 	"fmt"
+	"github.com/miekg/dns"
 	"io"
 	"net"
 	"os"
@@ -77,6 +78,13 @@ func TestNetworkHealsAfterLossAndMove(t *testing.T) {
 		if ok() == nil {
 			t.Fatalf("%s still answers with the host's network gone: the test's loss is no loss", name)
 		}
+	}
+	// The guest learns the host could not be asked, not that the name
+	// does not exist: NXDOMAIN is cached as an answer, past the outage.
+	if r, err := exchange(guest, GatewayIP, "svc.heal.test.", 5*time.Second); err != nil {
+		t.Fatalf("a query during the loss got no answer: %v", err)
+	} else if r.Rcode != dns.RcodeServerFailure {
+		t.Fatalf("a query during the loss: rcode %s, want SERVFAIL", dns.RcodeToString[r.Rcode])
 	}
 	time.Sleep(2 * time.Second) // the guest keeps trying meanwhile
 	for _, ok := range paths {

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/containers/gvisor-tap-vsock/pkg/services/dns"
 	"github.com/containers/gvisor-tap-vsock/pkg/tcpproxy"
+	"github.com/miekg/dns"
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -179,15 +179,22 @@ func (s *Stack) startDNS() error {
 			return fmt.Errorf("usernet DNS on %s: %w", ip, err)
 		}
 		s.onClose(func() { udpConn.Close(); tcpLn.Close() })
-		server, err := dns.New(dnsPacketConn{PacketConn: udpConn, limit: &s.dns}, dnsListener{Listener: tcpLn, limit: &s.dns}, nil)
-		if err != nil {
-			return fmt.Errorf("usernet DNS on %s: %w", ip, err)
-		}
+		h := hostDNS{resolver: &net.Resolver{}}
+		udpServer := &dns.Server{PacketConn: dnsPacketConn{PacketConn: udpConn, limit: &s.dns}, Handler: s.guarded(h.serveUDP)}
+		tcpServer := &dns.Server{Listener: dnsListener{Listener: tcpLn, limit: &s.dns}, Handler: s.guarded(h.serveTCP)}
 		s.counts.dnsServing.Add(2)
-		go s.logStop("DNS over UDP", s.countServing(server.Serve))
-		go s.logStop("DNS over TCP", s.countServing(server.ServeTCP))
+		go s.logStop("DNS over UDP", s.countServing(udpServer.ActivateAndServe))
+		go s.logStop("DNS over TCP", s.countServing(tcpServer.ActivateAndServe))
 	}
 	return nil
+}
+
+// guarded keeps a panic in one query's answer from ending the stack.
+func (s *Stack) guarded(serve dns.HandlerFunc) dns.HandlerFunc {
+	return func(w dns.ResponseWriter, q *dns.Msg) {
+		defer s.recoverPanic("a DNS query")
+		serve(w, q)
+	}
 }
 
 // dnsServeLoops: UDP and TCP on the gateway's and the DNS address.
