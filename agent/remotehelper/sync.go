@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -35,9 +34,6 @@ import (
 // SyncKeyPattern is the accepted --sync-key: the instance's name on the
 // server, a folder name.
 var SyncKeyPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,99}$`)
-
-// syncIDPattern is a sync mount's id (mounts.SyncID).
-var syncIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,39}$`)
 
 // syncState is one instance's sync state on the server: Mutagen's data
 // folder and the claims.
@@ -106,8 +102,8 @@ func (s *syncState) claimFolder(id, dir string, mkdir func(string, fs.FileMode) 
 // not absolute and clean, the root, and vmdock's own folder or one that
 // holds it (the helper and the sync engine's state would be synced).
 func (s *syncState) checkPlace(id, dir string) error {
-	if !syncIDPattern.MatchString(id) {
-		return fmt.Errorf("sync mount id %q is not accepted; accepted: %s", id, syncIDPattern)
+	if !syncmount.IDPattern.MatchString(id) {
+		return fmt.Errorf("sync mount id %q is not accepted; accepted: %s", id, syncmount.IDPattern)
 	}
 	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir || dir == "/" {
 		return fmt.Errorf("the server's folder %q is not accepted; accepted: an absolute clean path below /", dir)
@@ -192,43 +188,16 @@ func (h *helper) serveSync(ctx context.Context, st net.Conn) {
 	}
 }
 
-// As in a VM's guest agent: a burst of writes (an install, a build) is
-// reported once it pauses, or every syncMaxDelay while it lasts, so the
-// sync's scans do not compete with the writer.
-const (
-	syncQuiet      = 250 * time.Millisecond
-	syncBurstPause = 200 * time.Millisecond
-	syncMaxDelay   = 5 * time.Second
-)
-
 // watchSync reports changes in the claimed folders of the mounts the host
-// names, one line per changed mount after a burst went quiet, until the
-// stream ends.
+// names, as a VM's guest agent does for its copies.
 func (h *helper) watchSync(ctx context.Context, st net.Conn, req agent.Request) {
-	defer st.Close()
 	trees, err := h.syncTrees(req.SyncWatch)
 	if err != nil {
 		_ = agent.Reply(st, err)
+		st.Close()
 		return
 	}
-	w, err := watch.New(trees, watch.Options{Quiet: syncQuiet, BurstPause: syncBurstPause, MaxDelay: syncMaxDelay, Logger: h.log.With("service", "sync-watch")})
-	if err != nil {
-		_ = agent.Reply(st, err)
-		return
-	}
-	defer w.Close()
-	if err := agent.Reply(st, nil); err != nil {
-		return
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() { // the host closing the stream ends the watch
-		io.Copy(io.Discard, st)
-		cancel()
-	}()
-	w.Deliver(ctx, func(id string) bool {
-		return agent.WriteJSONLine(st, agent.SyncChange{ID: id}) == nil
-	})
+	agent.ServeSyncWatch(ctx, st, trees, h.log.With("service", "sync-watch"))
 }
 
 // syncTrees are the claimed folders of the mounts in sw.
@@ -242,7 +211,7 @@ func (h *helper) syncTrees(sw *agent.SyncWatch) ([]watch.Tree, error) {
 	var trees []watch.Tree
 	for _, m := range sw.Mounts {
 		dir := ""
-		if syncIDPattern.MatchString(m.ID) {
+		if syncmount.IDPattern.MatchString(m.ID) {
 			dir = h.sync.claimed(m.ID)
 		}
 		if dir == "" {

@@ -57,10 +57,12 @@ type Mount struct {
 	HostToGuest bool
 }
 
-var mountIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,39}$`)
+// IDPattern is what a sync mount's id looks like, on both sides of the
+// session (the guest agent and a remote server's helper check it too).
+var IDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,39}$`)
 
 func (m Mount) validate() error {
-	if !mountIDPattern.MatchString(m.ID) {
+	if !IDPattern.MatchString(m.ID) {
 		return fmt.Errorf("sync mount id %q: want [a-z0-9][a-z0-9-]{0,39}", m.ID)
 	}
 	if !filepath.IsAbs(m.HostPath) {

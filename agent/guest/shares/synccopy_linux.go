@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path"
-	"regexp"
 
 	"github.com/vmdock/vmdock/agent"
 	"github.com/vmdock/vmdock/agent/guest/disks"
@@ -19,9 +18,6 @@ const (
 	syncDir     = agent.GuestSyncDir
 	SyncDataDir = syncDir + "/.mutagen"
 )
-
-// SyncIDPattern is what a sync mount's id looks like.
-var SyncIDPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,39}$`)
 
 // SyncCopy is where the guest copy of sync mount id lives.
 func SyncCopy(id string) string { return path.Join(syncDir, id) }
@@ -42,7 +38,7 @@ func (s *Shares) DataDiskReady() error {
 // has a mount from the data disk is left alone, so a reconnecting host can
 // repeat the request.
 func (s *Shares) mountSyncCopy(m agent.MountRequest) error {
-	if !SyncIDPattern.MatchString(m.Tag) {
+	if !syncmount.IDPattern.MatchString(m.Tag) {
 		return fmt.Errorf("sync mount %q: id %q is not accepted", m.Target, m.Tag)
 	}
 	if err := s.DataDiskReady(); err != nil {
